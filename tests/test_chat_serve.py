@@ -28,7 +28,7 @@ class ThanksIsGood(RuleJudge):
 
 def config_file(tmp_path, **serve):
     data = {
-        "method": "binary",
+        "method": "grpo",
         "env": {"id": "clawgym/OpenClawChat-v0"},
         "policy": {"backend": "hf", "model": "tiny-random", "device": "cpu"},
         "judge": {"type": "rules"},

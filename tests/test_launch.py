@@ -43,7 +43,7 @@ def test_there_is_a_launcher_per_setting_and_a_gpu_section():
 @pytest.mark.parametrize("path", LAUNCHERS, ids=lambda p: p.stem)
 def test_every_launcher_validates(path):
     config = load_config(path)
-    assert config.method in ("binary", "opd", "hybrid")
+    assert config.method in ("grpo", "opd", "hybrid")
     assert config.env.id.startswith("clawgym/")
     trainer_config(config, num_layers=30)  # the trainer and loop settings build too
     loop_config(config)
@@ -81,7 +81,7 @@ def test_set_overrides_coerce_types():
         ("loop.eval_before=maybe", "loop.eval_before: expected true/false"),
         ("trainer.lr=fast", "trainer.lr: expected a number"),
         ("loop.steps", "expects key=value"),
-        ("method=ppo", "method must be binary, opd or hybrid"),
+        ("method=ppo", "method must be grpo, opd or hybrid"),
         ("judge.type=oracle", "unknown judge(s) ['oracle']"),
         ("method=opd", "needs a hint judge"),
         ("loop.batch_groups=9", "buffer_groups must be >= loop.batch_groups"),
@@ -97,7 +97,7 @@ def test_bad_overrides_fail_clearly(override, message):
 
 def test_unknown_keys_in_the_file_fail(tmp_path):
     path = tmp_path / "bad.yaml"
-    path.write_text("method: binary\nloop: {steps: 2, max_stalenes: 3}\n")
+    path.write_text("method: grpo\nloop: {steps: 2, max_stalenes: 3}\n")
     with pytest.raises(ConfigError, match=r"unknown config key\(s\) loop.max_stalenes; valid keys under loop: .*max_staleness"):
         load_config(path)
     path.write_text("- just\n- a list\n")
@@ -143,7 +143,7 @@ def test_clawgym_train_runs_a_tiny_config_end_to_end(tmp_path, capsys):
     config = tmp_path / "tiny.yaml"
     config.write_text(
         f"""
-method: binary
+method: grpo
 env: {{id: "{PARITY_SPEC}", kwargs: {{split: train}}, eval_kwargs: {{split: test}}}}
 policy: {{model: tiny-random}}
 judge: {{type: rules}}
@@ -182,3 +182,12 @@ def test_demo_oracle_tour_and_training_path(tmp_path, capsys):
     tasks = [json.loads(line) for line in (tmp_path / "seed3" / "tasks.jsonl").read_text().splitlines()]
     assert len(tasks) == 120 and {t["data"]["persona"] for t in tasks} == {"teacher"}
     assert sum(t["split"] == "test" for t in tasks) == 30
+
+
+def test_old_method_name_binary_is_an_alias_of_grpo(tmp_path, caplog):
+    path = tmp_path / "old.yaml"
+    path.write_text("method: binary\n")
+    with caplog.at_level("WARNING"):
+        config = load_config(path)
+    assert config.method == "grpo"
+    assert "deprecated" in caplog.text and "'grpo'" in caplog.text

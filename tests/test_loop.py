@@ -86,7 +86,7 @@ def trajectory(reward: float, turns: list[Turn], episode: str, group: str = "g")
 # ---------------------------------------------------------------------------------------------- samples
 def test_build_group_grpo_outcome_advantages_and_versions():
     trajs = [trajectory(r, [turn(episode=f"e{i}", reward=r, version=3)], f"e{i}") for i, r in enumerate([1.0, 0.0, 0.0, 1.0])]
-    group, refused = build_group(trajs, method="binary", reward="outcome", version_offset=2)
+    group, refused = build_group(trajs, method="grpo", reward="outcome", version_offset=2)
     assert not refused
     assert [s.advantage for s in group.samples] == pytest.approx([0.866, -0.866, -0.866, 0.866], abs=1e-3)
     assert all(s.policy_version == 5 for s in group.samples)  # policy version 3 + offset 2
@@ -99,12 +99,12 @@ def test_turns_without_token_ids_are_refused_and_counted():
         trajectory(1.0, [turn(ids=False, episode="e0")], "e0"),
         trajectory(0.0, [turn(ids=False, episode="e1")], "e1"),
     ]
-    group, refused = build_group(trajs, method="binary")
+    group, refused = build_group(trajs, method="grpo")
     assert group is None
     assert refused["no_prompt_ids"] == 2
     bad = turn()
     bad.response_logprobs = [-1.0]  # one logprob for two tokens
-    group, refused = build_group([trajectory(1.0, [bad], "e0"), trajectory(0.0, [turn(episode="e1")], "e1")], method="binary")
+    group, refused = build_group([trajectory(1.0, [bad], "e0"), trajectory(0.0, [turn(episode="e1")], "e1")], method="grpo")
     assert refused["logprobs_mismatch"] == 1
     # the refused turn is not trained, but its trajectory's outcome still counts in the group baseline
     (sample,) = group.samples
@@ -115,9 +115,9 @@ def test_failed_episodes_and_equal_rewards():
     failed = trajectory(0.0, [turn(episode="e0")], "e0")
     failed.error = "timeout"
     same = [trajectory(1.0, [turn(episode=f"e{i}")], f"e{i}") for i in (1, 2)]
-    group, refused = build_group([failed, *same], method="binary")
+    group, refused = build_group([failed, *same], method="grpo")
     assert group is None and refused["episode_error"] == 1 and refused["zero_advantage_group"] == 2
-    group, _ = build_group(same, method="binary", drop_zero_advantage=False)
+    group, _ = build_group(same, method="grpo", drop_zero_advantage=False)
     assert [s.advantage for s in group.samples] == [0.0, 0.0]
 
 
@@ -127,14 +127,14 @@ def test_step_wise_rewards_use_prm_scores_per_turn_index():
         trajectory(1.0, [turn(index=0, episode="a", judge=judged(1.0)), turn(index=1, episode="a", judge=judged(1.0))], "a"),
         trajectory(0.0, [turn(index=0, episode="b", judge=judged(-1.0)), turn(index=1, episode="b", judge=judged(1.0))], "b"),
     ]
-    group, _ = build_group(trajs, method="binary", reward="step_wise", prm_coef=0.5)
+    group, _ = build_group(trajs, method="grpo", reward="step_wise", prm_coef=0.5)
     rewards = [s.reward for s in group.samples]
     assert rewards == pytest.approx([1.5, 1.5, -0.5, 0.5])
     by_step = {(s.metadata["episode_id"], s.metadata["turn_index"]): s.advantage for s in group.samples}
     assert by_step[("a", 0)] > 0 > by_step[("b", 0)] and by_step[("a", 1)] > 0 > by_step[("b", 1)]
     assert sorted(group.prm_scores) == [-1.0, 1.0, 1.0, 1.0]
     with pytest.raises(ValueError, match="PRM"):
-        build_group([trajectory(1.0, [turn()], "a")], method="binary", reward="step_wise")
+        build_group([trajectory(1.0, [turn()], "a")], method="grpo", reward="step_wise")
 
 
 def test_opd_keeps_only_hinted_turns_with_their_context():
@@ -358,7 +358,7 @@ async def test_sync_mode_gates_rollouts_while_training(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- SIGKILL
 CONFIG = """
-method: binary
+method: grpo
 env: {{id: "{env}", kwargs: {{split: train}}}}
 policy: {{model: tiny-random}}
 rollout: {{workers: 8, group_size: 4, max_tokens: 12}}

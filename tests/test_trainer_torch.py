@@ -104,7 +104,7 @@ def test_teacher_logprobs_cover_response_only_on_hinted_prompt(tokenizer):
 
 
 def test_binary_rl_raises_the_good_response(tokenizer):
-    trainer = TorchTrainer(tiny(tokenizer), tokenizer, TrainerConfig(method="binary", lr=3e-3, micro_batch_size=2))
+    trainer = TorchTrainer(tiny(tokenizer), tokenizer, TrainerConfig(method="grpo", lr=3e-3, micro_batch_size=2))
     prompt = render_prompt_ids(tokenizer, CONTEXT)
     good, bad = encode(tokenizer, "Hello!"), encode(tokenizer, "Go away.")
     start_gap = sum(current_logprobs(trainer, prompt, good)) - sum(current_logprobs(trainer, prompt, bad))

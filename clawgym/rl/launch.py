@@ -2,7 +2,7 @@
 
 A config has these sections (every key optional; see ``launchers/*.yaml`` and :class:`RunConfig`)::
 
-    method: binary | opd | hybrid
+    method: grpo | opd | hybrid       (binary: the old name of grpo)
     env:     {id, kwargs, eval_kwargs}            # eval_kwargs are merged over kwargs for held-out evals
     policy:  {backend: hf | sglang, model, device, dtype, max_batch_size, base_url}
     judge:   {type: none | rules | prm | hint | rules+prm (comma-joined), votes, model, max_tokens}
@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import yaml
+
+from clawgym.rl.losses import METHODS, canonical_method
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +169,7 @@ class GpuSection:
 
 @dataclass
 class RunConfig:
-    method: str = "binary"
+    method: str = "grpo"
     env: EnvSection = field(default_factory=EnvSection)
     policy: PolicySection = field(default_factory=PolicySection)
     judge: JudgeSection = field(default_factory=JudgeSection)
@@ -320,8 +322,9 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> RunCo
 def validate(config: RunConfig) -> None:
     """Cross-field checks with clear messages (types were checked while building)."""
     problems = []
-    if config.method not in ("binary", "opd", "hybrid"):
-        problems.append(f"method must be binary, opd or hybrid, got {config.method!r}")
+    config.method = canonical_method(config.method)
+    if config.method not in METHODS:
+        problems.append(f"method must be grpo, opd or hybrid, got {config.method!r}")
     if config.policy.backend not in ("hf", "sglang"):
         problems.append(f"policy.backend must be hf or sglang (a backend that can receive weights), got {config.policy.backend!r}")
     if config.policy.dtype not in ("float32", "bfloat16", "float16"):

@@ -23,7 +23,7 @@ Rewards (``LoopConfig.reward``):
   every turn of a trajectory gets its trajectory's advantage.
 - ``step_wise`` (Track-2, needs a PRM judge): r_k = R + prm_coef * prm_k, GRPO within (group, turn k).
 - ``auto`` (default): ``step_wise`` when a PRM judge is configured, else ``outcome``.
-Methods: ``binary`` trains on those advantages; ``opd`` on hint-judge hints (the trainer computes the
+Methods: ``grpo`` trains on those advantages; ``opd`` on hint-judge hints (the trainer computes the
 hinted teacher's logprobs; samples without a hint are dropped); ``hybrid`` on both.
 
 Resumability: judged groups are appended to ``pending.jsonl`` before the trainer sees them; each
@@ -82,7 +82,7 @@ class LoopConfig:
     staleness: Literal["drop", "reweight"] = "drop"
     reward: Literal["auto", "outcome", "step_wise"] = "auto"
     prm_coef: float = 1.0
-    drop_zero_advantage: bool = True  # skip groups whose samples all have A = 0 (binary only)
+    drop_zero_advantage: bool = True  # skip groups whose samples all have A = 0 (grpo only)
     temperature: float = 1.0
     top_p: float = 1.0
     max_tokens: int = 256
@@ -248,7 +248,7 @@ def build_group(
                 },
             )
         )
-    if method == "binary" and drop_zero_advantage and samples and all(s.advantage == 0 for s in samples):
+    if method == "grpo" and drop_zero_advantage and samples and all(s.advantage == 0 for s in samples):
         refused["zero_advantage_group"] += len(samples)
         samples = []
     if not samples:

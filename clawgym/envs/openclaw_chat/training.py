@@ -6,7 +6,7 @@ publishes the weights to the served policy between two decoding steps — users 
 by the current weights the whole time, and nobody ever gets a 503.
 
 The learning signal is OpenClaw-RL's personal-agent one, without its traps:
-- binary: the PRM verdict r ∈ {+1, −1} of the turn, used as is (A = r, no group normalisation);
+- grpo: the PRM verdict r ∈ {+1, −1} of the turn, used as is (A = r, no group normalisation);
   a 0 verdict (ambiguous) trains nothing (no zero-advantage padding samples);
 - opd / hybrid: the hint judge's chosen hindsight hint makes the teacher prompt;
 - token in, token out: turns without exact token ids and logprobs are refused and counted;
@@ -37,7 +37,7 @@ def sample_from_turn(turn: Turn, method: str) -> tuple[Sample | None, str | None
     hint = chosen_hint(turn.judge.get("hint")) if method in ("opd", "hybrid") else None
     if method == "opd" and not hint:
         return None, "no_hint"
-    if method == "binary" and not score:
+    if method == "grpo" and not score:
         return None, "no_verdict"
     if method == "hybrid" and not score and not hint:
         return None, "no_signal"

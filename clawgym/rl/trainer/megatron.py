@@ -635,7 +635,7 @@ class MegatronTrainer:
 
         def loss_fn(batch: dict, logprobs: torch.Tensor):
             mask, old = batch["loss_mask"], batch["old_logprobs"]
-            if tcfg.method == "binary":
+            if tcfg.method == "grpo":
                 advantages = batch["rl_adv"]
             elif tcfg.method == "opd":
                 advantages = losses.opd_advantages(batch["teacher_logprobs"], old)
@@ -793,7 +793,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--samples", required=True, help="JSONL of clawgym Sample records")
     parser.add_argument("--tp", type=int, default=1)
     parser.add_argument("--pp", type=int, default=1)
-    parser.add_argument("--method", default="binary", choices=["binary", "opd", "hybrid"])
+    parser.add_argument("--method", default="grpo", choices=["grpo", "binary", "opd", "hybrid"])
     parser.add_argument("--advantage", default="grpo", choices=["grpo", "raw"])
     parser.add_argument("--lr", type=float, default=1e-6)
     parser.add_argument("--kl-coef", type=float, default=0.0)

@@ -11,7 +11,7 @@ sequences for ``"sequence"``), so splitting a step into micro-batches changes no
 
 Methods (``TrainerConfig.method``):
 
-- ``binary``: A = GRPO-normalised or raw reward (``Sample.advantage`` wins when set), PPO-clip.
+- ``grpo`` (alias ``binary``): A = GRPO-normalised or raw reward (``Sample.advantage`` wins when set), PPO-clip.
 - ``opd``: A_t = log pi_teacher(a_t | s + hint) - log pi_old(a_t | s), PPO-clip. Every sample needs
   a hint (or precomputed ``teacher_logprobs``).
 - ``hybrid``: A_t = w_rl * A + w_opd * (teacher - old); samples without a hint get no teacher term
@@ -62,7 +62,7 @@ class LoraSettings:
 class TrainerConfig:
     """Everything a train step depends on. Defaults follow OpenClaw-RL's launch scripts where they exist."""
 
-    method: Literal["binary", "opd", "hybrid", "opd_topk"] = "binary"
+    method: Literal["grpo", "opd", "hybrid", "opd_topk"] = "grpo"
     lr: float = 1e-5
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.98)
@@ -89,8 +89,9 @@ class TrainerConfig:
         if self.lora is not None:
             self.lora.target_modules = tuple(self.lora.target_modules)
         self.betas = tuple(self.betas)  # type: ignore[assignment]
+        self.method = losses.canonical_method(self.method)  # type: ignore[assignment]
         checks = {
-            "method": self.method in ("binary", "opd", "hybrid", "opd_topk"),
+            "method": self.method in ("grpo", "opd", "hybrid", "opd_topk"),
             "aggregation": self.aggregation in ("token", "sequence"),
             "advantage": self.advantage in ("grpo", "raw"),
             "teacher": self.teacher in ("initial", "current"),
@@ -399,7 +400,7 @@ class TorchTrainer:
             logprobs = gather_logprobs(logits, batch.targets)
             per_token = torch.zeros_like(logprobs)
 
-            if cfg.method == "binary":
+            if cfg.method == "grpo":
                 advantages = adv_rl[:, None].expand_as(logprobs)
             elif cfg.method in ("opd", "hybrid"):
                 teacher = _pad_rows(
