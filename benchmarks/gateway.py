@@ -22,9 +22,9 @@ from pathlib import Path
 
 import httpx
 
-from clawgym.envs.openclaw_chat.app import build_gateway_app
-from clawgym.envs.openclaw_chat.gateway import ChatGateway, PolicyResponder
-from clawgym.envs.openclaw_chat.recorder import TurnLog
+from clawgym.serve.app import build_gateway_app
+from clawgym.serve.gateway import ChatGateway, PolicyResponder
+from clawgym.serve.turn_log import TurnLog
 from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.server import BackgroundServer, build_app
 

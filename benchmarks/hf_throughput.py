@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from clawgym.rl.policy.base import SamplingParams
+from clawgym.core.policy import SamplingParams
 from clawgym.rl.policy.hf import HFPolicy
 
 

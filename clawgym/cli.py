@@ -1,7 +1,8 @@
-"""The ``clawgym`` command: ``envs | play | rollout | serve-policy | serve | train | demo``.
+"""The ``clawgym`` command: ``envs | play | rollout | eval | serve-policy | serve | train | launchers | demo``.
 
 Heavy imports (torch, playwright, fastapi) happen inside each command, so ``clawgym envs`` and
-``clawgym play`` start fast on a machine without the ``train`` extra.
+``clawgym play`` start fast on a machine without the ``train`` extra. Bad input (an unknown id, a
+missing file, an invalid config) is a :class:`clawgym.errors.UsageError`: one line on stderr, exit 2.
 """
 
 from __future__ import annotations
@@ -15,21 +16,9 @@ from typing import Any, Sequence
 import gymnasium as gym
 
 import clawgym
+from clawgym.commands.common import check_env_id, parse_env_args
 from clawgym.core.env import format_transcript
-
-
-def _parse_kwargs(pairs: Sequence[str]) -> dict[str, Any]:
-    """``key=value`` pairs for gym.make; values are JSON when they parse, else strings."""
-    kwargs: dict[str, Any] = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise SystemExit(f"error: --env-arg expects key=value, got {pair!r}")
-        key, value = pair.split("=", 1)
-        try:
-            kwargs[key] = json.loads(value)
-        except json.JSONDecodeError:
-            kwargs[key] = value
-    return kwargs
+from clawgym.errors import UsageError
 
 
 # ------------------------------------------------------------------------------------ envs
@@ -79,7 +68,7 @@ def _action_from_line(line: str, env: Any) -> Any:
 def cmd_play(args: argparse.Namespace, stdin=None, out=None) -> int:
     stdin = stdin or sys.stdin
     out = out or sys.stdout
-    env = gym.make(args.env_id, **_parse_kwargs(args.env_arg))
+    env = gym.make(check_env_id(args.env_id), **parse_env_args(args.env_arg))
     try:
         options = {"task_id": args.task_id} if args.task_id else None
         observation, info = env.reset(seed=args.seed, options=options)
@@ -112,13 +101,13 @@ def cmd_play(args: argparse.Namespace, stdin=None, out=None) -> int:
 
 # ------------------------------------------------------------------------------------ rollout
 def cmd_rollout(args: argparse.Namespace) -> int:
-    from clawgym.rl.rollout_cli import run_rollout_command
+    from clawgym.commands.rollout import run_rollout_command
 
     return run_rollout_command(args)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from clawgym.rl.evaluate import run_eval_command
+    from clawgym.commands.evaluate import run_eval_command
 
     return run_eval_command(args)
 
@@ -130,21 +119,34 @@ def cmd_serve_policy(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from clawgym.envs.openclaw_chat.serve import main_serve
+    from clawgym import launchers
+    from clawgym.serve.main import main_serve
 
+    args.config = str(launchers.resolve(args.config))
     return main_serve(args)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from clawgym import launchers
     from clawgym.rl.launch import main_train
 
+    args.config = str(launchers.resolve(args.config))
     return main_train(args)
+
+
+def cmd_launchers(args: argparse.Namespace) -> int:
+    from clawgym import launchers
+
+    for name, path in launchers.bundled().items():
+        print(f"{name:10s} {launchers.describe(path)}")
+    print(f"\n(in {launchers.DIRECTORY}; `clawgym train NAME` or `clawgym train path/to/your.yaml`)")
+    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from clawgym.demo import main as demo_main
 
-    return demo_main([])
+    return demo_main(args.demo_args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -174,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     rollout.add_argument("--split", default=None)
     rollout.add_argument("--max-tokens", type=int, default=512)
     rollout.add_argument("--temperature", type=float, default=0.7)
-    rollout.add_argument("--judge", default=None, help="rule | prm | hint | rule+prm (judge model = --judge-model or the policy)")
+    rollout.add_argument("--judge", default=None, help="rules | prm | hint | rules+prm, comma-joined (judge model = --judge-model or the policy)")
     rollout.add_argument("--judge-model", default=None)
     rollout.add_argument("--judge-votes", type=int, default=3)
     rollout.add_argument("--executor", default="local", help="local | ray")
@@ -206,23 +208,37 @@ def build_parser() -> argparse.ArgumentParser:
     serve_policy.set_defaults(fn=cmd_serve_policy)
 
     serve = sub.add_parser("serve", help="the personal-chat gateway (OpenClaw and any OpenAI client)")
-    serve.add_argument("--config", default="launchers/chat.yaml")
+    serve.add_argument("--config", default="chat", help="a bundled launcher name or a YAML path")
     serve.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     serve.set_defaults(fn=cmd_serve)
 
     train = sub.add_parser("train", help="train with the async RL loop from a launcher config")
-    train.add_argument("config")
+    train.add_argument("config", help="a bundled launcher name (`clawgym launchers`) or a YAML path")
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     train.set_defaults(fn=cmd_train)
 
-    sub.add_parser("demo", help="the default demo (what `make run` runs)").set_defaults(fn=cmd_demo)
+    sub.add_parser("launchers", help="list the bundled launcher configs").set_defaults(fn=cmd_launchers)
+
+    demo = sub.add_parser("demo", help="the default demo (what `make run` runs); flags as `python -m clawgym.demo -h`",
+                          add_help=False)
+    demo.add_argument("demo_args", nargs=argparse.REMAINDER)
+    demo.set_defaults(fn=cmd_demo)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    return int(args.fn(args) or 0)
+    try:
+        return int(args.fn(args) or 0)
+    except UsageError as exc:
+        print(f"clawgym {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+
+
+def one_line(message: str) -> str:
+    """A multi-line error (a config with several problems) as one line."""
+    return "; ".join(part.strip(" -") for part in message.splitlines() if part.strip(" -"))
 
 
 if __name__ == "__main__":

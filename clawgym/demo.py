@@ -27,7 +27,7 @@ import clawgym
 from clawgym.core.env import format_transcript
 
 MAX_CHARS = 600
-DEMO_CONFIG = Path(__file__).resolve().parents[1] / "launchers" / "demo.yaml"
+DEMO_CONFIG = Path(__file__).resolve().parent / "launchers" / "demo.yaml"
 TASKS_PER_PERSONA = 120  # 90 train / 30 held-out teacher tasks
 
 
@@ -84,13 +84,28 @@ def write_demo_tasks(path: Path) -> Path:
     return path
 
 
+def run_directory(root: Path, seed: int, overwrite: bool) -> Path:
+    """``root/seed<N>``, created fresh. An earlier run there is kept (the run goes to ``seed<N>-2``, ``-3``,
+    ...) unless ``overwrite``, and either way the user is told."""
+    out = root / f"seed{seed}"
+    if out.exists() and overwrite:
+        print(f"clawgym demo: --overwrite: replacing the earlier run in {out}", flush=True)
+        shutil.rmtree(out)
+    elif out.exists():
+        k = 2
+        while (root / f"seed{seed}-{k}").exists():
+            k += 1
+        print(f"clawgym demo: {out} holds an earlier run (kept); this run goes to {root / f'seed{seed}-{k}'} "
+              "(--overwrite replaces it instead)", flush=True)
+        out = root / f"seed{seed}-{k}"
+    out.mkdir(parents=True)
+    return out
+
+
 def train_main(args: argparse.Namespace) -> int:
     from clawgym.rl.launch import ConfigError, format_summary, load_config, run_config
 
-    out = Path(args.out) / f"seed{args.seed}"
-    if out.exists():
-        shutil.rmtree(out)  # a demo run starts fresh (its own output directory only)
-    out.mkdir(parents=True)
+    out = run_directory(Path(args.out), args.seed, args.overwrite)
     tasks = write_demo_tasks(out / "tasks.jsonl")
     overrides = [
         f"env.kwargs.tasks={tasks}",
@@ -146,7 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--env", action="append", help="--oracle: only these ids (default: every registered id)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--config", default=str(DEMO_CONFIG), help="launcher config of the training demo")
-    parser.add_argument("--out", default="runs/demo", help="output root; the run goes to OUT/seed<SEED>")
+    parser.add_argument("--out", default="runs/demo", help="output root; the run goes to OUT/seed<SEED> (or a fresh sibling)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier run in OUT/seed<SEED>")
     parser.add_argument("--minutes", type=float, default=None, help="training time budget (default: the config's)")
     parser.add_argument("--steps", type=int, default=None, help="maximum train steps (default: the config's)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")

@@ -9,11 +9,11 @@ import httpx
 import openai
 import pytest
 
-from clawgym.envs.openclaw_chat.app import build_gateway_app
-from clawgym.envs.openclaw_chat.gateway import ChatGateway, PolicyResponder
-from clawgym.envs.openclaw_chat.recorder import TurnLog
+from clawgym.serve.app import build_gateway_app
+from clawgym.serve.gateway import ChatGateway, PolicyResponder
+from clawgym.serve.turn_log import TurnLog
 from clawgym.rl.judge import JudgeStage, RuleJudge
-from clawgym.rl.policy.base import Generation
+from clawgym.core.policy import Generation
 from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.policy.streaming import TextDelta
 from clawgym.rl.server import BackgroundServer
@@ -259,7 +259,7 @@ def test_research_mode_env_answers_live_requests(tmp_path):
     import gymnasium as gym
 
     import clawgym  # noqa: F401
-    from clawgym.envs.openclaw_chat.live import LiveGateway
+    from clawgym.serve.live import LiveGateway
 
     live = LiveGateway(tmp_path / "live.jsonl", api_key=KEY)
     replies = []

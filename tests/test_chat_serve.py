@@ -7,7 +7,7 @@ import time
 import openai
 import yaml
 
-from clawgym.envs.openclaw_chat.serve import ServeSettings, build_serving
+from clawgym.serve.main import ServeSettings, build_serving
 from clawgym.rl.judge import RuleJudge
 from clawgym.rl.launch import ConfigError, load_config
 from clawgym.rl.server import BackgroundServer

@@ -2,9 +2,9 @@
 
 import json
 
-from clawgym.envs.openclaw_chat.protocol import conversation, is_internal_context, runtime_session_id, user_text
-from clawgym.envs.openclaw_chat.recorder import TurnLog
-from clawgym.envs.openclaw_chat.sessions import SessionTracker
+from clawgym.serve.protocol import conversation, is_internal_context, runtime_session_id, user_text
+from clawgym.serve.turn_log import TurnLog
+from clawgym.serve.sessions import SessionTracker
 from clawgym.rl.types import JudgeResult, Turn
 
 SYSTEM = {"role": "system", "content": "<!-- openclaw:attempt:STABLE -->\nYou are a personal assistant running inside OpenClaw."}

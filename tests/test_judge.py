@@ -27,7 +27,7 @@ from clawgym.rl.judge import (
     select_hints,
     setting_for,
 )
-from clawgym.rl.policy.base import SamplingParams
+from clawgym.core.policy import SamplingParams
 from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.types import JudgeResult, Turn
 

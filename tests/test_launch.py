@@ -18,13 +18,12 @@ from clawgym.rl.launch import (
     gpu_plan,
     load_config,
     loop_config,
-    main_train,
     trainer_config,
 )
 from tests.loop_envs import PARITY_SPEC
 
 REPO = Path(__file__).resolve().parents[1]
-LAUNCHERS = sorted((REPO / "launchers").glob("*.yaml"))
+LAUNCHERS = sorted((REPO / "clawgym" / "launchers").glob("*.yaml"))
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +50,7 @@ def test_every_launcher_validates(path):
 
 def test_set_overrides_coerce_types():
     config = load_config(
-        REPO / "launchers" / "demo.yaml",
+        REPO / "clawgym" / "launchers" / "demo.yaml",
         [
             "trainer.lr=1e-4",  # YAML 1.1 reads this as a string; coerced to float
             "loop.steps=3",
@@ -91,7 +90,7 @@ def test_set_overrides_coerce_types():
 )
 def test_bad_overrides_fail_clearly(override, message):
     with pytest.raises(ConfigError) as info:
-        load_config(REPO / "launchers" / "demo.yaml", [override])
+        load_config(REPO / "clawgym" / "launchers" / "demo.yaml", [override])
     assert message in str(info.value)
 
 
@@ -114,7 +113,7 @@ def test_gpu_section_checks_and_partition():
         load_config(None, ["gpu.actor_gpus=0"])
     with pytest.raises(ConfigError, match=r"multiple of tensor_parallel x pipeline_parallel \(2 x 2\)"):
         load_config(None, ["gpu.actor_gpus=2", "gpu.tensor_parallel=2", "gpu.pipeline_parallel=2"])
-    gpu = load_config(REPO / "launchers" / "chat.yaml").gpu
+    gpu = load_config(REPO / "clawgym" / "launchers" / "chat.yaml").gpu
     plan = gpu_plan(gpu, available=8)
     assert plan.actor == [0, 1, 2, 3] and plan.rollout == [4, 5] and plan.judge == [6, 7]
     with pytest.raises(ConfigError, match="needs 8 GPUs .* this machine has 4"):
@@ -125,16 +124,15 @@ def test_gpu_section_checks_and_partition():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without GPUs")
 def test_gpu_enabled_without_gpus_is_refused_clearly(tmp_path, capsys):
-    config = load_config(REPO / "launchers" / "terminal.yaml", ["gpu.enabled=true"])
+    config = load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", ["gpu.enabled=true"])
     with pytest.raises(ConfigError, match="needs 3 GPUs. Set gpu.enabled=false to train on CPU"):
         build(config)
-    args = type("Args", (), {"config": str(REPO / "launchers" / "terminal.yaml"), "set": ["gpu.enabled=true"]})()
-    assert main_train(args) == 2
+    assert cli.main(["train", "terminal", "--set", "gpu.enabled=true"]) == 2
     assert "this machine has no CUDA GPU" in capsys.readouterr().err
 
 
 def test_config_errors_exit_2_from_the_cli(capsys):
-    assert cli.main(["train", str(REPO / "launchers" / "demo.yaml"), "--set", "loop.nope=1"]) == 2
+    assert cli.main(["train", str(REPO / "clawgym" / "launchers" / "demo.yaml"), "--set", "loop.nope=1"]) == 2
     assert "unknown key 'loop.nope'" in capsys.readouterr().err
 
 

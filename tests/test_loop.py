@@ -243,7 +243,7 @@ async def test_loop_with_rule_judge_and_stale_samples_dropped(tmp_path):
 async def test_hybrid_loop_with_an_llm_hint_judge_served_by_the_policy(tmp_path):
     """The hint judge is an LLM judge on the serving policy itself; unhinted samples keep the RL term."""
     from clawgym.rl.judge import HintJudge
-    from clawgym.rl.policy.base import SamplingParams
+    from clawgym.core.policy import SamplingParams
 
     policy, trainer = make_parts(method="hybrid")
     judge = HintJudge(policy, m=2, max_retries=0, sampling=SamplingParams(temperature=1.0, max_tokens=6, seed=1))
@@ -324,7 +324,7 @@ async def test_serving_answers_while_a_slow_train_step_runs(tmp_path):
     stop = asyncio.Event()
 
     async def client():
-        from clawgym.rl.policy.base import SamplingParams
+        from clawgym.core.policy import SamplingParams
 
         while not stop.is_set():
             await policy.generate([{"role": "user", "content": "ping"}], None, SamplingParams(temperature=0, max_tokens=4))

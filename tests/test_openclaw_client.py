@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from clawgym.envs.openclaw_chat.app import build_gateway_app
-from clawgym.envs.openclaw_chat.gateway import ChatGateway, PolicyResponder
-from clawgym.envs.openclaw_chat.protocol import INTERNAL_CONTEXT_MARKER, user_text
-from clawgym.envs.openclaw_chat.recorder import TurnLog
+from clawgym.serve.app import build_gateway_app
+from clawgym.serve.gateway import ChatGateway, PolicyResponder
+from clawgym.serve.protocol import INTERNAL_CONTEXT_MARKER, user_text
+from clawgym.serve.turn_log import TurnLog
 from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.server import BackgroundServer
 from tests.openclaw_harness import OpenClawUnavailable, openclaw_gateway

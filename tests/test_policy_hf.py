@@ -7,7 +7,7 @@ import asyncio
 import pytest
 import torch
 
-from clawgym.rl.policy.base import Generation, Policy, SamplingParams
+from clawgym.core.policy import Generation, Policy, SamplingParams
 from clawgym.rl.policy.chat_template import encode_prompt, fallback_messages, render_prompt, supports_tools
 from clawgym.rl.policy.hf import HFPolicy
 from clawgym.rl.policy.models import build_tiny_random, load_model, load_tokenizer

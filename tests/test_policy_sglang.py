@@ -15,7 +15,7 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from clawgym.rl.policy.base import SamplingParams
+from clawgym.core.policy import SamplingParams
 from clawgym.rl.policy.chat_template import encode_prompt
 from clawgym.rl.policy.models import load_tokenizer, smollm2_checkpoint_dir
 from clawgym.rl.policy.sglang import SGLangError, SGLangPolicy, sglang_unavailable_reason

@@ -14,7 +14,7 @@ from clawgym.core.env import AgentEnv
 from clawgym.core.messages import Message, text_of
 from clawgym.core.tasks import Task, TaskSet
 from clawgym.core.tools import FunctionTool, Tool
-from clawgym.rl.policy.base import Policy
+from clawgym.core.policy import Policy
 from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.rollout import EpisodeSpec, RolloutPool, make_groups, run_rollout_cli
 from clawgym.rl.types import Trajectory, Turn, read_jsonl

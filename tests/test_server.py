@@ -13,7 +13,7 @@ import torch
 from clawgym.rl.policy.hf import HFPolicy
 from clawgym.rl.policy.models import load_model
 from clawgym.rl.policy.openai import OpenAIPolicy
-from clawgym.rl.policy.base import SamplingParams
+from clawgym.core.policy import SamplingParams
 from clawgym.rl.policy.testing import teach
 from clawgym.rl.server import BackgroundServer, build_app
 

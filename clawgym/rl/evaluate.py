@@ -1,49 +1,64 @@
-"""``clawgym eval ENV_ID --policy hf --model M``: mean reward and success on every task of a split.
+"""Evaluation: every held-out task played once with fixed seeds, greedy by default.
 
-Greedy by default (``--temperature 0``), one episode per task, so two models (before and after
-training) are compared on the same episodes. ``--by KEY`` groups the table by a key of the final
-``info`` — ``--by persona`` gives OpenClawChat-v0's preference score per persona.
+The one implementation behind ``clawgym eval`` and the training loop's before/during/after evals, so a
+number printed by one is comparable with a number printed by the other. Errored episodes (an env
+crash, a timeout) are counted apart and left out of the means.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 from collections import defaultdict
 from typing import Any, Sequence
 
-import gymnasium as gym
 import numpy as np
 
+from clawgym.core.policy import Policy, SamplingParams
+from clawgym.rl.rollout import EnvSpec, RolloutPool, make_groups
+from clawgym.rl.types import Trajectory
 
-def evaluate(env_id: str, policy: Any, *, split: str | None = "test", by: str | None = None, limit: int | None = None,
-             env_kwargs: dict[str, Any] | None = None, max_tokens: int = 256, temperature: float = 0.0,
-             num_workers: int = 4, seed: int = 0) -> dict[str, dict[str, float]]:
-    """Rows ``{group: {"episodes", "mean_reward", "success_rate"}}``, plus an ``"all"`` row."""
-    from clawgym.rl.policy.base import SamplingParams
-    from clawgym.rl.rollout import rollout_and_judge
+EVAL_SEED = 12345
 
-    kwargs = dict(env_kwargs or {})
-    if split:
-        kwargs["split"] = split
-    env = gym.make(env_id, **kwargs)
-    try:
-        task_ids = [task.id for task in env.unwrapped.task_set][:limit]
-    finally:
-        env.close()
-    trajectories, _ = asyncio.run(rollout_and_judge(
-        env_id, policy, len(task_ids), task_ids=task_ids, env_kwargs=kwargs, num_workers=num_workers, seed=seed,
-        sampling=SamplingParams(temperature=temperature, max_tokens=max_tokens)))
-    groups: dict[str, list[Any]] = defaultdict(list)
+
+async def play_tasks(env: EnvSpec, policy: Policy, task_ids: Sequence[str] | None = None, *, limit: int | None = None,
+                     env_kwargs: dict[str, Any] | None = None, sampling: SamplingParams | None = None,
+                     num_workers: int = 4, seed: int = EVAL_SEED, episode_timeout_s: float | None = None) -> list[Trajectory]:
+    """One episode per task (all of the env's tasks unless ``task_ids``; the first ``limit`` of them)."""
+    sampling = sampling or SamplingParams(temperature=0.0, max_tokens=256)
+    pool = RolloutPool(env, policy, num_workers=max(1, num_workers), executor="local", env_kwargs=env_kwargs or {},
+                       sampling=sampling, episode_timeout_s=episode_timeout_s)
+    async with pool:
+        ids = list(task_ids) if task_ids else list(await pool.task_ids())
+        return await pool.run(make_groups(ids[:limit], 1, seed=seed))
+
+
+def eval_rows(trajectories: Sequence[Trajectory], by: str | None = None) -> dict[str, dict[str, float]]:
+    """Rows ``{group: {"episodes", "errors", "mean_reward", "success_rate"}}``: an ``"all"`` row, plus one per
+    value of the final-info key ``by`` (``--by persona`` gives OpenClawChat-v0's score per persona)."""
+    groups: dict[str, list[Trajectory]] = defaultdict(list)
     for trajectory in trajectories:
         groups["all"].append(trajectory)
         if by:
             groups[f"{by}={trajectory.info.get(by)}"].append(trajectory)
-    return {name: {"episodes": len(items),
-                   "errors": sum(t.error is not None for t in items),
-                   "mean_reward": float(np.mean([t.reward for t in items])),
-                   "success_rate": float(np.mean([t.success for t in items]))}
-            for name, items in sorted(groups.items())}
+    rows = {}
+    for name, items in sorted(groups.items()):
+        ok = [t for t in items if t.error is None]
+        rows[name] = {"episodes": len(items), "errors": len(items) - len(ok),
+                      "mean_reward": float(np.mean([t.reward for t in ok])) if ok else float("nan"),
+                      "success_rate": float(np.mean([t.success for t in ok])) if ok else float("nan")}
+    return rows or {"all": {"episodes": 0, "errors": 0, "mean_reward": float("nan"), "success_rate": float("nan")}}
+
+
+def evaluate(env_id: str, policy: Any, *, split: str | None = "test", by: str | None = None, limit: int | None = None,
+             env_kwargs: dict[str, Any] | None = None, max_tokens: int = 256, temperature: float = 0.0,
+             num_workers: int = 4, seed: int = EVAL_SEED) -> dict[str, dict[str, float]]:
+    """Synchronous :func:`play_tasks` + :func:`eval_rows` on a split (what ``clawgym eval`` prints)."""
+    kwargs = dict(env_kwargs or {})
+    if split:
+        kwargs["split"] = split
+    trajectories = asyncio.run(play_tasks(env_id, policy, limit=limit, env_kwargs=kwargs, num_workers=num_workers,
+                                          seed=seed, sampling=SamplingParams(temperature=temperature, max_tokens=max_tokens)))
+    return eval_rows(trajectories, by)
 
 
 def format_table(rows: dict[str, dict[str, float]], title: str) -> str:
@@ -51,18 +66,3 @@ def format_table(rows: dict[str, dict[str, float]], title: str) -> str:
     for name, row in rows.items():
         lines.append(f"| {name} | {row['episodes']} | {row['errors']} | {row['mean_reward']:.3f} | {row['success_rate']:.3f} |")
     return "\n".join(lines)
-
-
-def run_eval_command(args: argparse.Namespace) -> int:
-    from clawgym.cli import _parse_kwargs
-    from clawgym.rl.rollout_cli import build_policy
-
-    models: Sequence[str | None] = args.model or [None]
-    for model in models:
-        policy = build_policy(args.policy, model, args.base_url, args.api_key)
-        rows = evaluate(args.env_id, policy, split=args.split or None, by=args.by, limit=args.limit,
-                        env_kwargs=_parse_kwargs(args.env_arg), max_tokens=args.max_tokens,
-                        temperature=args.temperature, num_workers=args.concurrency)
-        print(format_table(rows, f"{args.env_id} [{args.split or 'all'}] with {args.policy}:{model or 'default'}"))
-        print()
-    return 0

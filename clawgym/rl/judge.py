@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Protocol, Sequence, Union
 
 from clawgym.core.messages import Message, text_of
-from clawgym.rl.policy.base import Policy, SamplingParams
+from clawgym.core.policy import Policy, SamplingParams
 from clawgym.rl.types import JudgeResult, Turn
 
 logger = logging.getLogger(__name__)
@@ -654,6 +654,9 @@ class JudgeStage:
                 self._queue.task_done()
 
 
+JUDGE_TYPES = ("rules", "prm", "hint", "rules+prm")  # the parts of a judge spec, comma-joined
+
+
 def make_judges(spec: str, policy: Policy | None = None, *, m: int = 3, setting: str | None = None, **kwargs: Any) -> list[Judge]:
     """Judges from a CLI string: ``prm``, ``hint``, ``rules``, ``rules+prm`` (composite), comma-joined.
 
@@ -683,6 +686,7 @@ __all__ = [
     "CompositeJudge",
     "ExitCodeRule",
     "HintJudge",
+    "JUDGE_TYPES",
     "Judge",
     "JudgeStage",
     "LLMJudge",

@@ -1,6 +1,6 @@
 """``clawgym train CONFIG --set key=value``: YAML launcher configs -> policy, judges, trainer, async loop.
 
-A config has these sections (every key optional; see ``launchers/*.yaml`` and :class:`RunConfig`)::
+A config has these sections (every key optional; see ``clawgym/launchers/*.yaml`` and :class:`RunConfig`)::
 
     method: grpo | opd | hybrid       (binary: the old name of grpo)
     env:     {id, kwargs, eval_kwargs}            # eval_kwargs are merged over kwargs for held-out evals
@@ -28,7 +28,6 @@ import asyncio
 import dataclasses
 import logging
 import os
-import sys
 import types
 import typing
 from contextlib import contextmanager
@@ -38,12 +37,13 @@ from typing import Any, Iterator, Sequence
 
 import yaml
 
-from clawgym.rl.losses import METHODS, canonical_method
+from clawgym.errors import UsageError
+from clawgym.rl.methods import METHODS, canonical_method
 
 logger = logging.getLogger(__name__)
 
 
-class ConfigError(ValueError):
+class ConfigError(UsageError):
     """A launcher config (or a ``--set`` override) is invalid; the message says what and where."""
 
 
@@ -303,7 +303,9 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> RunCo
         try:
             loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
@@ -525,7 +527,7 @@ def _env_tools(config: RunConfig) -> list[dict[str, Any]] | None:
 
 def build_judges(config: RunConfig, policy: Any) -> tuple[list[Any], Any]:
     from clawgym.rl.judge import make_judges
-    from clawgym.rl.policy.base import SamplingParams
+    from clawgym.core.policy import SamplingParams
 
     parts = judge_parts(config.judge.type)
     if not parts:
@@ -693,16 +695,8 @@ def format_summary(result: Any) -> str:
 
 
 def main_train(args: Any) -> int:
-    """The body of ``clawgym train CONFIG --set k=v``: returns an exit code (2 for a config error)."""
-    try:
-        config = load_config(getattr(args, "config", None), list(getattr(args, "set", None) or []))
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        result = asyncio.run(run_config(config))
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    """The body of ``clawgym train CONFIG --set k=v``; a ConfigError reaches the CLI (one line, exit 2)."""
+    config = load_config(getattr(args, "config", None), list(getattr(args, "set", None) or []))
+    result = asyncio.run(run_config(config))
     print(format_summary(result))
     return 0

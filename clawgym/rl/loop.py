@@ -53,9 +53,10 @@ import numpy as np
 
 from clawgym.rl import losses
 from clawgym.rl.buffer import SampleBuffer, SampleGroup
+from clawgym.rl.evaluate import eval_rows, play_tasks
 from clawgym.rl.judge import JudgeStage, chosen_hint
 from clawgym.rl.metrics import MetricsLogger
-from clawgym.rl.policy.base import Policy, SamplingParams
+from clawgym.core.policy import Policy, SamplingParams
 from clawgym.rl.rollout import EnvSpec, RolloutPool, make_groups
 from clawgym.rl.trainer import checkpoint as ckpt
 from clawgym.rl.types import Sample, Trajectory, Turn, new_id
@@ -635,26 +636,15 @@ class AsyncRLLoop:
         c = self.config
         sampling = SamplingParams(temperature=c.eval_temperature, top_p=1.0, max_tokens=c.max_tokens)
         version = self.version
-        pool = RolloutPool(
-            self.env,
-            self.policy,
-            num_workers=max(1, c.num_workers),
-            executor="local",
-            env_kwargs=self.eval_env_kwargs,
-            sampling=sampling,
-            episode_timeout_s=c.episode_timeout_s,
-        )
-        async with pool:
-            ids = self.eval_task_ids or await pool.task_ids()
-            if c.eval_episodes is not None:
-                ids = list(ids)[: c.eval_episodes]
-            trajectories = await pool.run(make_groups(list(ids), 1, seed=c.eval_seed))
-        ok = [t for t in trajectories if t.error is None]
+        trajectories = await play_tasks(self.env, self.policy, self.eval_task_ids, limit=c.eval_episodes,
+                                        env_kwargs=self.eval_env_kwargs, sampling=sampling, num_workers=c.num_workers,
+                                        seed=c.eval_seed, episode_timeout_s=c.episode_timeout_s)
+        row = eval_rows(trajectories)["all"]
         result = {
-            "eval_reward": float(np.mean([t.reward for t in ok])) if ok else float("nan"),
-            "eval_success": float(np.mean([t.success for t in ok])) if ok else float("nan"),
-            "eval_episodes": float(len(trajectories)),
-            "eval_errors": float(len(trajectories) - len(ok)),
+            "eval_reward": row["mean_reward"],
+            "eval_success": row["success_rate"],
+            "eval_episodes": float(row["episodes"]),
+            "eval_errors": float(row["errors"]),
             "eval_version": float(version),
         }
         self.metrics.log(self.step, {**result, "label": label}, kind="eval")

@@ -46,7 +46,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Protocol, 
 import numpy as np
 
 from clawgym.core.messages import Message, parse_action
-from clawgym.rl.policy.base import Generation, Policy, SamplingParams
+from clawgym.core.policy import Generation, Policy, SamplingParams
 from clawgym.rl.types import Trajectory, Turn, new_id
 
 logger = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from clawgym.core.messages import ROLES, ToolCall
-from clawgym.rl.policy.base import Generation, Policy, SamplingParams
+from clawgym.core.policy import Generation, Policy, SamplingParams
 from clawgym.rl.policy.streaming import TextDelta, stream_or_generate
 
 logger = logging.getLogger(__name__)

@@ -1,101 +1,43 @@
 """Research mode: real people, through the gateway, are the environment of any agent code.
 
-Each request that reaches the gateway is handed to a :class:`LiveChatEnv`; ``step(action)`` is the
-answer the client receives, and the next request of the same session is the next state::
+Each request that reaches the gateway (:class:`clawgym.serve.live.LiveGateway`) is handed to a
+:class:`LiveChatEnv`; ``step(action)`` is the answer the client receives, and the next request of the
+same session is the next state::
 
+    from clawgym.serve.live import LiveGateway
     live = LiveGateway(log_path="runs/live.jsonl")   # an OpenAI-compatible endpoint on 127.0.0.1
     env = gym.make("clawgym/OpenClawChat-v0", live=live)
     obs, info = env.reset()                          # waits for a new session's first request
     obs, reward, terminated, truncated, info = env.step(my_agent(obs))
 
-The gateway still recognises sessions, records every main-line turn and judges it, exactly as in the
-deployed mode: the env only replaces the policy. Side turns (heartbeats, memory flushes) are answered
-by ``side_policy`` when given, else with OpenClaw's silent token ``NO_REPLY``. The reward of a step is
-0; the learning signal is the judge's verdict on the turn, recorded in the log.
+The env only needs ``live.responder`` (``new_sessions``, ``claim``, ``release``) and the
+:class:`PendingRequest` objects it hands over, so this setting does not depend on the gateway's code.
+The reward of a step is 0; the learning signal is the judge's verdict on the turn, recorded in the log.
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import queue
-import threading
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import gymnasium as gym
 
 from clawgym.core.env import format_transcript
 from clawgym.core.messages import InvalidAction, parse_action, text_of
+from clawgym.core.policy import Generation
 from clawgym.core.spaces import AssistantMessage, Messages
-from clawgym.envs.openclaw_chat.gateway import ChatGateway
-from clawgym.envs.openclaw_chat.recorder import TurnLog
-from clawgym.envs.openclaw_chat.sessions import RequestView
-from clawgym.rl.policy.base import Generation, SamplingParams
-from clawgym.rl.policy.streaming import StreamItem, TextDelta, stream_or_generate
-
-SILENT_REPLY = "NO_REPLY"
 
 
 @dataclass
 class PendingRequest:
-    view: RequestView
+    """One main-line request waiting for its answer. ``view`` is the gateway's reading of the request
+    (``session_id``, ``conversation``, ``next_state``, ``done``); ``answer`` receives a Generation."""
+
+    view: Any
     body: dict[str, Any]
     answer: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
-
-
-class EnvResponder:
-    """Routes each main-line request to the env that owns its session (or to the next free env)."""
-
-    def __init__(self, side_policy: Any = None) -> None:
-        self.side_policy = side_policy
-        self.new_sessions: queue.Queue[PendingRequest] = queue.Queue()
-        self._sessions: dict[str, queue.Queue[PendingRequest]] = {}
-        self._lock = threading.Lock()
-
-    def claim(self, session_id: str) -> queue.Queue[PendingRequest]:
-        with self._lock:
-            return self._sessions.setdefault(session_id, queue.Queue())
-
-    def release(self, session_id: str) -> None:
-        with self._lock:
-            self._sessions.pop(session_id, None)
-
-    async def respond(self, view: RequestView, body: dict[str, Any], sampling: SamplingParams) -> AsyncIterator[StreamItem]:
-        if not view.main:
-            if self.side_policy is not None:
-                async for item in stream_or_generate(self.side_policy, list(body["messages"]), body.get("tools"), sampling):
-                    yield item
-                return
-            yield TextDelta(SILENT_REPLY)
-            yield Generation(text=SILENT_REPLY, message={"role": "assistant", "content": SILENT_REPLY})
-            return
-        pending = PendingRequest(view, body)
-        with self._lock:
-            owner = self._sessions.get(view.session_id)
-        (owner if owner is not None else self.new_sessions).put(pending)
-        generation: Generation = await asyncio.wrap_future(pending.answer)
-        yield TextDelta(generation.text)
-        yield generation
-
-
-class LiveGateway:
-    """A gateway whose answers come from LiveChatEnv.step, served on 127.0.0.1 in a background thread."""
-
-    def __init__(self, log_path: str | Path, *, host: str = "127.0.0.1", port: int | None = None,
-                 api_key: str | None = None, side_policy: Any = None, judge_stage: Any = None) -> None:
-        from clawgym.envs.openclaw_chat.app import build_gateway_app
-        from clawgym.rl.server import BackgroundServer
-
-        self.responder = EnvResponder(side_policy)
-        self.gateway = ChatGateway(self.responder, TurnLog(log_path), judge_stage=judge_stage)
-        self.server = BackgroundServer(build_gateway_app(self.gateway, api_key=api_key), host=host, port=port)
-        self.url = self.server.start()
-
-    def close(self) -> None:
-        self.server.stop()
-        self.gateway.log.close()
 
 
 class LiveChatEnv(gym.Env[list, Any]):
@@ -103,7 +45,7 @@ class LiveChatEnv(gym.Env[list, Any]):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
-    def __init__(self, live: LiveGateway, *, wait_s: float = 600.0, render_mode: str | None = None) -> None:
+    def __init__(self, live: Any, *, wait_s: float = 600.0, render_mode: str | None = None) -> None:
         self.live = live
         self.wait_s = wait_s
         self.render_mode = render_mode
@@ -173,7 +115,7 @@ class LiveChatEnv(gym.Env[list, Any]):
         self._release()
 
 
-def make_chat_env(live: LiveGateway | None = None, **kwargs: Any) -> gym.Env:
+def make_chat_env(live: Any = None, **kwargs: Any) -> gym.Env:
     """The entry point of clawgym/OpenClawChat-v0: offline simulator by default, live with ``live=``."""
     if live is not None:
         return LiveChatEnv(live, **kwargs)

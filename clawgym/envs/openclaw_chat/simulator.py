@@ -30,7 +30,7 @@ class ScriptedUser:
 class PolicyUser:
     """A language model plays the person: it sees the conversation with roles swapped.
 
-    ``policy`` is any :class:`clawgym.rl.policy.base.Policy`. The rule checks still decide
+    ``policy`` is any :class:`clawgym.core.policy.Policy`. The rule checks still decide
     satisfaction; the model is told which preference is unmet so its feedback stays on topic.
     """
 
@@ -40,7 +40,7 @@ class PolicyUser:
         self.temperature = temperature
 
     def reply(self, persona: Persona, task: Task, messages: list[Message], assistant_reply: str) -> tuple[str, bool]:
-        from clawgym.rl.policy.base import SamplingParams
+        from clawgym.core.policy import SamplingParams
 
         scripted, satisfied = persona.feedback(assistant_reply, task)
         instruction = (f"{persona.description}\nYou are chatting with an AI assistant. Reply in one or two short "

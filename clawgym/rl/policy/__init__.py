@@ -1,4 +1,4 @@
-"""Policy backends behind one interface (:class:`~clawgym.rl.policy.base.Policy`).
+"""Policy backends behind one interface (:class:`~clawgym.core.policy.Policy`).
 
 - ``hf``: in-process transformers, continuous batching, exact token ids + logprobs (CPU default).
 - ``openai``: any OpenAI-compatible server (clawgym's own server returns token ids too).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawgym.rl.policy.base import Generation, Policy, SamplingParams
+from clawgym.core.policy import Generation, Policy, SamplingParams
 from clawgym.rl.policy.streaming import TextDelta, stream_or_generate
 
 __all__ = ["Generation", "Policy", "SamplingParams", "TextDelta", "make_policy", "stream_or_generate"]

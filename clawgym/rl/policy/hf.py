@@ -50,7 +50,7 @@ import torch
 from transformers import DynamicCache
 
 from clawgym.core.messages import Message, parse_action
-from clawgym.rl.policy.base import Generation, SamplingParams
+from clawgym.core.policy import Generation, SamplingParams
 from clawgym.rl.policy.chat_template import encode_prompt, stop_token_ids
 from clawgym.rl.policy.models import load_model
 from clawgym.rl.policy.streaming import StreamItem, TextDelta

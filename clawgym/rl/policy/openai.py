@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from clawgym.core.messages import Message, parse_action
-from clawgym.rl.policy.base import Generation, SamplingParams
+from clawgym.core.policy import Generation, SamplingParams
 
 
 class OpenAIError(RuntimeError):

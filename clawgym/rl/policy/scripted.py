@@ -1,6 +1,6 @@
 """A scripted policy: a plain function answers, optionally after a fixed delay.
 
-It implements the :class:`~clawgym.rl.policy.base.Policy` protocol so that rollouts, judges, tests and
+It implements the :class:`~clawgym.core.policy.Policy` protocol so that rollouts, judges, tests and
 benchmarks can run without a model: ``ScriptedPolicy(lambda messages: "...", latency_s=0.01)``.
 The function may be sync or async and returns raw assistant text (``<tool_call>`` blocks allowed) or
 an OpenAI assistant dict. It must be deterministic in the messages for reproducible rollouts.
@@ -17,7 +17,7 @@ import inspect
 from typing import Any, Callable, Sequence
 
 from clawgym.core.messages import Message, parse_action, text_of
-from clawgym.rl.policy.base import Generation, SamplingParams
+from clawgym.core.policy import Generation, SamplingParams
 
 Responder = Callable[[list[Message]], Any]
 

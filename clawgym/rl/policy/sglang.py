@@ -32,7 +32,7 @@ from typing import Any, Iterable
 import httpx
 
 from clawgym.core.messages import Message, parse_action
-from clawgym.rl.policy.base import Generation, SamplingParams
+from clawgym.core.policy import Generation, SamplingParams
 from clawgym.rl.policy.chat_template import encode_prompt
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Token streaming as a policy capability: backends that can stream expose ``stream()``; others don't.
 
 ``stream(messages, tools, sampling)`` yields :class:`TextDelta` items while tokens are generated and
-then exactly one :class:`~clawgym.rl.policy.base.Generation` (the same one ``generate`` would have
+then exactly one :class:`~clawgym.core.policy.Generation` (the same one ``generate`` would have
 returned). :func:`stream_or_generate` gives every backend that shape, falling back to one delta with
 the whole text for backends without a streaming path.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
 from clawgym.core.messages import Message
-from clawgym.rl.policy.base import Generation, Policy, SamplingParams
+from clawgym.core.policy import Generation, Policy, SamplingParams
 
 
 @dataclass

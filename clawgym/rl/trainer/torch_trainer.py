@@ -40,6 +40,7 @@ import torch
 from torch import nn
 
 from clawgym.rl import losses
+from clawgym.rl.methods import canonical_method
 from clawgym.rl.trainer import checkpoint as ckpt
 from clawgym.rl.types import Message, Sample
 
@@ -89,7 +90,7 @@ class TrainerConfig:
         if self.lora is not None:
             self.lora.target_modules = tuple(self.lora.target_modules)
         self.betas = tuple(self.betas)  # type: ignore[assignment]
-        self.method = losses.canonical_method(self.method)  # type: ignore[assignment]
+        self.method = canonical_method(self.method)  # type: ignore[assignment]
         checks = {
             "method": self.method in ("grpo", "opd", "hybrid", "opd_topk"),
             "aggregation": self.aggregation in ("token", "sequence"),

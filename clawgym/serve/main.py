@@ -1,4 +1,4 @@
-"""``clawgym serve --config launchers/chat.yaml``: the deployed personal agent.
+"""``clawgym serve --config chat``: the deployed personal agent.
 
 The served policy answers real clients (OpenClaw, the openai SDK) through the gateway; every
 main-line turn is recorded and judged; with ``serve.train: true`` the :class:`PersonalTrainer`
@@ -50,11 +50,11 @@ class Serving:
 
 def build_serving(config: RunConfig) -> Serving:
     """Policy, judges, gateway (and the background trainer) from a launcher config (CPU / one device)."""
-    from clawgym.envs.openclaw_chat.app import build_gateway_app
-    from clawgym.envs.openclaw_chat.gateway import ChatGateway, PolicyResponder
-    from clawgym.envs.openclaw_chat.recorder import TurnLog
-    from clawgym.envs.openclaw_chat.sessions import SessionTracker
-    from clawgym.envs.openclaw_chat.training import PersonalTrainer
+    from clawgym.serve.app import build_gateway_app
+    from clawgym.serve.gateway import ChatGateway, PolicyResponder
+    from clawgym.serve.turn_log import TurnLog
+    from clawgym.serve.sessions import SessionTracker
+    from clawgym.serve.personal_trainer import PersonalTrainer
     from clawgym.rl.judge import JudgeStage
     from clawgym.rl.policy.hf import HFPolicy
     from clawgym.rl.policy.models import load_model

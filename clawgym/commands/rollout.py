@@ -10,51 +10,31 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 from typing import Any
 
 from tqdm import tqdm
 
-from clawgym.rl.policy.base import SamplingParams
-
-logger = logging.getLogger(__name__)
-
-
-def build_policy(kind: str, model: str | None, base_url: str | None, api_key: str | None) -> Any:
-    if kind == "scripted":
-        from clawgym.rl.policy.scripted import ScriptedPolicy
-
-        return ScriptedPolicy()
-    if kind == "openai":
-        if not base_url or not model:
-            raise SystemExit("error: --policy openai needs --base-url and --model")
-        from clawgym.rl.policy.openai import OpenAIPolicy
-
-        return OpenAIPolicy(model=model, base_url=base_url, api_key=api_key)
-    if kind == "hf":
-        from clawgym.rl.policy.hf import HFPolicy
-
-        return HFPolicy.from_pretrained(model or "smollm2-135m")
-    raise SystemExit(f"error: unknown --policy {kind!r}: use scripted, openai or hf")
+from clawgym.commands.common import build_policy, check_env_id, check_judge_spec, parse_env_args
+from clawgym.core.policy import SamplingParams
 
 
 def run_rollout_command(args: argparse.Namespace) -> int:
-    from clawgym.cli import _parse_kwargs
-    from clawgym.rl.rollout import run_rollout_cli
-
+    check_env_id(args.env_id)
+    env_kwargs = parse_env_args(args.env_arg)
+    parts = check_judge_spec(args.judge) if args.judge else []
+    if args.split:
+        env_kwargs["split"] = args.split
     policy = build_policy(args.policy, args.model, args.base_url, args.api_key)
     judges = None
-    if args.judge:
+    if parts:
         from clawgym.rl.judge import make_judges
 
         judge_policy = None
-        if any(part in args.judge for part in ("prm", "hint")):
-            judge_policy = build_policy(args.policy, args.judge_model or args.model, args.base_url, args.api_key) \
-                if args.judge_model else policy
+        if any(part in ("prm", "hint", "rules+prm") for part in parts):
+            judge_policy = build_policy(args.policy, args.judge_model, args.base_url, args.api_key) if args.judge_model else policy
         judges = make_judges(args.judge, judge_policy, m=args.judge_votes)
-    env_kwargs = _parse_kwargs(args.env_arg)
-    if args.split:
-        env_kwargs["split"] = args.split
+    from clawgym.rl.rollout import run_rollout_cli
+
     progress = tqdm(total=args.episodes, desc=f"rollout {args.env_id}", unit="ep")
     successes = 0
 

@@ -16,8 +16,8 @@ from typing import Any, AsyncIterator
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from clawgym.envs.openclaw_chat.gateway import ChatGateway
-from clawgym.rl.policy.base import Generation
+from clawgym.serve.gateway import ChatGateway
+from clawgym.core.policy import Generation
 from clawgym.rl.server import BadRequest, PolicyServer, error_response, parse_chat_request, require_bearer_key
 
 logger = logging.getLogger(__name__)

@@ -24,10 +24,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Mapping, Protocol
 
-from clawgym.envs.openclaw_chat.protocol import conversation
-from clawgym.envs.openclaw_chat.recorder import TurnLog
-from clawgym.envs.openclaw_chat.sessions import RequestView, SessionTracker
-from clawgym.rl.policy.base import Generation, SamplingParams
+from clawgym.serve.protocol import conversation
+from clawgym.serve.turn_log import TurnLog
+from clawgym.serve.sessions import RequestView, SessionTracker
+from clawgym.core.policy import Generation, SamplingParams
 from clawgym.rl.policy.streaming import StreamItem, TextDelta, stream_or_generate
 from clawgym.rl.types import Turn
 

@@ -1,0 +1,28 @@
+"""``clawgym eval ENV_ID --policy hf --model M [--model M2]``: mean reward and success on a split.
+
+Greedy by default (``--temperature 0``), one episode per task with fixed seeds, so two models (before
+and after training) are compared on the same episodes. ``--by persona`` groups by a final-info key.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Sequence
+
+from clawgym.commands.common import build_policy, check_env_id, parse_env_args
+
+
+def run_eval_command(args: argparse.Namespace) -> int:
+    from clawgym.rl.evaluate import evaluate, format_table
+
+    check_env_id(args.env_id)
+    env_kwargs = parse_env_args(args.env_arg)
+    models: Sequence[str | None] = args.model or [None]
+    for model in models:
+        policy = build_policy(args.policy, model, args.base_url, args.api_key)
+        rows = evaluate(args.env_id, policy, split=args.split or None, by=args.by, limit=args.limit,
+                        env_kwargs=env_kwargs, max_tokens=args.max_tokens,
+                        temperature=args.temperature, num_workers=args.concurrency)
+        print(format_table(rows, f"{args.env_id} [{args.split or 'all'}] with {args.policy}:{model or 'default'}"))
+        print()
+    return 0

@@ -1,0 +1,93 @@
+"""Bad CLI and config input: one line on stderr naming the problem, exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from clawgym.cli import main
+
+
+@pytest.fixture
+def configs(tmp_path):
+    (tmp_path / "bad.yaml").write_text("method: [grpo\n")
+    (tmp_path / "unknown_key.yaml").write_text("loop: {steps: 2, stepz: 3}\n")
+    (tmp_path / "wrong_type.yaml").write_text("loop: {steps: many}\n")
+    (tmp_path / "bad_method.yaml").write_text("method: ppo\n")
+    return tmp_path
+
+
+def bad_inputs(d):
+    return {
+        "unknown env id (play)": (["play", "clawgym/Nope-v0"], "unknown environment 'clawgym/Nope-v0'"),
+        "unknown env id (rollout)": (["rollout", "clawgym/Nope-v0"], "unknown environment"),
+        "unknown env id (eval)": (["eval", "clawgym/Nope-v0", "--policy", "scripted"], "unknown environment"),
+        "judge 'rule'": (["rollout", "clawgym/ToolCall-v0", "--judge", "rule", "-n", "1"], "unknown judge 'rule'"),
+        "unknown policy": (["rollout", "clawgym/ToolCall-v0", "--policy", "gpt"], "unknown --policy 'gpt'"),
+        "unknown model": (["eval", "clawgym/ToolCall-v0", "--model", "no-such-model"], "unknown model 'no-such-model'"),
+        "openai without url": (["eval", "clawgym/ToolCall-v0", "--policy", "openai"], "needs --base-url"),
+        "missing config (train)": (["train", str(d / "missing.yaml")], "not a file"),
+        "unknown launcher (train)": (["train", "nosuch"], "not a bundled launcher"),
+        "missing config (serve)": (["serve", "--config", str(d / "missing.yaml")], "not a file"),
+        "bad YAML": (["train", str(d / "bad.yaml")], "bad.yaml"),
+        "unknown key": (["train", str(d / "unknown_key.yaml")], "stepz"),
+        "unknown --set key": (["train", "demo", "--set", "loop.nope=1"], "nope"),
+        "wrong type": (["train", str(d / "wrong_type.yaml")], "loop.steps"),
+        "wrong --set type": (["train", "demo", "--set", "trainer.lr=fast"], "trainer.lr"),
+        "bad method": (["train", str(d / "bad_method.yaml")], "method"),
+        "bad serve key": (["serve", "--config", "chat", "--set", "serve.nope=1"], "nope"),
+    }
+
+
+@pytest.mark.parametrize("case", list(bad_inputs(__import__("pathlib").Path("."))))
+def test_bad_input_is_one_line_and_exit_code_2(case, configs, capsys):
+    argv, expected = bad_inputs(configs)[case]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if not line.startswith(("INFO ", "WARNING ", "DEBUG "))]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"clawgym {argv[0]}: error: ")
+    assert expected in lines[0]
+
+
+def test_bad_input_from_the_real_command_line_has_no_traceback():
+    result = subprocess.run([sys.executable, "-m", "clawgym.cli", "train", "no/such/config.yaml"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == ["clawgym train: error: no config 'no/such/config.yaml': not a file, "
+                                                  "and not a bundled launcher (chat, demo, gui, swe, terminal, toolcall)"]
+
+
+def test_launchers_are_listed_and_run_by_name_from_any_directory(tmp_path, capsys):
+    assert main(["launchers"]) == 0
+    out = capsys.readouterr().out
+    for name in ("chat", "demo", "toolcall", "terminal", "swe", "gui"):
+        assert f"\n{name} " in "\n" + out
+    from clawgym import launchers
+
+    assert launchers.resolve("chat") == launchers.resolve("chat.yaml") == launchers.resolve("launchers/chat.yaml")
+    assert launchers.resolve("chat").parent == launchers.DIRECTORY
+    own = tmp_path / "chat.yaml"  # a user's own file wins over the bundled one of the same name
+    own.write_text("method: grpo\n")
+    assert launchers.resolve(own) == own
+
+
+def test_demo_passes_its_flags_and_keeps_an_earlier_run(tmp_path, capsys):
+    from clawgym.demo import run_directory
+
+    first = run_directory(tmp_path, 3, overwrite=False)
+    (first / "marker").write_text("earlier run")
+    second = run_directory(tmp_path, 3, overwrite=False)
+    assert second == tmp_path / "seed3-2" and (first / "marker").exists()
+    assert "kept" in capsys.readouterr().out
+    third = run_directory(tmp_path, 3, overwrite=True)
+    assert third == first and not (first / "marker").exists()
+    # the CLI hands its flags to the demo (argparse of the demo rejects an unknown one with exit code 2)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--no-such-flag"])
+    assert exit_info.value.code == 2
+    assert "--no-such-flag" in capsys.readouterr().err
