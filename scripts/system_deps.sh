@@ -12,6 +12,7 @@ needed=(
   "unzip:unzip"             # terminal tasks
   "dockerd:docker.io"       # Docker sandbox backend (the tests start a private engine)
   "debootstrap:debootstrap" # builds the Docker test image without a registry
+  "npm:npm"                 # installs Node 24 and the real OpenClaw client for its integration test
 )
 missing=()
 for entry in "${needed[@]}"; do

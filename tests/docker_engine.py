@@ -243,15 +243,15 @@ def _unmount_below(root: Path) -> None:
 
 
 def docker_engine_fixture():
-    """Body of the session fixture: yield a DockerEngine with the base image, or skip saying why."""
-    import pytest
+    """Body of the session fixture: yield a DockerEngine with the base image, or skip (fail in CI) saying why."""
+    from tests.requirements import missing
 
     try:
         engine = start_engine_with_image()
     except DockerEngineUnavailable as exc:
-        pytest.skip(f"no Docker engine: {exc}")
+        missing(f"no Docker engine: {exc}")
     except ImportError as exc:
-        pytest.skip(f"the docker SDK is not installed ({exc}); pip install 'clawgym[docker]'")
+        missing(f"the docker SDK is not installed ({exc}); pip install 'clawgym[docker]'")
     try:
         yield engine
     finally:

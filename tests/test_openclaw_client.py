@@ -7,7 +7,6 @@ order, each next state the right user or tool message, never OpenClaw's internal
 """
 
 import json
-import shutil
 import time
 
 import pytest
@@ -19,6 +18,7 @@ from clawgym.serve.turn_log import TurnLog
 from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.server import BackgroundServer
 from tests.openclaw_harness import OpenClawUnavailable, openclaw_gateway
+from tests.requirements import require_command
 
 pytestmark = pytest.mark.slow
 KEY = "sk-clawgym-openclaw"
@@ -48,8 +48,7 @@ def respond(messages):
 
 @pytest.fixture(scope="module", params=[True, False], ids=["prompt_cache_key", "no_session_id_in_body"])
 def stack(request, tmp_path_factory):
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed, so the OpenClaw client cannot be installed (apt-get install npm)")
+    require_command("npm", "apt-get install npm; the OpenClaw client comes from npm")
     root = tmp_path_factory.mktemp("openclaw")
     log = TurnLog(root / "turns.jsonl")
     gateway = ChatGateway(PolicyResponder(ScriptedPolicy(respond, byte_tokens=True)), log)
