@@ -79,7 +79,12 @@ def _number(body: dict[str, Any], key: str, default: float, low: float, high: fl
 
 
 def parse_chat_request(body: Any, default_max_tokens: int = 256) -> ChatRequest:
-    """Validate a ``/v1/chat/completions`` body; raise :class:`BadRequest` naming the bad field."""
+    """Validate a ``/v1/chat/completions`` body; raise :class:`BadRequest` naming the bad field.
+
+    Why by hand: the ``openai`` package's request types are TypedDicts written for clients; their
+    ``Iterable`` fields are validated lazily by pydantic (``messages: "x"`` and a ``role: "wizard"``
+    pass a TypeAdapter over ``CompletionCreateParams``), so they cannot check a server's input.
+    """
     if not isinstance(body, dict):
         raise BadRequest(f"the request body must be a JSON object, got {type(body).__name__}")
     messages = body.get("messages")

@@ -4,6 +4,11 @@ Why here: a timeout must kill what the *command* started without killing the she
 must be stopped without a process inside the sandbox (it may have no pids left). Both are done from
 the host, by walking /proc for processes in the sandbox's pid namespace and reading the sandbox's
 cgroup counters.
+
+Why not psutil: it has no API for pid namespaces, sessions, clock-tick start times or cgroups (the
+substance of this module), and on the generic queries it is 2-100x slower on the timeout path
+(``benchmarks/procs_scan.py``: children of a pid 0.03 ms here vs 3.1 ms, a parent/zombie pass over
+every process 1.9 vs 3.9 ms).
 """
 
 from __future__ import annotations
