@@ -1,0 +1,191 @@
+"""``GET /dashboard``: watch each user's agent learn, live, in any browser (no front-end build step).
+
+The page is one static HTML document that polls ``GET /dashboard/data`` every two seconds and draws,
+per user: turns recorded and judged, the verdict mix, the latest hindsight hints, explicit thumbs,
+train steps and the adapter version, and a curve of the judge's verdicts (a running mean over the
+last 8 judged turns) with a mark at every published adapter version.
+
+:class:`Dashboard` keeps these numbers in memory, fed by the gateway (turn recorded, turn judged,
+feedback) and by the trainer (step published); :meth:`Dashboard.rebuild` recomputes them from the
+turn log after a restart, so the page shows the whole history, and :meth:`Dashboard.forget` drops a
+forgotten user.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse
+
+CURVE_POINTS = 400
+
+
+@dataclass
+class UserActivity:
+    turns: int = 0
+    judged: int = 0
+    verdicts: collections.Counter = field(default_factory=collections.Counter)
+    hints: collections.deque = field(default_factory=lambda: collections.deque(maxlen=5))
+    thumbs: collections.Counter = field(default_factory=collections.Counter)
+    steps: int = 0
+    adapter_version: int = 0
+    curve: collections.deque = field(default_factory=lambda: collections.deque(maxlen=CURVE_POINTS))
+    marks: list[dict[str, int]] = field(default_factory=list)  # {"judged": n, "version": v} per publication
+
+    def to_json(self) -> dict[str, Any]:
+        return {"turns": self.turns, "judged": self.judged,
+                "verdicts": {"+1": self.verdicts[1], "-1": self.verdicts[-1], "0": self.verdicts[0]},
+                "hints": list(self.hints), "thumbs": {"up": self.thumbs["up"], "down": self.thumbs["down"]},
+                "steps": self.steps, "adapter_version": self.adapter_version,
+                "curve": list(self.curve), "marks": self.marks[-50:]}
+
+
+def _verdict(turn: Any) -> int | None:
+    for name, result in turn.judge.items():
+        if name != "hint" and getattr(result, "source", "") != "error":
+            return int(round(float(result.score)))
+    return None
+
+
+class Dashboard:
+    def __init__(self) -> None:
+        self.users: dict[str, UserActivity] = collections.defaultdict(UserActivity)
+        self.updates = 0  # bumped on every change: the page redraws only when it moved
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def user_of(turn: Any) -> str:
+        return str(turn.info.get("user") or "default")
+
+    def observe_turn(self, turn: Any) -> None:
+        with self._lock:
+            self.users[self.user_of(turn)].turns += 1
+            self.updates += 1
+
+    def observe_judged(self, turn: Any) -> None:
+        with self._lock:
+            activity = self.users[self.user_of(turn)]
+            activity.judged += 1
+            verdict = _verdict(turn)
+            if verdict is not None:
+                activity.verdicts[verdict] += 1
+                recent = [p["verdict"] for p in list(activity.curve)[-7:]] + [verdict]
+                activity.curve.append({"judged": activity.judged, "verdict": verdict,
+                                       "mean": round(sum(recent) / len(recent), 3)})
+            hint = turn.judge.get("hint")
+            for text in getattr(hint, "hints", None) or []:
+                activity.hints.appendleft(text)
+            self.updates += 1
+
+    def observe_step(self, user: str, adapter_version: int) -> None:
+        with self._lock:
+            activity = self.users[user]
+            activity.steps += 1
+            activity.adapter_version = adapter_version
+            activity.marks.append({"judged": activity.judged, "version": adapter_version})
+            self.updates += 1
+
+    def observe_feedback(self, user: str, thumb: str) -> None:
+        with self._lock:
+            self.users[user].thumbs[thumb] += 1
+            self.updates += 1
+
+    def forget(self, user: str) -> None:
+        with self._lock:
+            self.users.pop(user, None)
+            self.updates += 1
+
+    def rebuild(self, turns: Iterable[Any], steps: Iterable[dict[str, Any]] = ()) -> None:
+        """Recompute from the turn log (and the trainer's step records) after a restart."""
+        for turn in turns:
+            self.observe_turn(turn)
+            if turn.judge:
+                self.observe_judged(turn)
+        for record in steps:
+            self.observe_step(str(record.get("user") or "default"),
+                              int(record.get("adapter_version", record.get("policy_version", 0))))
+
+    def data(self) -> dict[str, Any]:
+        with self._lock:
+            return {"updates": self.updates, "users": {u: a.to_json() for u, a in sorted(self.users.items())}}
+
+    def router(self) -> APIRouter:
+        router = APIRouter()
+
+        @router.get("/dashboard", response_class=HTMLResponse)
+        async def page() -> str:
+            return PAGE
+
+        @router.get("/dashboard/data")
+        async def data() -> dict[str, Any]:
+            return self.data()
+
+        return router
+
+
+PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>clawgym: your agent, learning</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:20px;background:#fafafa;color:#222}
+.user{background:#fff;border:1px solid #ddd;border-radius:8px;padding:12px 16px;margin:12px 0;max-width:760px}
+.stats span{display:inline-block;margin-right:14px}
+.hints{font-size:13px;color:#555}
+svg{background:#f4f7fb;border-radius:4px}
+</style></head>
+<body>
+<h1>clawgym: your agent, learning</h1>
+<p id="status">loading…</p>
+<div id="users"></div>
+<script>
+var seen = -1;
+function el(tag, attrs, text) { var e = document.createElement(tag); for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+  if (text != null) e.textContent = text; return e; }
+function curve(points, marks) {
+  var w = 700, h = 120, svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+  svg.setAttribute('width', w); svg.setAttribute('height', h); svg.setAttribute('aria-label', 'verdict curve');
+  if (!points.length) return svg;
+  var n = Math.max(points[points.length - 1].judged, 2);
+  function x(j) { return 10 + (w - 20) * (j - 1) / (n - 1); }
+  function y(v) { return h / 2 - (h / 2 - 10) * v; }
+  marks.forEach(function (m) { var l = document.createElementNS(svg.namespaceURI, 'line');
+    l.setAttribute('x1', x(m.judged)); l.setAttribute('x2', x(m.judged)); l.setAttribute('y1', 0); l.setAttribute('y2', h);
+    l.setAttribute('stroke', '#9c9'); l.setAttribute('stroke-dasharray', '3,3'); svg.appendChild(l); });
+  var line = document.createElementNS(svg.namespaceURI, 'polyline');
+  line.setAttribute('points', points.map(function (p) { return x(p.judged) + ',' + y(p.mean); }).join(' '));
+  line.setAttribute('fill', 'none'); line.setAttribute('stroke', '#36c'); line.setAttribute('stroke-width', 2);
+  svg.appendChild(line); return svg;
+}
+function draw(data) {
+  var box = document.getElementById('users'); box.innerHTML = '';
+  var names = Object.keys(data.users);
+  document.getElementById('status').textContent = names.length ? names.length + ' user(s); updated ' + new Date().toLocaleTimeString()
+    : 'no turns yet: talk to the agent and this page fills in';
+  names.forEach(function (name) {
+    var u = data.users[name], card = el('div', {'class': 'user', 'data-user': name});
+    card.appendChild(el('h2', {}, name));
+    var s = el('div', {'class': 'stats'});
+    [['turns', u.turns], ['judged', u.judged], ['verdicts +1/-1/0', u.verdicts['+1'] + '/' + u.verdicts['-1'] + '/' + u.verdicts['0']],
+     ['thumbs up/down', u.thumbs.up + '/' + u.thumbs.down], ['train steps', u.steps], ['adapter version', u.adapter_version]]
+      .forEach(function (kv) { s.appendChild(el('span', {'data-stat': kv[0]}, kv[0] + ': ' + kv[1])); });
+    card.appendChild(s);
+    card.appendChild(curve(u.curve, u.marks));
+    var hints = el('div', {'class': 'hints'});
+    u.hints.forEach(function (h) { hints.appendChild(el('div', {'class': 'hint'}, '💡 ' + h)); });
+    card.appendChild(hints); box.appendChild(card);
+  });
+}
+function poll() {
+  fetch('/dashboard/data', {headers: window.DASHBOARD_KEY ? {'Authorization': 'Bearer ' + window.DASHBOARD_KEY} : {}})
+    .then(function (r) { if (!r.ok) throw new Error('HTTP ' + r.status); return r.json(); })
+    .then(function (d) { if (d.updates !== seen) { seen = d.updates; draw(d); } })
+    .catch(function (e) { document.getElementById('status').textContent = 'cannot reach the gateway: ' + e.message; })
+    .finally(function () { setTimeout(poll, 2000); });
+}
+var params = new URLSearchParams(location.search); if (params.get('key')) window.DASHBOARD_KEY = params.get('key');
+poll();
+</script></body></html>
+"""
