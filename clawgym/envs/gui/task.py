@@ -20,6 +20,13 @@ and the agent's final answer (None when the episode was truncated).
 An oracle is a generator ``solve(params, view)`` yielding actions (``act("click", ref=3)``) and
 receiving the next :class:`PageView` after each; it ends when it yields ``act("done", answer=...)``.
 
+Most bundled tasks are data written with two small builders instead of code: ``plan(...)`` is an
+oracle from a fixed list of steps (``("click", "button", "$target")``: click the button named by the
+param ``target``; ``("each", "$order", ("click", "button", "$_"))`` repeats a step per item) and
+``state_is(key, expected)`` / ``answer_is(expected)`` are checkers; ``"$a.b"`` anywhere reads
+``params["a"]["b"]``. Tasks whose oracle must read the page (count rows, page through a calendar) keep
+a Python ``solve``.
+
 A URL task (``url_task``) points at any page on an allow-listed origin instead; it is checked by its
 answer or by a JavaScript expression evaluated in the page.
 """
@@ -129,6 +136,55 @@ def render_page(html: str, params: Params, seed: int) -> str:
     if match:
         return html[: match.end()] + head + html[match.end():]
     return "<!doctype html><html><head><meta charset='utf-8'>" + head + "</head><body>" + html + "</body></html>"
+
+
+def resolve(value: Any, params: Params, item: Any = None) -> Any:
+    """``"$key.sub"`` -> ``params["key"]["sub"]`` (``"$_"``: the current ``each`` item), recursively;
+    ``"Delete {target}"`` is formatted with the params."""
+    if isinstance(value, str) and "{" in value and not value.startswith("$"):
+        return value.format(**params)
+    if isinstance(value, str) and value.startswith("$"):
+        path = value[1:].split(".")
+        found: Any = item if path[0] == "_" else params[path[0]]
+        for part in path[1:]:
+            found = found[int(part)] if isinstance(found, list) else found[part]
+        return found
+    if isinstance(value, list):
+        return [resolve(v, params, item) for v in value]
+    if isinstance(value, dict):
+        return {k: resolve(v, params, item) for k, v in value.items()}
+    return value
+
+
+def plan(*steps: tuple) -> Oracle:
+    """An oracle from fixed steps: ``(tool, role, name, {args})`` (a ``ref`` found by role and name),
+    ``(tool, {args})`` (no element), or ``("each", "$list", step)``; it ends with ``done``."""
+
+    def expand(step: tuple, params: Params, item: Any = None) -> list[tuple[tuple, Any]]:
+        if step[0] == "each":
+            return [(step[2], x) for x in resolve(step[1], params, item)]
+        return [(step, item)]
+
+    def solve(params: Params, view: PageView) -> Generator[dict[str, Any], PageView, None]:
+        for step, item in [pair for s in steps for pair in expand(s, params)]:
+            tool, rest = step[0], list(step[1:])
+            args = resolve(rest.pop() if rest and isinstance(rest[-1], dict) else {}, params, item)
+            if rest:  # an element to act on: (role, name)
+                role, name = (resolve(x, params, item) for x in rest)
+                args = {"ref": view.find(role, name), **args}
+            view = yield act(tool, **args)
+
+    return solve
+
+
+def state_is(key: str, expected: Any) -> Callable[[Params, dict[str, Any], str | None], bool]:
+    """Success when the page recorded ``key`` (``CG.set``/``CG.push``) equal to ``expected`` ($-params resolved)."""
+    return lambda p, s, a: s.get("state", {}).get(key) == resolve(expected, p)
+
+
+def answer_is(expected: Any) -> Callable[[Params, dict[str, Any], str | None], bool]:
+    """Success when the final answer equals ``expected`` (case and spacing ignored)."""
+    return lambda p, s, a: normalise(a) == normalise(resolve(expected, p))
 
 
 def url_task(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from clawgym.envs.gui.task import PageTask, act, normalise
+from clawgym.envs.gui.task import PageTask, act, answer_is, plan, state_is
 from clawgym.envs.gui.tasks.common import COLORS, WORDS, choice, page, sample, st
+
+CLICK_TARGET = plan(("click", "button", "$target"), ("done",))
 
 # ---------------------------------------------------------------- click-button
 def _click_button_gen(rng):
@@ -12,17 +14,13 @@ def _click_button_gen(rng):
     return {"prompt": f'Click the button labelled "{target}".', "labels": labels, "target": target}
 
 
-def _click_button_solve(p, v):
-    yield act("click", ref=v.find("button", p["target"]))
-    yield act("done")
-
 
 CLICK_BUTTON = PageTask(
     id="click-button",
     pages={"index.html": page("p.labels.forEach(function (l) { CG.show(h('button', {onclick: function () { CG.push('clicks', l); }}, l)); });")},
     generate=_click_button_gen,
-    check=lambda p, s, a: st(s, "clicks") == [p["target"]],
-    solve=_click_button_solve,
+    check=state_is("clicks", ["$target"]),
+    solve=CLICK_TARGET,
 )
 
 # ---------------------------------------------------------------- click-sequence
@@ -32,18 +30,13 @@ def _seq_gen(rng):
     return {"prompt": f'Click "{first}", then click "{second}".', "labels": labels, "order": [first, second]}
 
 
-def _seq_solve(p, v):
-    for label in p["order"]:
-        v = yield act("click", ref=v.find("button", label))
-    yield act("done")
-
 
 CLICK_SEQUENCE = PageTask(
     id="click-sequence",
     pages=CLICK_BUTTON.pages,
     generate=_seq_gen,
-    check=lambda p, s, a: st(s, "clicks") == p["order"],
-    solve=_seq_solve,
+    check=state_is("clicks", "$order"),
+    solve=plan(("each", "$order", ("click", "button", "$_")), ("done",)),
 )
 
 # ---------------------------------------------------------------- click-link (two pages)
@@ -53,10 +46,6 @@ def _link_gen(rng):
     return {"prompt": f'Follow the link "{target}".', "words": words, "target": target}
 
 
-def _link_solve(p, v):
-    v = yield act("click", ref=v.find("link", p["target"]))
-    yield act("done")
-
 
 CLICK_LINK = PageTask(
     id="click-link",
@@ -65,8 +54,8 @@ CLICK_LINK = PageTask(
         "visit.html": page("CG.set('visited', CG.q('w')); CG.show(h('h2', {}, 'You are on the ' + CG.q('w') + ' page'));"),
     },
     generate=_link_gen,
-    check=lambda p, s, a: st(s, "visited") == p["target"],
-    solve=_link_solve,
+    check=state_is("visited", "$target"),
+    solve=plan(("click", "link", "$target"), ("done",)),
 )
 
 # ---------------------------------------------------------------- click-checkboxes
@@ -76,12 +65,6 @@ def _checkbox_gen(rng):
     return {"prompt": "Select " + ", ".join(wanted) + " and nothing else, then press Submit.", "labels": labels, "wanted": wanted}
 
 
-def _checkbox_solve(p, v):
-    for label in p["wanted"]:
-        v = yield act("check", ref=v.find("checkbox", label))
-    yield act("click", ref=v.find("button", "Submit"))
-    yield act("done")
-
 
 CLICK_CHECKBOXES = PageTask(
     id="click-checkboxes",
@@ -89,8 +72,8 @@ CLICK_CHECKBOXES = PageTask(
         "p.labels.forEach(function (l) { CG.show(h('div', {}, h('label', {}, h('input', {type: 'checkbox', value: l}), ' ' + l))); });"
         "CG.show(h('button', {onclick: function () { CG.set('submitted', Array.from(document.querySelectorAll('input:checked')).map(function (e) { return e.value; }).sort()); }}, 'Submit'));")},
     generate=_checkbox_gen,
-    check=lambda p, s, a: st(s, "submitted") == p["wanted"],
-    solve=_checkbox_solve,
+    check=state_is("submitted", "$wanted"),
+    solve=plan(("each", "$wanted", ("check", "checkbox", "$_")), ("click", "button", "Submit"), ("done",)),
 )
 
 # ---------------------------------------------------------------- click-radio
@@ -100,11 +83,6 @@ def _radio_gen(rng):
     return {"prompt": f'Choose "{target}" and press Submit.', "labels": labels, "target": target}
 
 
-def _radio_solve(p, v):
-    v = yield act("check", ref=v.find("radio", p["target"]))
-    yield act("click", ref=v.find("button", "Submit"))
-    yield act("done")
-
 
 CLICK_RADIO = PageTask(
     id="click-radio",
@@ -112,8 +90,8 @@ CLICK_RADIO = PageTask(
         "p.labels.forEach(function (l, i) { CG.show(h('div', {}, h('input', {type: 'radio', name: 'r', id: 'r' + i, value: l}), h('label', {for: 'r' + i}, l))); });"
         "CG.show(h('button', {onclick: function () { var c = document.querySelector('input:checked'); CG.set('submitted', c ? c.value : null); }}, 'Submit'));")},
     generate=_radio_gen,
-    check=lambda p, s, a: st(s, "submitted") == p["target"],
-    solve=_radio_solve,
+    check=state_is("submitted", "$target"),
+    solve=plan(("check", "radio", "$target"), ("click", "button", "Submit"), ("done",)),
 )
 
 # ---------------------------------------------------------------- click-tab
@@ -125,11 +103,6 @@ def _tab_gen(rng):
     target = choice(rng, panels[t])
     return {"prompt": f'Go to {tabs[t]} and click the button "{target}".', "tabs": tabs, "panels": panels, "target": target, "tab": tabs[t]}
 
-
-def _tab_solve(p, v):
-    v = yield act("click", ref=v.find("tab", p["tab"]))
-    yield act("click", ref=v.find("button", p["target"]))
-    yield act("done")
 
 
 CLICK_TAB = PageTask(
@@ -143,8 +116,8 @@ CLICK_TAB = PageTask(
         " p.panels[i].forEach(function (w) { panels[i].appendChild(h('button', {onclick: function () { CG.push('clicks', w); }}, w)); }); });"
         "open(0);")},
     generate=_tab_gen,
-    check=lambda p, s, a: st(s, "clicks") == [p["target"]],
-    solve=_tab_solve,
+    check=state_is("clicks", ["$target"]),
+    solve=plan(("click", "tab", "$tab"), ("click", "button", "$target"), ("done",)),
 )
 
 # ---------------------------------------------------------------- click-collapsible
@@ -155,11 +128,6 @@ def _collapse_gen(rng):
     return {"prompt": f'Open the "{titles[k]}" section and click its button.', "titles": titles, "words": words, "section": titles[k], "target": words[k]}
 
 
-def _collapse_solve(p, v):
-    v = yield act("click", ref=v.find("button", p["section"]))
-    yield act("click", ref=v.find("button", p["target"]))
-    yield act("done")
-
 
 CLICK_COLLAPSIBLE = PageTask(
     id="click-collapsible",
@@ -167,8 +135,8 @@ CLICK_COLLAPSIBLE = PageTask(
         "p.titles.forEach(function (t, i) { CG.show(h('details', {}, h('summary', {}, t), h('p', {}, 'Details about ' + t.toLowerCase() + '.'),"
         " h('button', {onclick: function () { CG.push('clicks', p.words[i]); }}, p.words[i]))); });")},
     generate=_collapse_gen,
-    check=lambda p, s, a: st(s, "clicks") == [p["target"]],
-    solve=_collapse_solve,
+    check=state_is("clicks", ["$target"]),
+    solve=plan(("click", "button", "$section"), ("click", "button", "$target"), ("done",)),
 )
 
 # ---------------------------------------------------------------- dialog-close
@@ -179,10 +147,6 @@ def _dialog_gen(rng):
     return {"prompt": f'Close the dialog by pressing "{target}".', "buttons": order, "target": target, "message": f"Your {choice(rng, WORDS)} order was saved."}
 
 
-def _dialog_solve(p, v):
-    v = yield act("click", ref=v.find("button", p["target"]))
-    yield act("done")
-
 
 DIALOG_CLOSE = PageTask(
     id="dialog-close",
@@ -191,8 +155,8 @@ DIALOG_CLOSE = PageTask(
         "var m = CG.show(h('div', {class: 'modal', role: 'dialog', 'aria-label': 'Notice'}, h('div', {class: 'box'}, h('p', {}, p.message))));"
         "p.buttons.forEach(function (b) { m.firstChild.appendChild(h('button', {onclick: function () { CG.set('closed_by', b); m.remove(); }}, b)); });")},
     generate=_dialog_gen,
-    check=lambda p, s, a: st(s, "closed_by") == p["target"],
-    solve=_dialog_solve,
+    check=state_is("closed_by", "$target"),
+    solve=CLICK_TARGET,
 )
 
 # ---------------------------------------------------------------- dialog-confirm
@@ -201,11 +165,6 @@ def _confirm_gen(rng):
     target = choice(rng, items)
     return {"prompt": f'Delete the item "{target}" (confirm when asked).', "items": items, "target": target}
 
-
-def _confirm_solve(p, v):
-    v = yield act("click", ref=v.find("button", "Delete " + p["target"]))
-    yield act("click", ref=v.find("button", "Yes, delete"))
-    yield act("done")
 
 
 DIALOG_CONFIRM = PageTask(
@@ -218,8 +177,8 @@ DIALOG_CONFIRM = PageTask(
         " h('button', {onclick: function () { m.remove(); }}, 'No, keep it')))); }"
         "p.items.forEach(function (it) { var li = list.appendChild(h('li', {}, it + ' ')); li.appendChild(h('button', {onclick: function () { ask(it, li); }}, 'Delete ' + it)); });")},
     generate=_confirm_gen,
-    check=lambda p, s, a: st(s, "deleted") == [p["target"]],
-    solve=_confirm_solve,
+    check=state_is("deleted", ["$target"]),
+    solve=plan(("click", "button", "Delete {target}"), ("click", "button", "Yes, delete"), ("done",)),
 )
 
 # ---------------------------------------------------------------- hover-reveal
@@ -243,7 +202,7 @@ HOVER_REVEAL = PageTask(
         "p.boxes.forEach(function (b, i) { CG.show(h('div', {style: 'border:1px solid;margin:6px;padding:10px',"
         " onmouseenter: function () { tip.textContent = 'Code: ' + (i === p.k ? p.code : p.code.split('').reverse().join('')); tip.style.display = 'block'; }}, 'The ' + b + ' box')); });")},
     generate=_hover_gen,
-    check=lambda p, s, a: normalise(a) == normalise(p["code"]),
+    check=answer_is("$code"),
     solve=_hover_solve,
 )
 
@@ -256,10 +215,6 @@ def _key_gen(rng):
     return {"prompt": f'Press the "{key}" key once.', "key": key}
 
 
-def _key_solve(p, v):
-    yield act("press", key=p["key"])
-    yield act("done")
-
 
 PRESS_KEY = PageTask(
     id="press-key",
@@ -267,8 +222,8 @@ PRESS_KEY = PageTask(
         "var log = CG.show(h('p', {}, 'No key pressed yet.'));"
         "document.addEventListener('keydown', function (e) { var k = e.key === ' ' ? 'Space' : e.key; CG.push('keys', k); log.textContent = 'Last key: ' + k; });")},
     generate=_key_gen,
-    check=lambda p, s, a: st(s, "keys") == [p["key"]],
-    solve=_key_solve,
+    check=state_is("keys", ["$key"]),
+    solve=plan(("press", {"key": "$key"}), ("done",)),
 )
 
 # ---------------------------------------------------------------- count-items
@@ -291,7 +246,7 @@ COUNT_ITEMS = PageTask(
     id="count-items",
     pages={"index.html": page("var ul = CG.show(h('ul')); p.items.forEach(function (i) { ul.appendChild(h('li', {}, i)); });")},
     generate=_count_gen,
-    check=lambda p, s, a: normalise(a) == str(p["count"]),
+    check=answer_is("$count"),
     solve=_count_solve,
 )
 
@@ -302,10 +257,6 @@ def _focus_gen(rng):
     return {"prompt": f'Put the cursor in the "{target}" field (click it) and leave it empty.', "labels": labels, "target": target}
 
 
-def _focus_solve(p, v):
-    yield act("click", ref=v.find("textbox", p["target"]))
-    yield act("done")
-
 
 FOCUS_FIELD = PageTask(
     id="focus-field",
@@ -314,7 +265,7 @@ FOCUS_FIELD = PageTask(
         " onfocus: function () { CG.push('focused', l); }}))); });")},
     generate=_focus_gen,
     check=lambda p, s, a: (st(s, "focused") or [None])[-1] == p["target"] and all(v == "" for v in s["fields"].values()),
-    solve=_focus_solve,
+    solve=plan(("click", "textbox", "$target"), ("done",)),
 )
 
 # ---------------------------------------------------------------- scroll-find
@@ -330,8 +281,8 @@ SCROLL_FIND = PageTask(
         "p.filler.forEach(function (t) { CG.show(h('p', {}, t)); });"
         "p.words.forEach(function (w) { CG.show(h('button', {onclick: function () { CG.push('clicks', w); }}, w)); });")},
     generate=_scroll_gen,
-    check=lambda p, s, a: st(s, "clicks") == [p["target"]],
-    solve=_click_button_solve,
+    check=state_is("clicks", ["$target"]),
+    solve=CLICK_TARGET,
 )
 
 # ---------------------------------------------------------------- load-more (fetch, then click)
@@ -339,11 +290,6 @@ def _more_gen(rng):
     words = sample(rng, WORDS, 8)
     return {"prompt": f'Press "Load more", then click the item "{words[6]}".', "first": words[:4], "more": words[4:], "target": words[6]}
 
-
-def _more_solve(p, v):
-    v = yield act("click", ref=v.find("button", "Load more"))
-    v = yield act("click", ref=v.find("button", p["target"]))
-    yield act("done")
 
 
 LOAD_MORE = PageTask(
@@ -358,8 +304,8 @@ LOAD_MORE = PageTask(
         "more.html": "ok",
     },
     generate=_more_gen,
-    check=lambda p, s, a: st(s, "clicks") == [p["target"]],
-    solve=_more_solve,
+    check=state_is("clicks", ["$target"]),
+    solve=plan(("click", "button", "Load more"), ("click", "button", "$target"), ("done",)),
 )
 
 TASKS = [CLICK_BUTTON, CLICK_SEQUENCE, CLICK_LINK, CLICK_CHECKBOXES, CLICK_RADIO, CLICK_TAB, CLICK_COLLAPSIBLE,

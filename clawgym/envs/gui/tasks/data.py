@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clawgym.envs.gui.task import PageTask, act, normalise
+from clawgym.envs.gui.task import PageTask, act, answer_is, normalise, plan, state_is
 from clawgym.envs.gui.tasks.common import CITIES, WORDS, choice, names, page, sample, st
 
 
@@ -35,7 +35,7 @@ TABLE_LOOKUP = PageTask(
     id="table-lookup",
     pages={"index.html": page(TABLE_JS + "CG.show(table(p.people, ['Name', 'Age', 'City', 'Email']));")},
     generate=_lookup_gen,
-    check=lambda p, s, a: normalise(a) == p["target"]["email"],
+    check=answer_is("$target.email"),
     solve=_lookup_solve,
 )
 
@@ -58,7 +58,7 @@ TABLE_OLDEST = PageTask(
     id="table-oldest",
     pages={"index.html": page(TABLE_JS + "CG.show(table(p.people, ['Name', 'Age', 'City']));")},
     generate=_oldest_gen,
-    check=lambda p, s, a: normalise(a) == normalise(p["target"]),
+    check=answer_is("$target"),
     solve=_oldest_solve,
 )
 
@@ -81,7 +81,7 @@ TABLE_DELETE = PageTask(
     pages={"index.html": page(TABLE_JS + "CG.show(table(p.people, ['Name', 'City'], function (r, tr) {"
                               " return h('button', {onclick: function () { CG.push('deleted', r.name); tr.remove(); }}, 'Remove'); }));")},
     generate=_delete_gen,
-    check=lambda p, s, a: st(s, "deleted") == [p["target"]],
+    check=state_is("deleted", ["$target"]),
     solve=_delete_solve,
 )
 
@@ -115,7 +115,7 @@ TABLE_SORT = PageTask(
         " CG.set('sort', [sort, dir]); draw(); }}, c + (sort === c ? (dir === 'asc' ? ' ▲' : ' ▼') : ''))); }); }"
         "draw();")},
     generate=_sort_gen,
-    check=lambda p, s, a: st(s, "sort") == [p["col"], p["dir"]],
+    check=state_is("sort", ["$col", "$dir"]),
     solve=_sort_solve,
 )
 
@@ -128,11 +128,6 @@ def _search_gen(rng):
     return {"prompt": f'Search for "{query}" and open the result titled "{results[k]}".', "query": query,
             "results": results, "target": results[k]}
 
-
-def _search_solve(p, v):
-    v = yield act("type", ref=v.find("searchbox"), text=p["query"], submit=True)
-    v = yield act("click", ref=v.find("link", p["target"]))
-    yield act("done")
 
 
 SEARCH_ENGINE = PageTask(
@@ -148,7 +143,7 @@ SEARCH_ENGINE = PageTask(
     },
     generate=_search_gen,
     check=lambda p, s, a: st(s, "opened") == p["target"] and normalise(st(s, "query")) == p["query"],
-    solve=_search_solve,
+    solve=plan(("type", "searchbox", None, {"text": "$query", "submit": True}), ("click", "link", "$target"), ("done",)),
 )
 
 # ---------------------------------------------------------------- filter-list (live filter)
@@ -172,7 +167,7 @@ FILTER_LIST = PageTask(
         " p.people.filter(function (r) { return r.name.toLowerCase().indexOf(q) >= 0; }).forEach(function (r) { ul.appendChild(h('li', {}, r.name + ' — ' + r.city)); }); }"
         "box.addEventListener('input', draw); draw();")},
     generate=_filter_gen,
-    check=lambda p, s, a: normalise(a) == normalise(p["target"]["city"]),
+    check=answer_is("$target.city"),
     solve=_filter_solve,
 )
 
@@ -201,7 +196,7 @@ PAGINATE = PageTask(
         "CG.show(h('button', {onclick: function () { if (at > 0) { at--; draw(); } }}, 'Previous page'));"
         "CG.show(h('button', {onclick: function () { if (at < 2) { at++; draw(); } }}, 'Next page')); draw();")},
     generate=_paginate_gen,
-    check=lambda p, s, a: st(s, "clicks") == [p["target"]],
+    check=state_is("clicks", ["$target"]),
     solve=_paginate_solve,
 )
 
@@ -228,7 +223,7 @@ SORT_AND_BUY = PageTask(
         " h('button', {onclick: function () { CG.set('bought', {name: r.name, sort: sel.value}); }}, 'Buy ' + r.name))); }); }"
         "sel.addEventListener('change', draw); draw();")},
     generate=_cheapest_gen,
-    check=lambda p, s, a: st(s, "bought") == {"name": p["target"], "sort": "low"},
+    check=state_is("bought", {"name": "$target", "sort": "low"}),
     solve=_cheapest_solve,
 )
 
@@ -263,11 +258,6 @@ def _tree_gen(rng):
             "folder": folder, "target": target}
 
 
-def _tree_solve(p, v):
-    v = yield act("click", ref=v.find("treeitem", p["folder"]))
-    yield act("click", ref=v.find("treeitem", p["target"]))
-    yield act("done")
-
 
 FOLDER_TREE = PageTask(
     id="folder-tree",
@@ -280,8 +270,8 @@ FOLDER_TREE = PageTask(
         " CG.push('opened', f + '/' + x); out.textContent = 'Opened ' + f + '/' + x; }}, '📄 ' + x)); });"
         " tree.appendChild(node); tree.appendChild(kids); });")},
     generate=_tree_gen,
-    check=lambda p, s, a: st(s, "opened") == [p["path"]],
-    solve=_tree_solve,
+    check=state_is("opened", ["$path"]),
+    solve=plan(("click", "treeitem", "$folder"), ("click", "treeitem", "$target"), ("done",)),
 )
 
 TASKS = [TABLE_LOOKUP, TABLE_OLDEST, TABLE_DELETE, TABLE_SORT, SEARCH_ENGINE, FILTER_LIST, PAGINATE, SORT_AND_BUY,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clawgym.envs.gui.task import PageTask, act, normalise
+from clawgym.envs.gui.task import PageTask, act, normalise, plan, state_is
 from clawgym.envs.gui.tasks.common import CITIES, FIRST, WORDS, choice, names, page, sample, st
 
 LOGIN_PAGE = page(
@@ -92,15 +92,6 @@ def _wizard_gen(rng):
             "ship": ship, "name": name, "street": street}
 
 
-def _wizard_solve(p, v):
-    v = yield act("check", ref=v.find("radio", p["ship"]))
-    v = yield act("click", ref=v.find("button", "Next"))
-    v = yield act("type", ref=v.find("textbox", "Name"), text=p["name"])
-    v = yield act("type", ref=v.find("textbox", "Street"), text=p["street"])
-    v = yield act("click", ref=v.find("button", "Next"))
-    yield act("click", ref=v.find("button", "Confirm order"))
-    yield act("done")
-
 
 CHECKOUT_WIZARD = PageTask(
     id="checkout-wizard",
@@ -120,7 +111,9 @@ CHECKOUT_WIZARD = PageTask(
     },
     generate=_wizard_gen,
     check=lambda p, s, a: bool(st(s, "confirmed")) and st(s, "ship") == p["ship"] and st(s, "address") == [p["name"], p["street"]],
-    solve=_wizard_solve,
+    solve=plan(("check", "radio", "$ship"), ("click", "button", "Next"), ("type", "textbox", "Name", {"text": "$name"}),
+               ("type", "textbox", "Street", {"text": "$street"}), ("click", "button", "Next"), ("click", "button", "Confirm order"),
+               ("done",)),
 )
 
 # ---------------------------------------------------------------- shop-cart
@@ -247,7 +240,7 @@ EMAIL_DELETE = PageTask(
     id="email-delete",
     pages=EMAIL_REPLY.pages,
     generate=_delete_mail_gen,
-    check=lambda p, s, a: st(s, "deleted") == [p["k"]],
+    check=state_is("deleted", ["$k"]),
     solve=_delete_mail_solve,
 )
 

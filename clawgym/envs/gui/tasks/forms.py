@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clawgym.envs.gui.task import PageTask, act
+from clawgym.envs.gui.task import PageTask, act, plan, resolve, state_is
 from clawgym.envs.gui.tasks.common import CITIES, FIRST, LAST, MONTHS, WORDS, choice, names, page, sample, st
 
 SUBMIT_FIELDS = ("function submit() { var out = {}; document.querySelectorAll('input,select,textarea').forEach(function (e) {"
@@ -23,24 +23,27 @@ def submitted(s):
     return st(s, "submitted") or {}
 
 
+def submitted_has(**fields):
+    """Success when the submitted form holds these fields ($-params resolved)."""
+    return lambda p, s, a: all(submitted(s).get(k) == resolve(v, p) for k, v in fields.items())
+
+
+TYPE_TEXT = plan(("type", "textbox", "Text", {"text": "$text"}), ("click", "button", "Submit"), ("done",))
+
+
 # ---------------------------------------------------------------- enter-text
 def _text_gen(rng):
     word = choice(rng, WORDS) + " " + choice(rng, WORDS)
     return {"prompt": f'Type "{word}" into the text box and press Submit.', "text": word}
 
 
-def _text_solve(p, v):
-    v = yield act("type", ref=v.find("textbox", "Text"), text=p["text"])
-    yield act("click", ref=v.find("button", "Submit"))
-    yield act("done")
-
 
 ENTER_TEXT = PageTask(
     id="enter-text",
     pages={"index.html": page(SUBMIT_FIELDS + field("Text", "text") + SUBMIT_BUTTON)},
     generate=_text_gen,
-    check=lambda p, s, a: submitted(s).get("text") == p["text"],
-    solve=_text_solve,
+    check=submitted_has(text="$text"),
+    solve=TYPE_TEXT,
 )
 
 # ---------------------------------------------------------------- enter-text-upper
@@ -53,8 +56,8 @@ ENTER_TEXT_UPPER = PageTask(
     id="enter-text-upper",
     pages=ENTER_TEXT.pages,
     generate=_upper_gen,
-    check=lambda p, s, a: submitted(s).get("text") == p["text"],
-    solve=_text_solve,
+    check=submitted_has(text="$text"),
+    solve=TYPE_TEXT,
 )
 
 # ---------------------------------------------------------------- enter-password
@@ -63,19 +66,14 @@ def _password_gen(rng):
     return {"prompt": f'Enter the password "{pw}" in both fields and press Submit.', "password": pw}
 
 
-def _password_solve(p, v):
-    v = yield act("type", ref=v.find("textbox", "Password"), text=p["password"])
-    v = yield act("type", ref=v.find("textbox", "Repeat password"), text=p["password"])
-    yield act("click", ref=v.find("button", "Submit"))
-    yield act("done")
-
 
 ENTER_PASSWORD = PageTask(
     id="enter-password",
     pages={"index.html": page(SUBMIT_FIELDS + field("Password", "pw", "password") + field("Repeat password", "pw2", "password") + SUBMIT_BUTTON)},
     generate=_password_gen,
-    check=lambda p, s, a: submitted(s).get("pw") == p["password"] and submitted(s).get("pw2") == p["password"],
-    solve=_password_solve,
+    check=submitted_has(pw="$password", pw2="$password"),
+    solve=plan(("type", "textbox", "Password", {"text": "$password"}),
+               ("type", "textbox", "Repeat password", {"text": "$password"}), ("click", "button", "Submit"), ("done",)),
 )
 
 # ---------------------------------------------------------------- form-fill (text, email, select)
@@ -87,13 +85,6 @@ def _form_gen(rng):
             "cities": cities, "person": person}
 
 
-def _form_solve(p, v):
-    v = yield act("type", ref=v.find("textbox", "Full name"), text=p["person"]["name"])
-    v = yield act("type", ref=v.find("textbox", "Email"), text=p["person"]["email"])
-    v = yield act("select", ref=v.find("combobox", "City"), option=p["person"]["city"])
-    yield act("click", ref=v.find("button", "Submit"))
-    yield act("done")
-
 
 FORM_FILL = PageTask(
     id="form-fill",
@@ -103,8 +94,9 @@ FORM_FILL = PageTask(
         "p.cities.forEach(function (c) { sel.appendChild(h('option', {value: c}, c)); });"
         "CG.show(h('div', {}, h('label', {for: 'city'}, 'City'), ' ', sel));" + SUBMIT_BUTTON)},
     generate=_form_gen,
-    check=lambda p, s, a: submitted(s) == p["person"],
-    solve=_form_solve,
+    check=state_is("submitted", "$person"),
+    solve=plan(("type", "textbox", "Full name", {"text": "$person.name"}), ("type", "textbox", "Email", {"text": "$person.email"}),
+               ("select", "combobox", "City", {"option": "$person.city"}), ("click", "button", "Submit"), ("done",)),
 )
 
 # ---------------------------------------------------------------- form-options (checkbox + radio + text)
@@ -117,13 +109,6 @@ def _options_gen(rng):
             + " the newsletter, then submit.", "plans": plans, "want": {"nick": nick, "plan": plan, "news": news}}
 
 
-def _options_solve(p, v):
-    v = yield act("type", ref=v.find("textbox", "Nickname"), text=p["want"]["nick"])
-    v = yield act("check", ref=v.find("radio", p["want"]["plan"]))
-    v = yield act("check", ref=v.find("checkbox", "Send me the newsletter"), checked=p["want"]["news"])
-    yield act("click", ref=v.find("button", "Submit"))
-    yield act("done")
-
 
 FORM_OPTIONS = PageTask(
     id="form-options",
@@ -132,8 +117,9 @@ FORM_OPTIONS = PageTask(
         + "p.plans.forEach(function (pl) { CG.show(h('div', {}, h('label', {}, h('input', {type: 'radio', name: 'plan', value: pl}), ' ' + pl))); });"
         "CG.show(h('div', {}, h('label', {}, h('input', {type: 'checkbox', name: 'news', checked: true}), ' Send me the newsletter')));" + SUBMIT_BUTTON)},
     generate=_options_gen,
-    check=lambda p, s, a: submitted(s) == p["want"],
-    solve=_options_solve,
+    check=state_is("submitted", "$want"),
+    solve=plan(("type", "textbox", "Nickname", {"text": "$want.nick"}), ("check", "radio", "$want.plan"),
+               ("check", "checkbox", "Send me the newsletter", {"checked": "$want.news"}), ("click", "button", "Submit"), ("done",)),
 )
 
 # ---------------------------------------------------------------- choose-list
@@ -143,11 +129,6 @@ def _list_gen(rng):
     return {"prompt": f'Select "{target}" from the list and press Submit.', "options": options, "target": target}
 
 
-def _list_solve(p, v):
-    v = yield act("select", ref=v.find("combobox"), option=p["target"])
-    yield act("click", ref=v.find("button", "Submit"))
-    yield act("done")
-
 
 CHOOSE_LIST = PageTask(
     id="choose-list",
@@ -155,8 +136,8 @@ CHOOSE_LIST = PageTask(
         SUBMIT_FIELDS + "var sel = CG.show(h('select', {name: 'choice', 'aria-label': 'Destination'}));"
         "p.options.forEach(function (o) { sel.appendChild(h('option', {}, o)); });" + SUBMIT_BUTTON)},
     generate=_list_gen,
-    check=lambda p, s, a: submitted(s).get("choice") == p["target"],
-    solve=_list_solve,
+    check=submitted_has(choice="$target"),
+    solve=plan(("select", "combobox", None, {"option": "$target"}), ("click", "button", "Submit"), ("done",)),
 )
 
 # ---------------------------------------------------------------- choose-date (native input)
@@ -165,18 +146,13 @@ def _date_gen(rng):
     return {"prompt": f"Set the date to {MONTHS[m - 1]} {d}, {y} and press Submit.", "iso": f"{y:04d}-{m:02d}-{d:02d}"}
 
 
-def _date_solve(p, v):
-    v = yield act("type", ref=v.find("textbox", "Date"), text=p["iso"])
-    yield act("click", ref=v.find("button", "Submit"))
-    yield act("done")
-
 
 CHOOSE_DATE = PageTask(
     id="choose-date",
     pages={"index.html": page(SUBMIT_FIELDS + field("Date", "date", "date") + SUBMIT_BUTTON)},
     generate=_date_gen,
-    check=lambda p, s, a: submitted(s).get("date") == p["iso"],
-    solve=_date_solve,
+    check=submitted_has(date="$iso"),
+    solve=plan(("type", "textbox", "Date", {"text": "$iso"}), ("click", "button", "Submit"), ("done",)),
 )
 
 # ---------------------------------------------------------------- date-picker (calendar widget)
@@ -217,7 +193,7 @@ DATE_PICKER = PageTask(
         " chosen = y + '-' + pad(m + 1) + '-' + pad(d); out.textContent = 'Chosen: ' + chosen; }}, String(d))); })(d); }"
         "draw(); CG.show(h('button', {onclick: function () { CG.set('submitted', chosen); }}, 'Submit'));")},
     generate=_picker_gen,
-    check=lambda p, s, a: st(s, "submitted") == p["iso"],
+    check=state_is("submitted", "$iso"),
     solve=_picker_solve,
 )
 
@@ -227,18 +203,13 @@ def _number_gen(rng):
     return {"prompt": f"Set the quantity to {n} and press Submit.", "n": n}
 
 
-def _number_solve(p, v):
-    v = yield act("type", ref=v.find("spinbutton", "Quantity"), text=str(p["n"]))
-    yield act("click", ref=v.find("button", "Submit"))
-    yield act("done")
-
 
 ENTER_NUMBER = PageTask(
     id="enter-number",
     pages={"index.html": page(SUBMIT_FIELDS + field("Quantity", "qty", "number", ", value: 1, min: 0, max: 100") + SUBMIT_BUTTON)},
     generate=_number_gen,
-    check=lambda p, s, a: submitted(s).get("qty") == str(p["n"]),
-    solve=_number_solve,
+    check=submitted_has(qty="{n}"),
+    solve=plan(("type", "spinbutton", "Quantity", {"text": "{n}"}), ("click", "button", "Submit"), ("done",)),
 )
 
 # ---------------------------------------------------------------- use-slider
@@ -247,18 +218,13 @@ def _slider_gen(rng):
     return {"prompt": f"Set the volume slider to {n} and press Submit.", "n": n}
 
 
-def _slider_solve(p, v):
-    v = yield act("type", ref=v.find("slider", "Volume"), text=str(p["n"]))
-    yield act("click", ref=v.find("button", "Submit"))
-    yield act("done")
-
 
 USE_SLIDER = PageTask(
     id="use-slider",
     pages={"index.html": page(SUBMIT_FIELDS + field("Volume", "vol", "range", ", min: 0, max: 100, step: 5, value: 50") + SUBMIT_BUTTON)},
     generate=_slider_gen,
-    check=lambda p, s, a: submitted(s).get("vol") == str(p["n"]),
-    solve=_slider_solve,
+    check=submitted_has(vol="{n}"),
+    solve=plan(("type", "slider", "Volume", {"text": "{n}"}), ("click", "button", "Submit"), ("done",)),
 )
 
 # ---------------------------------------------------------------- enter-sum
@@ -300,7 +266,7 @@ COPY_TEXT = PageTask(
     id="copy-text",
     pages={"index.html": page(SUBMIT_FIELDS + "CG.show(h('p', {role: 'blockquote', style: 'background:#eee'}, p.quote));" + field("Text", "text") + SUBMIT_BUTTON)},
     generate=_copy_gen,
-    check=lambda p, s, a: submitted(s).get("text") == p["quote"],
+    check=submitted_has(text="$quote"),
     solve=_copy_solve,
 )
 
@@ -328,7 +294,7 @@ AUTOCOMPLETE = PageTask(
         " list.appendChild(h('div', {role: 'option', onclick: function () { box.value = n; chosen = n; list.innerHTML = ''; }}, n)); }); });"
         "CG.show(h('button', {onclick: function () { CG.set('sent_to', chosen); }}, 'Send'));")},
     generate=_auto_gen,
-    check=lambda p, s, a: st(s, "sent_to") == p["target"],
+    check=state_is("sent_to", "$target"),
     solve=_auto_solve,
 )
 
