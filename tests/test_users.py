@@ -44,3 +44,12 @@ def test_without_keys_the_user_field_decides():
 def test_a_bad_key_table_is_refused_at_startup():
     with pytest.raises(ValueError, match="invalid user id"):
         UserDirectory({"k": "no spaces allowed"})
+
+
+def test_without_a_table_the_shared_key_is_still_required():
+    users = UserDirectory(admin_key="k-admin", shared_key="k-shared")
+    assert users.identify(auth("k-shared"), {"user": "dave"}) == "dave"
+    assert users.identify(auth("k-admin"), {}) == "default"
+    with pytest.raises(AccessDenied) as denied:
+        users.identify(auth("k-wrong"), {"user": "dave"})
+    assert denied.value.status == 401

@@ -4,6 +4,10 @@
 ``/health``, an optional bearer key. Request validation and OpenAI rendering are the policy
 server's (:mod:`clawgym.rl.server`); this module adds the gateway's rules: a body-size limit, and
 recording only what was fully delivered (a client that disconnects mid-stream leaves no turn).
+
+With a :class:`~clawgym.serve.users.UserDirectory` the request's user comes from its API key (or its
+``user`` field), unknown keys get 401 and someone else's adapter 403; ``DELETE /v1/users/{id}`` (admin
+key) forgets a user; ``/dashboard`` shows each user's agent learning (:mod:`clawgym.serve.dashboard`).
 """
 
 from __future__ import annotations
@@ -11,12 +15,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from clawgym.serve.dashboard import Dashboard
 from clawgym.serve.gateway import ChatGateway
+from clawgym.serve.user_adapters import check_user_id
+from clawgym.serve.users import AccessDenied, UserDirectory, bearer
 from clawgym.core.policy import Generation
 from clawgym.rl.server import BadRequest, PolicyServer, error_response, parse_chat_request, require_bearer_key
 
@@ -26,7 +33,8 @@ MAX_BODY_BYTES = 8 * 1024 * 1024  # OpenClaw's requests are ~60 kB; a long sessi
 
 
 def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-                      default_max_tokens: int = 512) -> FastAPI:
+                      default_max_tokens: int = 512, users: UserDirectory | None = None, dashboard: Dashboard | None = None,
+                      forget: Callable[[str], Awaitable[dict[str, Any]]] | None = None) -> FastAPI:
     renderer = PolicyServer(getattr(gateway.responder, "policy", None), gateway.model_name, default_max_tokens)
     app = FastAPI(title="clawgym chat gateway")
     app.state.gateway = gateway
@@ -40,7 +48,38 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
                 await gateway.start()
                 state["started"] = True
 
-    require_bearer_key(app, api_key)
+    if users is None or not (users.keys or users.admin_key):
+        require_bearer_key(app, api_key)  # one shared key (or none); a user table checks its own keys
+    users = users or UserDirectory(shared_key=api_key)
+    if dashboard is not None:
+        dashboard_router = dashboard.router()
+
+        @app.middleware("http")
+        async def guard_dashboard_data(request: Request, call_next: Any) -> Any:
+            # the page itself holds no data; its data needs the admin (or shared) key once keys exist
+            protected = users.keys or users.admin_key or api_key
+            if request.url.path == "/dashboard/data" and protected:
+                key = bearer(request.headers)
+                if not (users.is_admin(request.headers) or (api_key and key == api_key)):
+                    return error_response(401, "the dashboard's data needs the admin key (open /dashboard?key=<admin key>)",
+                                          "invalid_request_error", "invalid_api_key")
+            return await call_next(request)
+
+        app.include_router(dashboard_router)
+
+    @app.delete("/v1/users/{user_id}")
+    async def forget_user(user_id: str, request: Request) -> Any:
+        if not users.is_admin(request.headers):
+            return error_response(403 if bearer(request.headers) else 401, "forgetting a user needs the admin key",
+                                  "invalid_request_error", "invalid_api_key")
+        if forget is None:
+            return error_response(404, "this gateway keeps no per-user data to forget", "invalid_request_error")
+        try:
+            check_user_id(user_id)
+        except ValueError as exc:
+            return error_response(400, str(exc), "invalid_request_error", param="user_id")
+        await ensure_started()
+        return JSONResponse({"user": user_id, "forgotten": True, **await forget(user_id)})
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -68,8 +107,13 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             chat = parse_chat_request(body, default_max_tokens)
         except BadRequest as exc:
             return error_response(400, str(exc), "invalid_request_error", param=exc.param)
+        try:
+            user = users.identify(request.headers, body)
+        except AccessDenied as exc:
+            return error_response(exc.status, str(exc), "invalid_request_error",
+                                  "invalid_api_key" if exc.status == 401 else None)
         await ensure_started()
-        items = gateway.complete(dict(request.headers), body, chat.sampling)
+        items = gateway.complete(dict(request.headers), body, chat.sampling, user=user)
         try:
             if not chat.stream:
                 generation = None

@@ -51,6 +51,18 @@ class PolicyResponder:
             yield item
 
 
+class UserResponder:
+    """Per-user mode: each user's own adapter answers (one base model, one batch for everyone)."""
+
+    def __init__(self, adapters: Any) -> None:
+        self.adapters = adapters
+        self.policy = adapters.policy  # for the HTTP layer's token rendering
+
+    async def respond(self, view: RequestView, body: dict[str, Any], sampling: SamplingParams) -> AsyncIterator[StreamItem]:
+        async for item in stream_or_generate(self.adapters.view(view.user), list(body["messages"]), body.get("tools"), sampling):
+            yield item
+
+
 @dataclass
 class GatewayStats:
     requests: int = 0
@@ -71,6 +83,7 @@ class ChatGateway:
         tracker: SessionTracker | None = None,
         judge_stage: Any = None,  # clawgym.rl.judge.JudgeStage, started by the gateway
         on_judged: Callable[[Turn], Any] | None = None,
+        on_recorded: Callable[[Turn], Any] | None = None,
         model_name: str = "clawgym-policy",
     ) -> None:
         self.responder = responder
@@ -78,11 +91,13 @@ class ChatGateway:
         self.tracker = tracker or SessionTracker()
         self.judge_stage = judge_stage
         self.on_judged = on_judged
+        self.on_recorded = on_recorded
         self.model_name = model_name
         self.stats = GatewayStats()
         self._turns: dict[str, Turn] = {}  # recorded turns still waiting for a next state or a judge
         self._reaper: asyncio.Task | None = None
         self._submitted: set[str] = set()  # turn ids handed to the judge (never twice)
+        self._session_users: dict[str, str] = {}
         self._background: set[asyncio.Task] = set()
         if judge_stage is not None:
             judge_stage.on_judged = self._judged
@@ -93,6 +108,7 @@ class ChatGateway:
         """Rebuild open sessions and the turns still waiting for a judge from the log (after a restart)."""
         self._closed_at_start = self.log.closed_sessions()
         for turn in self.log.turns():
+            self._session_users[turn.session_id] = str(turn.info.get("user") or "default")
             if turn.session_id not in self._closed_at_start:
                 self.tracker.record_action(turn.session_id, turn.context, turn.action, turn.turn_id)
             if not turn.judge:
@@ -172,10 +188,12 @@ class ChatGateway:
                 logger.exception("on_judged failed for turn %s (the turn stays recorded)", turn.turn_id)
 
     # ------------------------------------------------------------------ requests
-    async def complete(self, headers: Mapping[str, str], body: dict[str, Any], sampling: SamplingParams) -> AsyncIterator[StreamItem]:
+    async def complete(self, headers: Mapping[str, str], body: dict[str, Any], sampling: SamplingParams,
+                       user: str = "default") -> AsyncIterator[StreamItem]:
         """Answer one chat request; yields deltas then the Generation. Records once fully delivered."""
         self.stats.requests += 1
         view = self.tracker.identify(headers, body)
+        view.user = user
         if view.main and view.previous_turn_id:
             await self._attach_next_state(view)
         generation: Generation | None = None
@@ -218,16 +236,31 @@ class ChatGateway:
             policy_version=generation.policy_version,
             env_id="clawgym/OpenClawChat-v0",
             session_id=view.session_id,
-            info={"session_source": view.source, "tools": [t.get("function", {}).get("name") for t in body.get("tools") or []]},
+            info={"session_source": view.source, "user": view.user,
+                  "tools": [t.get("function", {}).get("name") for t in body.get("tools") or []]},
         )
         written = self.log.record_turn(turn)
         self.tracker.record_action(view.session_id, conversation(turn.context), turn.action, turn.turn_id)
         self._turns[turn.turn_id] = turn
+        self._session_users[view.session_id] = view.user
         self.stats.main_turns += 1
+        if self.on_recorded is not None:
+            self.on_recorded(turn)
         if view.done:
             self.tracker.close(view.session_id)
             self._close_session(view.session_id, turn.turn_id, "client")
         return written
 
 
-__all__ = ["ChatGateway", "PolicyResponder", "Responder", "TextDelta"]
+    def forget_user(self, user: str) -> int:
+        """Drop a forgotten user's turns and sessions from memory (the log is rewritten separately)."""
+        gone = [t for t in self._turns.values() if t.info.get("user") == user]
+        for turn in gone:
+            self._turns.pop(turn.turn_id, None)
+        for session_id in [s for s, u in self._session_users.items() if u == user]:
+            self.tracker.sessions.pop(session_id, None)
+            del self._session_users[session_id]
+        return len(gone)
+
+
+__all__ = ["ChatGateway", "PolicyResponder", "Responder", "TextDelta", "UserResponder"]

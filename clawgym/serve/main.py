@@ -1,22 +1,31 @@
 """``clawgym serve --config chat``: the deployed personal agent.
 
 The served policy answers real clients (OpenClaw, the openai SDK) through the gateway; every
-main-line turn is recorded and judged; with ``serve.train: true`` the :class:`PersonalTrainer`
-trains on judged turns in the background and publishes new weights to the policy in place. The
-config is a launcher YAML (``method``, ``policy``, ``judge``, ``trainer``) plus a ``serve:`` section:
+main-line turn is recorded and judged; with ``serve.train: true`` a personal trainer trains on
+judged turns in the background and publishes new weights in place. The config is a launcher YAML
+(``method``, ``policy``, ``judge``, ``trainer``) plus a ``serve:`` section::
 
     serve: {host: 127.0.0.1, port: 8000, api_key: null, log: runs/chat/turns.jsonl,
-            idle_timeout_s: 1800, train: true, batch_size: 8, max_staleness: 2, max_tokens: 512}
+            idle_timeout_s: 1800, train: true, batch_size: 8, max_staleness: 2, max_tokens: 512,
+            adapters: shared, users: {}, admin_key: null, max_users: 16}
+
+``adapters: shared`` trains one set of weights for everyone (:class:`PersonalTrainer`).
+``adapters: per_user`` gives every user their own LoRA adapter on one base model, served together in
+one batch and trained only on that user's turns (:mod:`clawgym.serve.user_adapters`); users come from
+``users`` (API key -> user id) or the requests' ``user`` field. ``admin_key`` unlocks the dashboard's
+data and ``DELETE /v1/users/{id}``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from clawgym.rl.launch import ConfigError, RunConfig, build_judges, load_config, trainer_config
+
+ADAPTER_MODES = ("shared", "per_user")
 
 
 @dataclass
@@ -30,6 +39,10 @@ class ServeSettings:
     batch_size: int = 8
     max_staleness: int = 2
     max_tokens: int = 512
+    adapters: str = "shared"  # shared | per_user
+    users: dict[str, str] = field(default_factory=dict)  # API key -> user id
+    admin_key: str | None = None
+    max_users: int = 16  # adapter slots (per_user)
 
     @classmethod
     def from_config(cls, config: RunConfig) -> "ServeSettings":
@@ -37,7 +50,14 @@ class ServeSettings:
         unknown = sorted(set(config.serve) - known)
         if unknown:
             raise ConfigError(f"serve: unknown key(s) {unknown}; known: {sorted(known)}")
-        return cls(**config.serve)
+        settings = cls(**config.serve)
+        if settings.adapters not in ADAPTER_MODES:
+            raise ConfigError(f"serve.adapters must be one of {ADAPTER_MODES}, got {settings.adapters!r}")
+        if settings.adapters == "per_user" and not config.trainer.lora.enabled:
+            raise ConfigError("serve.adapters: per_user trains one LoRA adapter per user: set trainer.lora.enabled: true")
+        if not isinstance(settings.users, dict):
+            raise ConfigError("serve.users must map API keys to user ids")
+        return settings
 
 
 @dataclass
@@ -45,49 +65,126 @@ class Serving:
     app: Any
     gateway: Any
     policy: Any
-    trainer: Any = None  # PersonalTrainer when serve.train
+    trainer: Any = None  # PersonalTrainer (shared) or UserAdapterTrainer (per_user) when serve.train
+    adapters: Any = None  # UserAdapters (per_user)
+    dashboard: Any = None
 
 
 def build_serving(config: RunConfig) -> Serving:
-    """Policy, judges, gateway (and the background trainer) from a launcher config (CPU / one device)."""
-    from clawgym.serve.app import build_gateway_app
-    from clawgym.serve.gateway import ChatGateway, PolicyResponder
-    from clawgym.serve.turn_log import TurnLog
-    from clawgym.serve.sessions import SessionTracker
-    from clawgym.serve.personal_trainer import PersonalTrainer
+    """Policy, judges, gateway, dashboard (and the background trainer) from a launcher config (CPU / one device)."""
     from clawgym.rl.judge import JudgeStage
-    from clawgym.rl.policy.hf import HFPolicy
     from clawgym.rl.policy.models import load_model
+    from clawgym.rl.types import read_jsonl
+    from clawgym.serve.app import build_gateway_app
+    from clawgym.serve.dashboard import Dashboard
+    from clawgym.serve.gateway import ChatGateway
+    from clawgym.serve.sessions import SessionTracker
+    from clawgym.serve.turn_log import TurnLog
+    from clawgym.serve.users import UserDirectory
 
     settings = ServeSettings.from_config(config)
     if config.gpu.enabled or config.policy.backend != "hf":
         raise ConfigError("clawgym serve runs the hf backend on this machine; set policy.backend: hf")
+    out = Path(config.loop.output_dir)
     serve_model, tokenizer = load_model(config.policy.model, device=config.policy.device, seed=config.policy.seed)
-    policy = HFPolicy(serve_model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size)
-    judges, _ = build_judges(config, policy)
-    personal = None
-    if settings.train:
+    trainer = None
+    if settings.train or settings.adapters == "per_user":
         from clawgym.rl.trainer import TorchTrainer
 
         train_model, _ = load_model(config.policy.model, device=config.policy.device, seed=config.policy.seed)
         trainer = TorchTrainer(train_model, tokenizer,
                                trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)))
-        checkpoint = Path(config.loop.output_dir) / "checkpoint"
+    per_user = _per_user if settings.adapters == "per_user" else _shared
+    policy, responder, judge_policy, personal, adapters = per_user(config, settings, serve_model, tokenizer, trainer, out)
+    judges, _ = build_judges(config, judge_policy)
+    dashboard = Dashboard()
+    log_path = Path(settings.log or out / "turns.jsonl")
+    log = TurnLog(log_path)
+    steps = out / "train_steps.jsonl"
+    dashboard.rebuild(log.turns(), read_jsonl(steps) if steps.exists() else ())
+
+    def on_judged(turn: Any) -> None:
+        dashboard.observe_judged(turn)
+        if personal is not None:
+            personal.add(turn)
+
+    if personal is not None:
+        personal.on_step = lambda record: dashboard.observe_step(record.get("user", "default"), record.get(
+            "adapter_version", record.get("policy_version", 0)))
+    gateway = ChatGateway(responder, log, tracker=SessionTracker(idle_timeout_s=settings.idle_timeout_s),
+                          judge_stage=JudgeStage(judges) if judges else None, on_judged=on_judged,
+                          on_recorded=dashboard.observe_turn, model_name=config.policy.model)
+    if personal is not None:
+        personal.recover(gateway.log.turns())  # judged before a restart, never trained: not lost
+
+    async def forget(user: str) -> dict[str, Any]:
+        """Everything the server keeps about ``user``: turns, sessions, adapter, pending samples, step records."""
+        import asyncio
+
+        dropped_events = await asyncio.to_thread(gateway.log.forget_user, user)
+        result = {"log_events_deleted": dropped_events, "turns_in_memory_dropped": gateway.forget_user(user),
+                  "pending_samples_dropped": personal.forget(user) if hasattr(personal, "forget") else 0,
+                  "adapter_deleted": adapters.forget(user) if adapters is not None else False}
+        await asyncio.to_thread(_forget_step_records, steps, user)
+        dashboard.forget(user)
+        return result
+
+    users = UserDirectory(settings.users, settings.admin_key, shared_key=settings.api_key)
+    app = build_gateway_app(gateway, api_key=settings.api_key, default_max_tokens=settings.max_tokens, users=users,
+                            dashboard=dashboard, forget=forget if settings.adapters == "per_user" or settings.admin_key else None)
+    return Serving(app, gateway, policy, personal, adapters, dashboard)
+
+
+def _shared(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: Any, trainer: Any, out: Path) -> tuple:
+    """One set of weights for everyone: the served policy is the trained one."""
+    from clawgym.rl.policy.hf import HFPolicy
+    from clawgym.serve.gateway import PolicyResponder
+    from clawgym.serve.personal_trainer import PersonalTrainer
+
+    policy = HFPolicy(model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size)
+    personal = None
+    if settings.train:
+        checkpoint = out / "checkpoint"
         if checkpoint.is_dir():  # a restart: continue from the last published weights
             trainer.load_checkpoint(checkpoint)
             policy.load_weights(trainer.export_weights())
         personal = PersonalTrainer(trainer, policy, batch_size=settings.batch_size,
-                                   max_staleness=settings.max_staleness, output_dir=config.loop.output_dir)
-    log_path = Path(settings.log or Path(config.loop.output_dir) / "turns.jsonl")
-    gateway = ChatGateway(
-        PolicyResponder(policy), TurnLog(log_path), tracker=SessionTracker(idle_timeout_s=settings.idle_timeout_s),
-        judge_stage=JudgeStage(judges) if judges else None, on_judged=personal.add if personal else None,
-        model_name=config.policy.model,
-    )
-    if personal is not None:
-        personal.recover(gateway.log.turns())  # judged before a restart, never trained: not lost
-    app = build_gateway_app(gateway, api_key=settings.api_key, default_max_tokens=settings.max_tokens)
-    return Serving(app, gateway, policy, personal)
+                                   max_staleness=settings.max_staleness, output_dir=out)
+    return policy, PolicyResponder(policy), policy, personal, None
+
+
+def _per_user(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: Any, trainer: Any, out: Path) -> tuple:
+    """One adapter per user on one base model; the judge is the base model (slot 0)."""
+    from clawgym.rl.policy.multi_adapter import MultiAdapterHFPolicy
+    from clawgym.serve.gateway import UserResponder
+    from clawgym.serve.user_adapters import UserAdapters, UserAdapterTrainer
+
+    lora = trainer.config.lora
+    policy = MultiAdapterHFPolicy(model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size,
+                                  slots=settings.max_users + 1, r=lora.r, alpha=lora.alpha,
+                                  target_modules=lora.target_modules)
+    adapters = UserAdapters(policy, out / "adapters")
+    personal = UserAdapterTrainer(trainer, adapters, batch_size=settings.batch_size,
+                                  max_staleness=settings.max_staleness, output_dir=out)
+    for user, outcome in adapters.restore(trainer).items():
+        print(f"  adapter of {user}: {outcome}")
+    if not settings.train:
+        personal = None
+    return policy, UserResponder(adapters), policy.adapter(0), personal, adapters
+
+
+def _forget_step_records(path: Path, user: str) -> None:
+    """Rewrite the trainer's step records without ``user``'s (they name the user's turn ids)."""
+    import json
+    import os
+
+    if not path.exists():
+        return
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
+             if line.strip() and json.loads(line).get("user") != user]
+    tmp = path.with_suffix(".rewrite")
+    tmp.write_text("".join(lines), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def main_serve(args: Any) -> int:

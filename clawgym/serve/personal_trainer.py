@@ -64,6 +64,7 @@ class PersonalTrainer:
         self.steps = 0
         self._wake = asyncio.Event()
         self.busy = False  # a train step (or a weight swap) is running now
+        self.on_step: Any = None  # called with each step's record (the dashboard)
         self._task: asyncio.Task | None = None
 
     def _keep(self, turn: Turn) -> bool:
@@ -123,5 +124,7 @@ class PersonalTrainer:
                   "trained": [s.turn_id for s in fresh], **{k: float(v) for k, v in metrics.items()
                                                            if isinstance(v, (int, float))}}
         write_jsonl(self.out / "train_steps.jsonl", [record])
+        if self.on_step is not None:
+            self.on_step(record)
         logger.info("personal trainer step %d on %d turns -> policy version %s", self.steps, len(fresh), served_version)
         return record

@@ -63,6 +63,7 @@ class RequestView:
     conversation: list[Message]  # the request's messages without OpenClaw's internal-context blocks
     previous_turn_id: str | None = None  # the turn whose next state this request carries
     next_state: list[Message] = field(default_factory=list)
+    user: str = "default"  # who is asking (clawgym.serve.users); picks the adapter in per-user mode
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:

@@ -135,6 +135,38 @@ class TurnLog:
     def closed_sessions(self) -> set[str]:
         return {e["session_id"] for e in self.events() if e["event"] == "session_closed"}
 
+    def forget_user(self, user: str) -> int:
+        """Rewrite the log without ``user``'s turns and everything attached to them; returns events dropped.
+
+        The one exception to "never rewritten": a person asked to be forgotten. The new file is written
+        beside the old one, fsynced and renamed over it (then the directory is fsynced), so a crash
+        leaves either the old log or the new one, never a mix, and a restart cannot bring the turns back.
+        """
+        with self._lock:  # no new event can be queued meanwhile ...
+            self.flush()  # ... and everything queued before is on disk: the writer is idle
+            events = list(self.events())
+            turns = {e["turn"]["turn_id"] for e in events if e["event"] == "turn" and e["turn"].get("info", {}).get("user") == user}
+            sessions = {e["turn"]["session_id"] for e in events if e["event"] == "turn" and e["turn"]["turn_id"] in turns}
+            keep = [e for e in events if not (
+                (e["event"] == "turn" and e["turn"]["turn_id"] in turns)
+                or e.get("turn_id") in turns
+                or (e["event"] == "session_closed" and e["session_id"] in sessions))]
+            tmp = self.path.with_suffix(self.path.suffix + ".rewrite")
+            with tmp.open("w", encoding="utf-8") as handle:
+                handle.write("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in keep))
+                handle.flush()
+                os.fsync(handle.fileno())
+            self._handle.close()
+            os.replace(tmp, self.path)
+            directory = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+            self._handle = self.path.open("a", encoding="utf-8")
+            self._seen = {e["id"] for e in keep}
+        return len(events) - len(keep)
+
     def flush(self) -> None:
         """Wait until everything queued so far is on disk."""
         marker: Future = Future()

@@ -131,6 +131,7 @@ class UserAdapterTrainer:
         self.refused: collections.Counter = collections.Counter()
         self.steps: collections.Counter = collections.Counter()
         self.busy = False
+        self.on_step: Any = None  # called with each step's record (the dashboard)
         self._turn_order: collections.deque[str] = collections.deque()
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -220,5 +221,7 @@ class UserAdapterTrainer:
                       "trained": [s.turn_id for s in fresh],
                       **{k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}}
             write_jsonl(self.out / "train_steps.jsonl", [record])
+            if self.on_step is not None:
+                self.on_step(record)
             logger.info("user %s: adapter step %d on %d turns -> adapter v%d", user, self.steps[user], len(fresh), served)
             return record

@@ -34,9 +34,11 @@ def bearer(headers: Mapping[str, str]) -> str | None:
 
 
 class UserDirectory:
-    def __init__(self, keys: Mapping[str, str] | None = None, admin_key: str | None = None) -> None:
+    def __init__(self, keys: Mapping[str, str] | None = None, admin_key: str | None = None,
+                 shared_key: str | None = None) -> None:
         self.keys = {key: check_user_id(user) for key, user in (keys or {}).items()}
         self.admin_key = admin_key
+        self.shared_key = shared_key  # without a table: the one key every client uses (serve.api_key)
 
     def is_admin(self, headers: Mapping[str, str]) -> bool:
         key = bearer(headers)
@@ -51,6 +53,9 @@ class UserDirectory:
             if user is None and not admin:
                 raise AccessDenied(401, "unknown API key: use the key the server's owner gave you")
         else:
+            key = bearer(headers)
+            if self.shared_key and not admin and not (key is not None and hmac.compare_digest(key, self.shared_key)):
+                raise AccessDenied(401, "missing or incorrect API key: send 'Authorization: Bearer <key>'")
             user = body.get("user") or DEFAULT_USER
             if not isinstance(user, str):
                 raise AccessDenied(400, "'user' must be a string")

@@ -86,13 +86,14 @@ class AdapterBank:
         self.mask: torch.Tensor | None = None  # [B, slots * r]: 1 on each row's own slot's columns
         self.uniform: int | None = None
         self.layers: dict[str, MultiLoRALinear] = {}
-        targets = set(target_modules)
+        targets = tuple(target_modules)  # peft's rule: a module whose name is, or ends with ".<target>"
         for name, module in list(model.named_modules()):
             for child_name, child in list(module.named_children()):
-                if child_name in targets and isinstance(child, nn.Linear):
+                full = f"{name}.{child_name}" if name else child_name
+                if isinstance(child, nn.Linear) and any(full == t or full.endswith("." + t) for t in targets):
                     wrapped = MultiLoRALinear(child, self, slots, r, alpha)
                     setattr(module, child_name, wrapped)
-                    self.layers[f"{name}.{child_name}" if name else child_name] = wrapped
+                    self.layers[full] = wrapped
         if not self.layers:
             raise ValueError(f"no nn.Linear named {sorted(targets)} in the model")
 
