@@ -17,27 +17,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from clawgym.core.tasks import Task, TaskSet
+from clawgym.core.tasks import TaskSet
+from clawgym.envs.terminal.records import validate
+from clawgym.envs.terminal.tbench import is_terminal_bench_dir, load_terminal_bench
 
 BUNDLED_PACKAGE = "clawgym.envs.terminal"
 BUNDLED_FILE = "tasks/terminal.jsonl"
-
-
-def validate(task: Task) -> Task:
-    """Fail early, with the task id, on a record the env could not run."""
-    data = task.data
-    if not isinstance(data.get("check"), str) or not data["check"].strip():
-        raise ValueError(f"terminal task {task.id!r} has no check script (data['check'])")
-    files = data.setdefault("files", {})
-    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
-        raise ValueError(f"terminal task {task.id!r}: data['files'] must map relative paths to text")
-    for path in files:
-        if path.startswith("/") or ".." in path.split("/"):
-            raise ValueError(f"terminal task {task.id!r}: file path {path!r} must be relative to the work dir")
-    for key in ("setup", "solution"):
-        if not isinstance(data.setdefault(key, ""), str):
-            raise ValueError(f"terminal task {task.id!r}: data[{key!r}] must be a bash script string")
-    return task
 
 
 def bundled_tasks() -> TaskSet:
@@ -53,8 +38,6 @@ def load_terminal_tasks(source: Any) -> TaskSet:
     if source is None:
         return bundled_tasks()
     if isinstance(source, (str, Path)):
-        from clawgym.envs.terminal.tbench import is_terminal_bench_dir, load_terminal_bench
-
         if is_terminal_bench_dir(Path(source)):
             return load_terminal_bench(source)
     tasks = TaskSet.load(source)

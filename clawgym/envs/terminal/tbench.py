@@ -30,7 +30,7 @@ import yaml
 
 from clawgym.core.tasks import Task, TaskSet
 from clawgym.envs.terminal.scoring import write_files_command
-from clawgym.envs.terminal.taskset import validate
+from clawgym.envs.terminal.records import validate
 
 logger = logging.getLogger(__name__)
 
