@@ -27,6 +27,11 @@ Seeds: a request's ``SamplingParams.seed`` seeds its own ``torch.Generator``; re
 a seed from the policy's own RNG. The same seed and the same batch composition give the same tokens;
 across different batch compositions results agree up to float round-off in the logits.
 
+Prefix reuse: prompts of at least ``PrefixCache.min_prefix`` tokens keep their keys and values
+(:mod:`clawgym.rl.policy.prefix_cache`); a later request that shares a long prefix with one of them
+(the next turn of a chat, or any request with the same system prompt) prefills only the tokens after
+it. Its logprobs are those of the tokens actually sampled, as always.
+
 Weight updates: :meth:`HFPolicy.load_weights` copies new weights in between two decoding steps (the
 worker holds ``_weights_lock`` during each forward pass) and bumps ``version``; requests in flight are
 not dropped. A request that spans a swap continues with the new weights on top of the KV cache the
@@ -53,6 +58,7 @@ from clawgym.core.messages import Message, parse_action
 from clawgym.core.policy import Generation, SamplingParams
 from clawgym.rl.policy.chat_template import encode_prompt, stop_token_ids
 from clawgym.rl.policy.models import load_model
+from clawgym.rl.policy.prefix_cache import PrefixCache
 from clawgym.rl.policy.streaming import StreamItem, TextDelta
 
 logger = logging.getLogger(__name__)
@@ -80,6 +86,7 @@ class _Request:
     emitted: int = 0  # characters of text already streamed
     finish_reason: str | None = None
     cancelled: bool = False
+    reused_prefix: int = 0  # prompt tokens whose keys/values came from the prefix cache
 
 
 class HFPolicy:
@@ -92,8 +99,10 @@ class HFPolicy:
         name: str = "hf",
         max_batch_size: int = 32,
         seed: int = 0,
+        prefix_cache: PrefixCache | None = None,
     ) -> None:
         self.model = model.eval()
+        self.prefix_cache = prefix_cache if prefix_cache is not None else PrefixCache()
         self.tokenizer = tokenizer
         self.name = name
         self.max_batch_size = max_batch_size
@@ -178,6 +187,7 @@ class HFPolicy:
                 self.model.load_state_dict(state, strict=strict)
             self._version += 1
             version = self._version
+        self.prefix_cache.discard()  # keys and values of the old weights are of no use any more
         logger.info("policy %s: loaded weights, version %d", self.name, version)
         return version
 
@@ -276,7 +286,12 @@ class HFPolicy:
                         admitted.append(self._waiting.popleft())
                 groups: dict[int, list[_Request]] = {}
                 for request in admitted:
-                    if not request.cancelled:
+                    if request.cancelled:
+                        continue
+                    entry, shared = self.prefix_cache.lookup(request.prompt_ids, self._weights_tag(request))
+                    if entry is not None:
+                        self._admit_cached(request, entry, shared)
+                    else:
                         groups.setdefault(len(request.prompt_ids), []).append(request)
                 for group in groups.values():
                     self._admit(group)
@@ -314,7 +329,38 @@ class HFPolicy:
                 self._deliver(request, exc)
             return
         self.stats["prefill_passes"] += 1
+        self.stats["prefill_tokens"] += ids.numel()
+        for index, request in enumerate(requests):
+            self.prefix_cache.store(request.prompt_ids, [layer.keys[index:index + 1] for layer in cache.layers],
+                                    [layer.values[index:index + 1] for layer in cache.layers], self._weights_tag(request, version))
+        self._start(requests, logits, cache, version)
+
+    def _admit_cached(self, request: _Request, entry: Any, shared: int) -> None:
+        """Prefill only the tokens after a cached prefix of ``shared`` tokens, then join the batch."""
+        past = DynamicCache(ddp_cache_data=[(k[:, :, :shared], v[:, :, :shared]) for k, v in zip(entry.keys, entry.values)])
+        ids = torch.tensor([request.prompt_ids[shared:]], dtype=torch.long, device=self.device)
+        try:
+            logits, cache, version = self._forward(ids, past_key_values=past)
+        except Exception as exc:
+            logger.exception("prefill after a cached prefix failed")
+            self._deliver(request, exc)
+            return
+        self.stats["prefill_passes"] += 1
+        self.stats["prefill_tokens"] += ids.numel()
+        self.stats["prefix_reused_tokens"] += shared
+        request.reused_prefix = shared
+        self.prefix_cache.store(request.prompt_ids, [layer.keys for layer in cache.layers],
+                                [layer.values for layer in cache.layers], self._weights_tag(request, version))
+        self._start([request], logits, cache, version)
+
+    def _weights_tag(self, request: _Request, version: int | None = None) -> Any:
+        """What the keys and values of ``request``'s prompt depend on: the weights' version."""
+        return self._version if version is None else version
+
+    def _start(self, requests: list[_Request], logits: torch.Tensor, cache: Any, version: int) -> None:
+        """Sample the first token of freshly prefilled prompts (equal length) and merge their caches."""
         logprobs = torch.log_softmax(logits, dim=-1)
+        length = len(requests[0].prompt_ids)
         for index, request in enumerate(requests):
             request.length = len(request.prompt_ids)
             self._sample(request, logits[index], logprobs[index], version)
@@ -324,11 +370,11 @@ class HFPolicy:
         index = torch.tensor(running, dtype=torch.long, device=self.device)
         keys = [layer.keys.index_select(0, index) for layer in cache.layers]
         values = [layer.values.index_select(0, index) for layer in cache.layers]
-        mask = torch.ones(len(running), ids.shape[1], dtype=torch.long, device=self.device)
+        mask = torch.ones(len(running), length, dtype=torch.long, device=self.device)
         if not self._rows:
             self._keys, self._values, self._mask = keys, values, mask
         else:
-            width = max(self._mask.shape[1], ids.shape[1])
+            width = max(self._mask.shape[1], length)
             self._keys = [torch.cat([_pad_left(a, width), _pad_left(b, width)]) for a, b in zip(self._keys, keys)]
             self._values = [torch.cat([_pad_left(a, width), _pad_left(b, width)]) for a, b in zip(self._values, values)]
             self._mask = torch.cat([_pad_left_2d(self._mask, width), _pad_left_2d(mask, width)])
@@ -442,7 +488,8 @@ class HFPolicy:
             response_logprobs=list(request.logprobs),
             policy_version=request.versions[0],
             finish_reason=finish,
-            metadata={"policy_version_last": request.versions[-1], "model": self.name},
+            metadata={"policy_version_last": request.versions[-1], "model": self.name,
+                      "reused_prefix_tokens": request.reused_prefix},
         )
         if request.events is not None:  # the rest of the text, with the last token (never streamed yet)
             self._emit(request, TextDelta(text[request.emitted :], request.response_ids[-1:], request.logprobs[-1:]))

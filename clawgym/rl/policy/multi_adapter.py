@@ -61,17 +61,28 @@ class MultiAdapterHFPolicy(HFPolicy):
         """Publish a trained adapter into ``slot`` between two decoding steps; returns its new version."""
         self.bank.load(slot, state)
         self.adapter_versions[slot] += 1
+        self.prefix_cache.discard(lambda weights: weights[1] == slot)  # that adapter's old keys and values
         return self.adapter_versions[slot]
 
     def clear_adapter(self, slot: int) -> None:
         """Return ``slot`` to the base model (a forgotten user, or a slot being reused)."""
         self.bank.clear(slot)
         self.adapter_versions[slot] = 0
+        self.prefix_cache.discard(lambda weights: weights[1] == slot)
 
     # the engine's two forward passes, routed per row
     def _admit(self, requests: list[Any]) -> None:
         self.bank.route([_slot(r) for r in requests])
         super()._admit(requests)
+
+    def _admit_cached(self, request: Any, entry: Any, shared: int) -> None:
+        self.bank.route([_slot(request)])
+        super()._admit_cached(request, entry, shared)
+
+    def _weights_tag(self, request: Any, version: int | None = None) -> Any:
+        """A prompt's keys and values depend on the base weights and on the request's adapter."""
+        slot = _slot(request)
+        return (super()._weights_tag(request, version), slot, self.adapter_versions[slot])
 
     def _decode_step(self) -> None:
         self.bank.route([_slot(r) for r in self._rows])
