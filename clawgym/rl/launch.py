@@ -68,6 +68,7 @@ class PolicySection:
     max_batch_size: int = 32
     base_url: str | None = None  # sglang: an already running server (else one is launched)
     seed: int = 0
+    context_window: int | None = None  # above the model's own: extended with YaRN (models.extend_context)
 
 
 @dataclass
@@ -564,8 +565,10 @@ def build(config: RunConfig, on_step: Any = None) -> Components:
     from clawgym.rl.trainer import TorchTrainer
 
     dtype = _dtype(config.policy.dtype)
-    serve_model, tokenizer = load_model(config.policy.model, device=config.policy.device, dtype=dtype, seed=config.policy.seed)
-    train_model, _ = load_model(config.policy.model, device=config.policy.device, dtype=dtype, seed=config.policy.seed)
+    serve_model, tokenizer = load_model(config.policy.model, device=config.policy.device, dtype=dtype, seed=config.policy.seed,
+                                        context_window=config.policy.context_window)
+    train_model, _ = load_model(config.policy.model, device=config.policy.device, dtype=dtype, seed=config.policy.seed,
+                                context_window=config.policy.context_window)
     policy = HFPolicy(serve_model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size, seed=config.loop.seed)
     num_layers = getattr(train_model.config, "num_hidden_layers", None)
     trainer = TorchTrainer(train_model, tokenizer, trainer_config(config, num_layers))

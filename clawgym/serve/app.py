@@ -89,7 +89,11 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": gateway.model_name, "object": "model", "created": 0, "owned_by": "clawgym"}]}
+        info = gateway.model_info  # the real limits (vLLM calls the window max_model_len)
+        limits = {"context_window": info["context_window"], "max_model_len": info["context_window"],
+                  "max_output_tokens": info["max_output_tokens"]} if info else {}
+        return {"object": "list", "data": [{"id": gateway.model_name, "object": "model", "created": 0, "owned_by": "clawgym",
+                                            **limits}]}
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Any:

@@ -85,6 +85,7 @@ class ChatGateway:
         on_judged: Callable[[Turn], Any] | None = None,
         on_recorded: Callable[[Turn], Any] | None = None,
         model_name: str = "clawgym-policy",
+        fitter: Any = None,  # clawgym.serve.fitting.ContextFitter: requests longer than the window
     ) -> None:
         self.responder = responder
         self.log = log
@@ -93,6 +94,8 @@ class ChatGateway:
         self.on_judged = on_judged
         self.on_recorded = on_recorded
         self.model_name = model_name
+        self.fitter = fitter
+        self.model_info: dict[str, int] = {}  # context_window, max_output_tokens: what /v1/models reports
         self.stats = GatewayStats()
         self._turns: dict[str, Turn] = {}  # recorded turns still waiting for a next state or a judge
         self._reaper: asyncio.Task | None = None
@@ -196,6 +199,11 @@ class ChatGateway:
         view.user = user
         if view.main and view.previous_turn_id:
             await self._attach_next_state(view)
+        sent = list(body["messages"])
+        if self.fitter is not None:  # raises ContextTooLong (a ValueError: HTTP 400) when nothing can make it fit
+            messages, tools, report = self.fitter.fit(sent, body.get("tools"), sampling.max_tokens)
+            if report.fitted:
+                body = {**body, "messages": messages, "tools": tools, "clawgym_fit": report.steps}
         generation: Generation | None = None
         async for item in self.responder.respond(view, body, sampling):
             if isinstance(item, Generation):
@@ -207,7 +215,7 @@ class ChatGateway:
         if not view.main:
             self.stats.side_turns += 1
             return
-        await asyncio.wrap_future(self._record(view, body, generation))  # durable before we finish
+        await asyncio.wrap_future(self._record(view, body, generation, sent))  # durable before we finish
 
     def abort(self) -> None:
         """The client went away mid-answer: nothing was recorded (called by the HTTP layer)."""
@@ -224,7 +232,9 @@ class ChatGateway:
             await asyncio.wrap_future(self.log.record_next_state(turn_id, view.next_state))
         self._submit(turn)  # with its next state, or (history diverged) from what is known
 
-    def _record(self, view: RequestView, body: dict[str, Any], generation: Generation) -> Future:
+    def _record(self, view: RequestView, body: dict[str, Any], generation: Generation, sent: list[dict[str, Any]]) -> Future:
+        """Record a delivered main-line turn: its context is what the model read (``body``, fitted to
+        the window if it had to be); the session continues from what the client sent (``sent``)."""
         turn = Turn(
             episode_id=view.session_id,
             turn_index=self.tracker.sessions[view.session_id].turns if view.session_id in self.tracker.sessions else 0,
@@ -237,10 +247,12 @@ class ChatGateway:
             env_id="clawgym/OpenClawChat-v0",
             session_id=view.session_id,
             info={"session_source": view.source, "user": view.user,
-                  "tools": [t.get("function", {}).get("name") for t in body.get("tools") or []]},
+                  "tools": [t.get("function", {}).get("name") for t in body.get("tools") or []],
+                  **({"fitted": body["clawgym_fit"]} if "clawgym_fit" in body else {}),
+                  "reused_prefix_tokens": generation.metadata.get("reused_prefix_tokens", 0)},
         )
         written = self.log.record_turn(turn)
-        self.tracker.record_action(view.session_id, conversation(turn.context), turn.action, turn.turn_id)
+        self.tracker.record_action(view.session_id, conversation(sent), turn.action, turn.turn_id)
         self._turns[turn.turn_id] = turn
         self._session_users[view.session_id] = view.user
         self.stats.main_turns += 1

@@ -73,7 +73,9 @@ class Serving:
 def build_serving(config: RunConfig) -> Serving:
     """Policy, judges, gateway, dashboard (and the background trainer) from a launcher config (CPU / one device)."""
     from clawgym.rl.judge import JudgeStage
+    from clawgym.rl.policy.chat_template import encode_prompt
     from clawgym.rl.policy.models import load_model
+    from clawgym.serve.fitting import ContextFitter
     from clawgym.rl.types import read_jsonl
     from clawgym.serve.app import build_gateway_app
     from clawgym.serve.dashboard import Dashboard
@@ -86,12 +88,15 @@ def build_serving(config: RunConfig) -> Serving:
     if config.gpu.enabled or config.policy.backend != "hf":
         raise ConfigError("clawgym serve runs the hf backend on this machine; set policy.backend: hf")
     out = Path(config.loop.output_dir)
-    serve_model, tokenizer = load_model(config.policy.model, device=config.policy.device, seed=config.policy.seed)
+    window = config.policy.context_window
+    serve_model, tokenizer = load_model(config.policy.model, device=config.policy.device, seed=config.policy.seed,
+                                        context_window=window)
     trainer = None
     if settings.train or settings.adapters == "per_user":
         from clawgym.rl.trainer import TorchTrainer
 
-        train_model, _ = load_model(config.policy.model, device=config.policy.device, seed=config.policy.seed)
+        train_model, _ = load_model(config.policy.model, device=config.policy.device, seed=config.policy.seed,
+                                    context_window=window)
         trainer = TorchTrainer(train_model, tokenizer,
                                trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)))
     per_user = _per_user if settings.adapters == "per_user" else _shared
@@ -111,9 +116,11 @@ def build_serving(config: RunConfig) -> Serving:
     if personal is not None:
         personal.on_step = lambda record: dashboard.observe_step(record.get("user", "default"), record.get(
             "adapter_version", record.get("policy_version", 0)))
+    fitter = ContextFitter(lambda messages, tools: len(encode_prompt(tokenizer, messages, tools)), policy.max_positions)
     gateway = ChatGateway(responder, log, tracker=SessionTracker(idle_timeout_s=settings.idle_timeout_s),
                           judge_stage=JudgeStage(judges) if judges else None, on_judged=on_judged,
-                          on_recorded=dashboard.observe_turn, model_name=config.policy.model)
+                          on_recorded=dashboard.observe_turn, model_name=config.policy.model, fitter=fitter)
+    gateway.model_info = {"context_window": policy.max_positions, "max_output_tokens": settings.max_tokens}
     if personal is not None:
         personal.recover(gateway.log.turns())  # judged before a restart, never trained: not lost
 

@@ -171,22 +171,50 @@ def build_tiny_random(vocab_size: int, seed: int = TINY_SEED, dtype: torch.dtype
     return model
 
 
+def extend_context(config: Any, context_window: int) -> Any:
+    """Stretch a RoPE model's window to ``context_window`` tokens with YaRN (Peng et al. 2023).
+
+    YaRN rescales the rotary frequencies statically (the same positions get the same angles in every
+    request, so cached keys stay valid) and leaves the high frequencies, which carry local order,
+    nearly untouched; ``benchmarks/context_extension.py`` measures what it costs. No-op when the
+    window is already that large.
+    """
+    native = int(getattr(config, "max_position_embeddings", 0) or 0)
+    if context_window <= native:
+        return config
+    params = dict(getattr(config, "rope_parameters", None) or {})
+    theta = params.get("rope_theta", getattr(config, "rope_theta", 10000.0))
+    config.rope_parameters = {"rope_type": "yarn", "rope_theta": theta, "factor": context_window / native,
+                              "original_max_position_embeddings": native}
+    config.max_position_embeddings = int(context_window)
+    return config
+
+
 def load_model(
     name_or_path: str,
     device: str | torch.device = "cpu",
     dtype: torch.dtype = torch.float32,
     seed: int = TINY_SEED,
+    context_window: int | None = None,
 ) -> tuple[Any, Any]:
-    """Load ``(model, tokenizer)`` in eval mode on ``device``; see the module docstring for names."""
-    from transformers import AutoModelForCausalLM
+    """Load ``(model, tokenizer)`` in eval mode on ``device``; see the module docstring for names.
+
+    ``context_window`` above the model's own extends it with :func:`extend_context` (YaRN).
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     _offline()
     tokenizer = load_tokenizer(name_or_path)
     if name_or_path == TINY_RANDOM:
         model = build_tiny_random(len(tokenizer), seed=seed, dtype=dtype)
+        if context_window:
+            model.config.max_position_embeddings = max(model.config.max_position_embeddings, int(context_window))
     else:
         path = smollm2_checkpoint_dir() if name_or_path == SMOLLM2 else Path(name_or_path)
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
+        config = AutoConfig.from_pretrained(str(path))
+        if context_window:
+            extend_context(config, int(context_window))
+        model = AutoModelForCausalLM.from_pretrained(str(path), config=config, dtype=dtype)
     model.to(device)
     model.eval()
     if model.generation_config is not None and model.generation_config.pad_token_id is None:
