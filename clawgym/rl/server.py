@@ -238,7 +238,7 @@ class PolicyServer:
         prompt, completion = len(generation.prompt_ids), len(generation.response_ids)
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
-    def completion(self, request: ChatRequest, generation: Generation) -> dict[str, Any]:
+    def completion(self, request: ChatRequest, generation: Generation, response_id: str | None = None) -> dict[str, Any]:
         content, calls, finish = _answer(generation)
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
@@ -247,7 +247,7 @@ class PolicyServer:
         if request.logprobs and generation.response_ids:
             choice["logprobs"] = self.logprobs_json(generation.response_ids, generation.response_logprobs)
         body: dict[str, Any] = {
-            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "id": response_id or f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self.model_name,
@@ -258,9 +258,10 @@ class PolicyServer:
             body["clawgym"] = self.extension(generation)
         return body
 
-    async def chunks(self, request: ChatRequest, items: AsyncIterator[Any], first: Any) -> AsyncIterator[str]:
+    async def chunks(self, request: ChatRequest, items: AsyncIterator[Any], first: Any,
+                     response_id: str | None = None) -> AsyncIterator[str]:
         """SSE lines for one streamed answer: role, text deltas, tool calls, finish, [usage], [DONE]."""
-        base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk",
+        base = {"id": response_id or f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk",
                 "created": int(time.time()), "model": self.model_name}
 
         def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:

@@ -21,6 +21,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from clawgym.serve.dashboard import Dashboard
+from clawgym.rl.types import new_id
+from clawgym.serve.feedback import FeedbackError, parse_feedback
 from clawgym.serve.gateway import ChatGateway
 from clawgym.serve.user_adapters import check_user_id
 from clawgym.serve.users import AccessDenied, UserDirectory, bearer
@@ -81,6 +83,23 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
         await ensure_started()
         return JSONResponse({"user": user_id, "forgotten": True, **await forget(user_id)})
 
+    @app.post("/v1/feedback")
+    async def feedback(request: Request) -> Any:
+        """Explicit feedback on a response (its id) or on a session's last turn: a thumb and/or a correction."""
+        try:
+            body = json.loads(await request.body())
+            user = users.identify(request.headers, body if isinstance(body, dict) else {})
+            result = await gateway.add_feedback(parse_feedback(body), user)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return error_response(400, "the feedback body is not valid JSON", "invalid_request_error")
+        except AccessDenied as exc:
+            return error_response(exc.status, str(exc), "invalid_request_error")
+        except FeedbackError as exc:
+            return error_response(exc.status, str(exc), "invalid_request_error", param=exc.param)
+        if dashboard is not None and result.get("thumb"):
+            dashboard.observe_feedback(result["user"], result["thumb"])
+        return JSONResponse(result)
+
     @app.get("/health")
     async def health() -> dict[str, Any]:
         stats = gateway.stats
@@ -117,7 +136,9 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             return error_response(exc.status, str(exc), "invalid_request_error",
                                   "invalid_api_key" if exc.status == 401 else None)
         await ensure_started()
-        items = gateway.complete(dict(request.headers), body, chat.sampling, user=user)
+        turn_id = new_id()  # the response id the client sees is the recorded turn's id (for /v1/feedback)
+        response_id = f"chatcmpl-{turn_id}"
+        items = gateway.complete(dict(request.headers), body, chat.sampling, user=user, turn_id=turn_id)
         try:
             if not chat.stream:
                 generation = None
@@ -125,14 +146,14 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
                     if isinstance(item, Generation):
                         generation = item
                 assert generation is not None
-                return JSONResponse(renderer.completion(chat, generation))
+                return JSONResponse(renderer.completion(chat, generation, response_id))
             first = await items.__anext__()
         except ValueError as exc:
             return error_response(400, str(exc), "invalid_request_error")
         except Exception as exc:
             logger.exception("answering failed")
             return error_response(500, f"generation failed: {exc}", "server_error")
-        return StreamingResponse(_deliver_then_record(gateway, renderer.chunks(chat, items, first), items),
+        return StreamingResponse(_deliver_then_record(gateway, renderer.chunks(chat, items, first, response_id), items),
                                  media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     return app

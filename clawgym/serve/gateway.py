@@ -24,6 +24,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Mapping, Protocol
 
+from clawgym.serve.feedback import Feedback, FeedbackError, apply_feedback, feedback_only
 from clawgym.serve.protocol import conversation
 from clawgym.serve.turn_log import TurnLog
 from clawgym.serve.sessions import RequestView, SessionTracker
@@ -101,6 +102,7 @@ class ChatGateway:
         self._reaper: asyncio.Task | None = None
         self._submitted: set[str] = set()  # turn ids handed to the judge (never twice)
         self._session_users: dict[str, str] = {}
+        self._turn_users: dict[str, str] = {}  # every recorded turn's user (feedback checks ownership)
         self._background: set[asyncio.Task] = set()
         if judge_stage is not None:
             judge_stage.on_judged = self._judged
@@ -112,6 +114,7 @@ class ChatGateway:
         self._closed_at_start = self.log.closed_sessions()
         for turn in self.log.turns():
             self._session_users[turn.session_id] = str(turn.info.get("user") or "default")
+            self._turn_users[turn.turn_id] = self._session_users[turn.session_id]
             if turn.session_id not in self._closed_at_start:
                 self.tracker.record_action(turn.session_id, turn.context, turn.action, turn.turn_id)
             if not turn.judge:
@@ -180,7 +183,8 @@ class ChatGateway:
 
     def _judged(self, turn: Turn) -> None:
         for name, result in turn.judge.items():
-            self.log.record_judge(turn.turn_id, name, result)
+            self.log.record_judge(turn.turn_id, name, result)  # the judge's own verdicts, as judged
+        apply_feedback(turn)  # the person's explicit word, if any, beats the judge's (clawgym.serve.feedback)
         self._turns.pop(turn.turn_id, None)
         self._submitted.discard(turn.turn_id)
         self.stats.judged += 1
@@ -192,7 +196,7 @@ class ChatGateway:
 
     # ------------------------------------------------------------------ requests
     async def complete(self, headers: Mapping[str, str], body: dict[str, Any], sampling: SamplingParams,
-                       user: str = "default") -> AsyncIterator[StreamItem]:
+                       user: str = "default", turn_id: str | None = None) -> AsyncIterator[StreamItem]:
         """Answer one chat request; yields deltas then the Generation. Records once fully delivered."""
         self.stats.requests += 1
         view = self.tracker.identify(headers, body)
@@ -215,7 +219,7 @@ class ChatGateway:
         if not view.main:
             self.stats.side_turns += 1
             return
-        await asyncio.wrap_future(self._record(view, body, generation, sent))  # durable before we finish
+        await asyncio.wrap_future(self._record(view, body, generation, sent, turn_id))  # durable before we finish
 
     def abort(self) -> None:
         """The client went away mid-answer: nothing was recorded (called by the HTTP layer)."""
@@ -232,7 +236,8 @@ class ChatGateway:
             await asyncio.wrap_future(self.log.record_next_state(turn_id, view.next_state))
         self._submit(turn)  # with its next state, or (history diverged) from what is known
 
-    def _record(self, view: RequestView, body: dict[str, Any], generation: Generation, sent: list[dict[str, Any]]) -> Future:
+    def _record(self, view: RequestView, body: dict[str, Any], generation: Generation, sent: list[dict[str, Any]],
+                turn_id: str | None = None) -> Future:
         """Record a delivered main-line turn: its context is what the model read (``body``, fitted to
         the window if it had to be); the session continues from what the client sent (``sent``)."""
         turn = Turn(
@@ -250,11 +255,13 @@ class ChatGateway:
                   "tools": [t.get("function", {}).get("name") for t in body.get("tools") or []],
                   **({"fitted": body["clawgym_fit"]} if "clawgym_fit" in body else {}),
                   "reused_prefix_tokens": generation.metadata.get("reused_prefix_tokens", 0)},
+            **({"turn_id": turn_id} if turn_id else {}),
         )
         written = self.log.record_turn(turn)
         self.tracker.record_action(view.session_id, conversation(sent), turn.action, turn.turn_id)
         self._turns[turn.turn_id] = turn
         self._session_users[view.session_id] = view.user
+        self._turn_users[turn.turn_id] = view.user
         self.stats.main_turns += 1
         if self.on_recorded is not None:
             self.on_recorded(turn)
@@ -264,6 +271,35 @@ class ChatGateway:
         return written
 
 
+    async def add_feedback(self, feedback: Feedback, user: str) -> dict[str, Any]:
+        """Record explicit feedback and route it to training; see :mod:`clawgym.serve.feedback`."""
+        turn_id = feedback.response_id
+        if turn_id is None:
+            session = self.tracker.sessions.get(feedback.session_id or "")
+            if session is None or not session.last_turn_id:
+                raise FeedbackError(404, f"no open session {feedback.session_id!r} with a recorded turn", "session_id")
+            turn_id = session.last_turn_id
+        if turn_id not in self._turn_users:
+            raise FeedbackError(404, f"no recorded response with id {feedback.response_id!r}", "response_id")
+        if self._turn_users[turn_id] != user:
+            raise FeedbackError(403, "that response belongs to another user")
+        if self.log.has(f"feedback:{turn_id}"):
+            raise FeedbackError(409, "this response already has feedback (one per response)")
+        await asyncio.wrap_future(self.log.record_feedback(turn_id, feedback.to_dict()))
+        pending = self._turns.get(turn_id)
+        if pending is not None and not pending.judge:
+            pending.info["feedback"] = feedback.to_dict()  # applied when the judge is done with it
+            route = "replaces the judge's verdict"
+        else:
+            turn = next((t for t in self.log.turns() if t.turn_id == turn_id), None)
+            assert turn is not None
+            late = feedback_only(turn)
+            if self.on_judged is not None:
+                self.on_judged(late)
+            route = "sent to the trainer on its own (the turn was already judged)"
+        return {"turn_id": turn_id, "user": user, "thumb": feedback.thumb, "correction": feedback.correction,
+                "verdict": feedback.score, "route": route}
+
     def forget_user(self, user: str) -> int:
         """Drop a forgotten user's turns and sessions from memory (the log is rewritten separately)."""
         gone = [t for t in self._turns.values() if t.info.get("user") == user]
@@ -272,6 +308,8 @@ class ChatGateway:
         for session_id in [s for s, u in self._session_users.items() if u == user]:
             self.tracker.sessions.pop(session_id, None)
             del self._session_users[session_id]
+        for turn_id in [t for t, u in self._turn_users.items() if u == user]:
+            del self._turn_users[turn_id]
         return len(gone)
 
 

@@ -7,6 +7,7 @@ the gateway moves on, never rewritten. Events:
 - ``turn``: a main-line turn once its answer was fully delivered (context, action, tokens, logprobs);
 - ``next_state``: the messages that followed a turn (the person's reply, tool results);
 - ``judge``: a judge result for a turn;
+- ``feedback``: the person's explicit thumb and/or correction on a turn (once per turn);
 - ``session_closed``: a session ended (client said so, or it went idle).
 
 Each event carries an id, and a repeated id is ignored, so replays and restarts never duplicate.
@@ -111,6 +112,9 @@ class TurnLog:
         return self._append({"event": "judge", "id": f"judge:{turn_id}:{name}", "turn_id": turn_id,
                              "name": name, "result": result.__dict__})
 
+    def record_feedback(self, turn_id: str, feedback: dict[str, Any]) -> Future:
+        return self._append({"event": "feedback", "id": f"feedback:{turn_id}", "turn_id": turn_id, "feedback": feedback})
+
     def record_session_closed(self, session_id: str, reason: str) -> Future:
         return self._append({"event": "session_closed", "id": f"closed:{session_id}", "session_id": session_id, "reason": reason})
 
@@ -130,6 +134,8 @@ class TurnLog:
                 turns[event["turn_id"]].next_state = event["messages"]
             elif kind == "judge" and event["turn_id"] in turns:
                 turns[event["turn_id"]].judge[event["name"]] = JudgeResult(**event["result"])
+            elif kind == "feedback" and event["turn_id"] in turns:
+                turns[event["turn_id"]].info["feedback"] = event["feedback"]
         return list(turns.values())
 
     def closed_sessions(self) -> set[str]:
