@@ -15,10 +15,8 @@ cache: ``python -m tests.docker_engine``.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import logging
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -27,13 +25,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clawgym.sandbox import images
+from clawgym.sandbox.base import SandboxUnavailable
+
 log = logging.getLogger(__name__)
 
-BASE_IMAGE = "clawgym/base:bookworm"
-BASE_PACKAGES = ("python3", "procps")
-SUITE = "bookworm"
-CACHE_DIR = Path(os.environ.get("CLAWGYM_CACHE", Path.home() / ".cache" / "clawgym"))
-FALLBACK_MIRROR = "http://deb.debian.org/debian"
+BASE_IMAGE = images.ROOTFS_IMAGE
+BASE_PACKAGES = images.ROOTFS_PACKAGES
+CACHE_DIR = images.CACHE_DIR
 
 
 class DockerEngineUnavailable(RuntimeError):
@@ -98,64 +97,18 @@ def ensure_packages() -> None:
         raise DockerEngineUnavailable(f"`apt-get install -y {' '.join(missing)}` failed: {done.stderr.strip()[-500:]}")
 
 
-def apt_mirror() -> str:
-    """The Debian mirror this machine's apt already uses (deb822 ``URIs:`` or one-line ``deb`` entries)."""
-    files = sorted(Path("/etc/apt").glob("sources.list.d/*.sources")) + sorted(Path("/etc/apt").glob("sources.list.d/*.list"))
-    files.insert(0, Path("/etc/apt/sources.list"))
-    for path in files:
-        try:
-            text = path.read_text()
-        except OSError:
-            continue
-        for match in re.finditer(r"^\s*URIs:\s*(\S+)|^\s*deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)", text, re.M):
-            uri = match.group(1) or match.group(2)
-            if "security" not in uri and (match.group(3) is None or match.group(3) == SUITE or match.group(1)):
-                return uri.rstrip("/")
-    return FALLBACK_MIRROR
-
-
 def rootfs_tarball(packages: tuple[str, ...] = BASE_PACKAGES) -> Path:
-    """The cached minbase rootfs tarball for ``packages``, debootstrapped on first use (~1 min)."""
-    key = hashlib.sha256(f"{SUITE}:{','.join(sorted(packages))}".encode()).hexdigest()[:12]
-    tarball = CACHE_DIR / f"rootfs-{SUITE}-{key}.tar"
-    if tarball.exists():
-        return tarball
-    if os.geteuid() != 0:
-        raise DockerEngineUnavailable(f"{tarball} is not cached and debootstrap needs root")
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="clawgym-rootfs-") as tmp:
-        target = Path(tmp) / "rootfs"
-        mirror = apt_mirror()
-        log.info("debootstrap %s from %s with %s", SUITE, mirror, packages)
-        done = _run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", SUITE, str(target), mirror],
-                    timeout=900)
-        if done.returncode != 0:
-            raise DockerEngineUnavailable(f"debootstrap from {mirror} failed: {(done.stdout + done.stderr).strip()[-800:]}")
-        shutil.rmtree(target / "var/cache/apt/archives", ignore_errors=True)
-        partial = tarball.with_suffix(f".{os.getpid()}.partial")
-        done = _run(["tar", "-C", str(target), "-cf", str(partial), "."], timeout=600)
-        if done.returncode != 0:
-            partial.unlink(missing_ok=True)
-            raise DockerEngineUnavailable(f"tar of the rootfs failed: {done.stderr.strip()[-500:]}")
-        os.replace(partial, tarball)  # atomic: concurrent runs never see half a tarball
-    return tarball
+    """The cached minbase rootfs tarball (see :func:`clawgym.sandbox.images.rootfs_tarball`)."""
+    try:
+        return images.rootfs_tarball(packages)
+    except SandboxUnavailable as exc:
+        raise DockerEngineUnavailable(str(exc)) from exc
 
 
 def build_base_image(client, tag: str = BASE_IMAGE, packages: tuple[str, ...] = BASE_PACKAGES) -> str:
     """``docker import`` the cached rootfs as ``tag`` unless the engine already has it."""
-    import docker
-
-    tarball_name = rootfs_tarball(packages).name  # also builds the tarball when it is not cached
-    try:
-        if (client.images.get(tag).labels or {}).get("clawgym.rootfs") == tarball_name:
-            return tag
-    except docker.errors.ImageNotFound:
-        pass
-    repository, _, version = tag.partition(":")
-    client.api.import_image_from_file(str(CACHE_DIR / tarball_name), repository=repository, tag=version or "latest",
-                                      changes=[f"LABEL clawgym.rootfs={tarball_name}"])
-    client.images.get(tag)  # raises if the import did not produce it
-    return tag
+    rootfs_tarball(packages)  # raises DockerEngineUnavailable when it cannot be built here
+    return images.import_rootfs(client, tag, packages)
 
 
 def start_engine(timeout_s: float = 60.0) -> DockerEngine:

@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from clawgym.core import AgentEnv, SubmitTool, Task, TaskSet, Tool, ToolError, ToolResult
+from clawgym.envs.terminal.image import prepare
 from clawgym.envs.terminal.scoring import CheckReport, check_script, parse_check_output, parse_hidden, setup_command
 from clawgym.envs.terminal.taskset import load_terminal_tasks
 from clawgym.sandbox.base import ExecResult, SandboxConfig
@@ -110,6 +111,9 @@ class TerminalEnv(AgentEnv):
         self.partial_credit = partial_credit
         self.sandbox: Any = None
         self.hidden: dict[str, str] = {}
+        self.setup_files: dict[str, str] = {}
+        self.setup_script = ""
+        self.default_time_limit_s = time_limit_s
         super().__init__(tasks, split=split, max_turns=max_turns, time_limit_s=time_limit_s, render_mode=render_mode)
 
     # ---------------------------------------------------------------- AgentEnv hooks
@@ -130,15 +134,20 @@ class TerminalEnv(AgentEnv):
     def setup(self, task: Task) -> list:
         from clawgym.sandbox import make_sandbox  # the backends load only when an episode starts
 
-        self.sandbox = make_sandbox(self.sandbox_kind, self._config(task), **self.sandbox_options)
         data = task.data
+        self.time_limit_s = data.get("time_limit_s") or self.default_time_limit_s
+        # a task with a Dockerfile: its image (docker) or its replayed steps (bwrap), see image.py
+        config, files, setup = prepare(data, self.sandbox_kind, self._config(task), self.sandbox_options)
+        self.sandbox = make_sandbox(self.sandbox_kind, config, **self.sandbox_options)
         result = self.sandbox.run(
-            setup_command(self._workdir(task), data.get("files", {}), data.get("setup", ""), self.episode_seed),
+            setup_command(self._workdir(task), files, setup, self.episode_seed),
             timeout=max(self.check_timeout_s, 30.0),
         )
         if result.exit_code != 0 or result.timed_out:
             raise RuntimeError(f"setup of terminal task {task.id!r} failed (exit {result.exit_code}): {result.output[-2000:]}")
         self.hidden = parse_hidden(result.stdout)
+        self.setup_files, self.setup_script = files, setup
+        self._started_at = time.monotonic()  # the agent's clock starts when it can act, not before an image build
         return []
 
     def score(self, answer: str | None) -> tuple[float, dict[str, Any]]:
@@ -203,7 +212,7 @@ class TerminalEnv(AgentEnv):
         data = self.task.data
         timeout = float(data.get("check_timeout_s") or self.check_timeout_s)
         script = check_script(
-            self._workdir(self.task), data.get("files", {}), data.get("setup", ""), data["check"],
+            self._workdir(self.task), self.setup_files, self.setup_script, data["check"],
             self.episode_seed, answer, self.hidden, timeout,
         )
         output, exit_code, timed_out = self._run_fresh(script, timeout + 15.0)

@@ -186,6 +186,7 @@ def parse_check_output(output: str, exit_code: int | None = None, timed_out: boo
         match = PYTEST_LINE.match(line)
         if match:
             name, passed, detail = match.group(2), match.group(1) == "PASSED", match.group(3) or ""
+            name = re.sub(r"^(\.\./)+", "", name)  # tests run from the work dir name ../tests/x.py::t as tests/x.py::t
         else:
             match = RESULT_LINE.match(line)
             if not match:

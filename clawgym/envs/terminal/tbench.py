@@ -7,10 +7,12 @@ an optional ``run-tests.sh``, a ``tests/`` directory (usually ``test_outputs.py`
 
 How it maps onto Terminal-v0:
 
-- the work dir is ``/app`` (the layout's convention; pass ``workdir=`` to change it), and every text
-  file of the task directory that is not task metadata is copied into it at setup — the Dockerfile
-  is *not* built, so the sandbox image must already hold what the task needs (bwrap: the host;
-  docker: ``sandbox_config={"image": ...}``);
+- with a ``Dockerfile``, the task's start state is what that Dockerfile builds: on the Docker
+  sandbox the image is built from it (:mod:`clawgym.envs.terminal.image`), on bwrap its steps are
+  replayed when the host already satisfies them; the work dir is its last ``WORKDIR``; instruction,
+  ``max_agent_timeout_sec`` (the episode's time limit) and ``max_test_timeout_sec`` come from task.yaml;
+- without one, the work dir is ``/app`` (pass ``workdir=`` to change it) and every text file of the
+  task directory that is not task metadata is copied into it at setup;
 - the check copies ``tests/`` and ``run-tests.sh`` into a fresh ``$TEST_DIR`` only at scoring time and
   runs ``bash $TEST_DIR/run-tests.sh`` (or ``python3 -m pytest $TEST_DIR -rA`` when there is none)
   from the work dir; pytest's ``-rA`` lines give per-test results, and the exit status decides;
@@ -23,14 +25,16 @@ dirs), or ``load_terminal_bench(path)`` for a TaskSet.
 from __future__ import annotations
 
 import logging
+import shlex
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from clawgym.core.tasks import Task, TaskSet
-from clawgym.envs.terminal.scoring import write_files_command
 from clawgym.envs.terminal.records import validate
+from clawgym.envs.terminal.scoring import write_files_command
+from clawgym.sandbox.dockerfile import parse_file, static_facts
 
 logger = logging.getLogger(__name__)
 
@@ -76,13 +80,25 @@ def load_task_dir(task_dir: Path, workdir: str = "/app", split: str = "test") ->
         "category": str(spec.get("category") or "terminal-bench"),
         "files": _text_files(task_dir, task_dir, skip_top=METADATA),
         "setup": "",
-        "check": _check_script(test_files, "run-tests.sh" in test_files),
         "solution": _solution(task_dir),
         "workdir": workdir,
         "check_timeout_s": timeout,
         "source": str(task_dir),
     }
+    if spec.get("max_agent_timeout_sec"):
+        data["time_limit_s"] = float(spec["max_agent_timeout_sec"])
+    data.update(dockerfile_fields(task_dir / "Dockerfile", task_dir))
+    data["check"] = _check_script(test_files, "run-tests.sh" in test_files, data.get("env", {}).get("PATH"))
     return validate(Task(id=task_dir.name, prompt=instruction, split=split, data=data))
+
+
+def dockerfile_fields(dockerfile: Path, context: Path) -> dict[str, Any]:
+    """The task-record fields of a Dockerfile: where it is, its work dir and ENV; no files to copy."""
+    if not dockerfile.is_file():
+        return {}
+    facts = static_facts(parse_file(dockerfile))
+    return {"dockerfile": str(dockerfile.resolve()), "context": str(context.resolve()), "files": {},
+            "workdir": facts.workdir if facts.workdir != "/" else "/app", "env": facts.env}
 
 
 def _instruction(spec: dict[str, Any], task_dir: Path) -> str:
@@ -119,10 +135,17 @@ def _text_files(directory: Path, root: Path, skip_top: set[str] = frozenset()) -
     return files
 
 
-def _check_script(test_files: dict[str, str], has_runner: bool) -> str:
+def _check_script(test_files: dict[str, str], has_runner: bool, path: str | None = None) -> str:
+    """Copy the tests in only now, run them from the work dir; the task image's PATH is kept.
+
+    ``TEST_DIR`` is a fresh ``/tests`` as in terminal-bench (anything the agent left there is removed
+    first), or a temporary directory where ``/`` is read-only (bwrap).
+    """
     run = 'bash "$TEST_DIR/run-tests.sh"' if has_runner else 'python3 -m pytest "$TEST_DIR" -rA -p no:cacheprovider'
     return "\n".join([
-        "export TEST_DIR=$(mktemp -d)",
+        f"export PATH={shlex.quote(path)}" if path else ":",
+        'if rm -rf /tests 2>/dev/null && mkdir /tests 2>/dev/null; then export TEST_DIR=/tests; '
+        'else export TEST_DIR=$(mktemp -d); fi',
         f'( cd "$TEST_DIR" && {write_files_command(test_files)} ) || exit 98',
         run,
         "status=$?",
