@@ -280,7 +280,7 @@ def write_tbench_task(root: Path, name: str, runner: bool = True) -> Path:
         "# canary\ninstruction: |\n  Write the reversed contents of input.txt to output.txt.\n"
         "difficulty: easy\ncategory: text\nmax_test_timeout_sec: 30\n")
     (task / "input.txt").write_text("abc\n")
-    (task / "Dockerfile").write_text("FROM scratch\n")
+    (task / "Dockerfile").write_text("FROM debian:bookworm-slim\nWORKDIR /app\nCOPY input.txt /app/input.txt\n")
     (task / "solution.sh").write_text("#!/bin/bash\nrev input.txt > output.txt\n")
     (task / "tests" / "check_output.sh").write_text(
         '[ "$(cat output.txt)" = cba ] && echo "PASS reversed" || echo "FAIL reversed"\n'
@@ -293,7 +293,8 @@ def write_tbench_task(root: Path, name: str, runner: bool = True) -> Path:
 def test_terminal_bench_loader_parses_layouts(tmp_path):
     task = load_task_dir(write_tbench_task(tmp_path, "reverse"))
     assert task.id == "reverse" and task.prompt.startswith("Write the reversed")
-    assert task.data["files"] == {"input.txt": "abc\n"}  # metadata, tests and the Dockerfile stay out
+    assert task.data["files"] == {} and task.data["workdir"] == "/app"  # the Dockerfile's COPY brings input.txt
+    assert task.data["dockerfile"].endswith("reverse/Dockerfile")
     assert "rev input.txt" in task.data["solution"] and task.data["check_timeout_s"] == 30.0
     old = tmp_path / "old"
     (old / "tests").mkdir(parents=True)

@@ -63,14 +63,14 @@ def parse(text: str, source: str = "Dockerfile") -> list[Instruction]:
             continue
         parts = [stripped]
         while parts[-1].endswith("\\") and index < len(lines):
-            parts[-1] = parts[-1][:-1]
+            parts[-1] = parts[-1][:-1].rstrip()
             following = lines[index].strip()
             index += 1
             if following.startswith("#"):  # comment lines inside a continuation are dropped
                 parts.append("\\")
                 continue
             parts.append(following)
-        joined = " ".join(part for part in parts if part != "\\").strip()
+        joined = " ".join(part for part in parts if part and part != "\\").strip()
         keyword, _, value = joined.partition(" ")
         keyword = keyword.upper()
         if "<<" in value and keyword in ("RUN", "COPY") and re.search(r"<<-?\s*['\"]?[A-Za-z_]+", value):

@@ -103,7 +103,7 @@ def _check_script(test_files: dict[str, str], path: str | None) -> str:
     return "\n".join([
         f"export PATH={shlex.quote(path)}" if path else ":",
         "export TEST_DIR=/tests",
-        'rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier || { echo "FAIL reward: /tests is not writable '
+        '[ -f /.dockerenv ] && rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier || { echo "FAIL reward: not in a Docker container '
         '(Harbor tasks need the Docker sandbox)"; exit 98; }',
         f"( cd /tests && {write_files_command(test_files)} ) || exit 98",
         'bash /tests/test.sh',

@@ -144,7 +144,7 @@ def _check_script(test_files: dict[str, str], has_runner: bool, path: str | None
     run = 'bash "$TEST_DIR/run-tests.sh"' if has_runner else 'python3 -m pytest "$TEST_DIR" -rA -p no:cacheprovider'
     return "\n".join([
         f"export PATH={shlex.quote(path)}" if path else ":",
-        'if rm -rf /tests 2>/dev/null && mkdir /tests 2>/dev/null; then export TEST_DIR=/tests; '
+        'if [ -f /.dockerenv ] && rm -rf /tests && mkdir /tests; then export TEST_DIR=/tests; '
         'else export TEST_DIR=$(mktemp -d); fi',
         f'( cd "$TEST_DIR" && {write_files_command(test_files)} ) || exit 98',
         run,

@@ -1,0 +1,181 @@
+"""terminal-bench (v1) and Harbor task directories run as published: the image is built from the task's
+Dockerfile (no registry), tests enter only after the agent is done, and on bwrap a Dockerfile the host
+satisfies is replayed while one that installs packages fails naming its line.
+
+The fixtures under tests/fixtures/tbench are clawgym's own tasks (10 per layout); their Dockerfiles
+share two package sets, so a run builds two package layers and many cheap per-task layers.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import clawgym  # noqa: F401  (registers the ids)
+from clawgym.envs.terminal import load_terminal_tasks
+from clawgym.envs.terminal.harbor import load_harbor
+from clawgym.envs.terminal.image import DockerfileNotReplayable, replay_dockerfile
+from clawgym.envs.terminal.tbench import load_terminal_bench
+from clawgym.sandbox.dockerfile import DockerfileError, parse, static_facts
+
+FIXTURES = Path(__file__).parent / "fixtures" / "tbench"
+TBENCH = FIXTURES / "terminal_bench"
+HARBOR = FIXTURES / "harbor"
+TERMINAL = Path(__file__).resolve().parents[1] / "clawgym" / "envs" / "terminal"
+
+
+def run_episode(env, task_id: str, oracle: bool) -> tuple[float, dict]:
+    env.reset(seed=0, options={"task_id": task_id})
+    while True:
+        action = env.unwrapped.oracle_action() if oracle else "done"
+        _, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            return reward, info
+
+
+# ------------------------------------------------------------------------------------------ no engine needed
+def test_dockerfile_parser_keeps_lines_and_reads_env_and_workdir():
+    text = ("# syntax=docker/dockerfile:1\nFROM python:3.11-slim AS base\n\nRUN apt-get update && \\\n"
+            "    # a comment inside\n    apt-get install -y jq\nENV A=1 B=\"two words\"\nENV OLD style value\n"
+            "ENV PATH=/opt/venv/bin:$PATH\nWORKDIR /srv\nWORKDIR app\nCMD [\"bash\"]\n")
+    instructions = parse(text)
+    assert [(i.keyword, i.line) for i in instructions] == [
+        ("FROM", 2), ("RUN", 4), ("ENV", 7), ("ENV", 8), ("ENV", 9), ("WORKDIR", 10), ("WORKDIR", 11), ("CMD", 12)]
+    assert instructions[1].value == "apt-get update && apt-get install -y jq"
+    facts = static_facts(instructions)
+    assert facts.base == "python:3.11-slim" and facts.base_line == 2 and facts.workdir == "/srv/app"
+    assert facts.env["B"] == "two words" and facts.env["OLD"] == "style value"
+    assert facts.env["PATH"].startswith("/opt/venv/bin:/usr/local/sbin")
+    with pytest.raises(DockerfileError, match="no FROM"):
+        static_facts(parse("RUN true\n"))
+    with pytest.raises(DockerfileError, match="Dockerfile:2: heredocs"):
+        parse("FROM debian\nRUN <<EOF\necho\nEOF\n")
+
+
+def test_both_layouts_load_with_instruction_timeouts_and_dockerfile():
+    tbench, harbor = load_terminal_bench(TBENCH), load_harbor(HARBOR)
+    assert len(tbench) == 10 and len(harbor) == 10
+    for task in [*tbench, *harbor]:
+        data = task.data
+        assert task.prompt and data["solution"].strip() and data["workdir"] == "/app", task.id
+        assert Path(data["dockerfile"]).is_file() and data["files"] == {}, task.id
+        assert data["time_limit_s"] == 300.0 and data["check_timeout_s"] == 60.0, task.id
+        assert "test_outputs" not in task.prompt and "def test_" not in data["solution"], task.id
+    assert "/logs/verifier/reward" in harbor.by_id("implement-slugify").data["check"]
+    # gym.make's loader picks the layout from the directory
+    assert len(load_terminal_tasks(str(HARBOR))) == 10 and len(load_terminal_tasks(str(TBENCH))) == 10
+
+
+def test_harbor_loader_rejects_incomplete_tasks(tmp_path):
+    task = tmp_path / "t"
+    (task / "environment").mkdir(parents=True)
+    (task / "task.toml").write_text('version = "1.0"\n')
+    with pytest.raises(ValueError, match="no instruction.md"):
+        load_harbor(task)
+    (task / "instruction.md").write_text("Do it.\n")
+    with pytest.raises(ValueError, match="no tests/test.sh"):
+        load_harbor(task)
+    (task / "tests").mkdir()
+    (task / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    with pytest.raises(ValueError, match="no environment/Dockerfile"):
+        load_harbor(task)
+    (task / "task.toml").write_text("version = \n")
+    with pytest.raises(ValueError, match="not valid TOML"):
+        load_harbor(task)
+
+
+def test_taskset_and_tbench_do_not_import_each_other():
+    def imports(module: str) -> set[str]:
+        tree = ast.parse((TERMINAL / f"{module}.py").read_text())
+        return {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+
+    assert "clawgym.envs.terminal.tbench" in imports("taskset")
+    for loader in ("tbench", "harbor", "records"):
+        assert "clawgym.envs.terminal.taskset" not in imports(loader), loader
+
+
+def write_replayable_task(root: Path, install: str = "bash coreutils") -> Path:
+    task = root / "greet"
+    (task / "tests").mkdir(parents=True)
+    (task / "task.yaml").write_text("instruction: Append the value of $GREETING to data/log.txt.\nmax_agent_timeout_sec: 60\n")
+    (task / "Dockerfile").write_text(
+        "FROM debian:bookworm-slim\n"
+        f"RUN apt-get update && apt-get install -y --no-install-recommends {install} && rm -rf /var/lib/apt/lists/*\n"
+        "ENV GREETING=hello\nWORKDIR /app\nCOPY setup-env.sh /app/\nRUN bash setup-env.sh && rm setup-env.sh\n")
+    (task / "setup-env.sh").write_text("mkdir -p data && echo start > data/log.txt\n")
+    (task / "solution.sh").write_text('echo "$GREETING" >> data/log.txt\n')
+    (task / "run-tests.sh").write_text(
+        '[ "$(cat data/log.txt)" = "$(printf "start\\nhello")" ] && echo "PASS appended" || echo "FAIL appended"\n'
+        '[ -f setup-env.sh ] && echo "FAIL cleaned_up" || echo "PASS cleaned_up"\n')
+    return task
+
+
+def test_bwrap_replays_a_dockerfile_the_host_satisfies(tmp_path):
+    write_replayable_task(tmp_path)
+    env = gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(tmp_path))
+    try:
+        assert run_episode(env, "greet", oracle=True)[0] == 1.0
+        reward, info = run_episode(env, "greet", oracle=False)
+        assert reward == 0.0 and {c["name"]: c["passed"] for c in info["tests"]["checks"]} == {
+            "appended": False, "cleaned_up": True}
+    finally:
+        env.close()
+
+
+def test_bwrap_refuses_a_package_install_naming_the_line(tmp_path):
+    task = write_replayable_task(tmp_path, install="clawgym-no-such-package-xyz")
+    with pytest.raises(DockerfileNotReplayable, match=r"Dockerfile:2: .*clawgym-no-such-package-xyz.*sandbox='docker'"):
+        replay_dockerfile(task / "Dockerfile", task, "/app")
+    (task / "Dockerfile").write_text("FROM debian\nWORKDIR /app\nCOPY setup-env.sh /etc/\n")
+    with pytest.raises(DockerfileNotReplayable, match="Dockerfile:3: .*outside the work dir"):
+        replay_dockerfile(task / "Dockerfile", task, "/app")
+    (task / "Dockerfile").write_text("FROM debian\nRUN curl -fsSL https://example.com/x.sh | sh\n")
+    with pytest.raises(DockerfileNotReplayable, match="Dockerfile:2: .*installs software"):
+        replay_dockerfile(task / "Dockerfile", task, "/app")
+    env = gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(tmp_path))
+    try:
+        with pytest.raises(DockerfileNotReplayable, match="Dockerfile:2"):
+            env.reset(seed=0)
+    finally:
+        env.close()
+
+
+# ------------------------------------------------------------------------------------------ on Docker
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["terminal_bench", "harbor"])
+def test_every_fixture_oracle_scores_1_and_noop_0_on_docker(docker_engine, layout):
+    env = gym.make("clawgym/Terminal-v0", tasks=str(FIXTURES / layout), sandbox="docker",
+                   sandbox_options={"base_url": docker_engine.base_url})
+    failures = []
+    try:
+        for task in env.unwrapped.task_set:
+            oracle, info = run_episode(env, task.id, oracle=True)
+            names = [c["name"] for c in info["tests"]["checks"]]
+            noop, _ = run_episode(env, task.id, oracle=False)
+            if oracle != 1.0 or noop != 0.0 or not any("test_outputs.py::" in n for n in names):
+                failures.append((task.id, oracle, noop, info["tests"]))
+    finally:
+        env.close()
+    assert not failures, failures
+
+
+@pytest.mark.slow
+def test_docker_build_cache_and_build_errors(docker_engine, tmp_path):
+    from clawgym.sandbox.images import ImageBuildError, build_task_image
+
+    client = docker_engine.client()
+    task = TBENCH / "json-active-users"
+    first = build_task_image(client, task / "Dockerfile", task)
+    again = build_task_image(client, task / "Dockerfile", task)
+    assert again.tag == first.tag and not again.built and again.workdir == "/app"
+    context = tmp_path / "ctx"
+    context.mkdir()
+    (context / "Dockerfile").write_text("FROM registry.example.com/private/image:1\n")
+    with pytest.raises(DockerfileError, match=r"Dockerfile:1: FROM registry.example.com/private/image:1: no registry"):
+        build_task_image(client, context / "Dockerfile", context)
+    (context / "Dockerfile").write_text("FROM debian:bookworm-slim\nRUN echo building; exit 3\n")
+    with pytest.raises(ImageBuildError, match="returned a non-zero code: 3"):
+        build_task_image(client, context / "Dockerfile", context)
