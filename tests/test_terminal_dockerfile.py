@@ -132,12 +132,22 @@ def test_bwrap_refuses_a_package_install_naming_the_line(tmp_path):
     (task / "Dockerfile").write_text("FROM debian\nWORKDIR /app\nCOPY setup-env.sh /etc/\n")
     with pytest.raises(DockerfileNotReplayable, match="Dockerfile:3: .*outside the work dir"):
         replay_dockerfile(task / "Dockerfile", task, "/app")
+    (task / "Dockerfile").write_text("FROM python:3.11\nENV X=1\nRUN pip install --no-cache-dir clawgym-no-such-dist==1.0\n")
+    with pytest.raises(DockerfileNotReplayable, match="Dockerfile:3: .*pip packages the host lacks \\(clawgym-no-such-dist==1.0\\)"):
+        replay_dockerfile(task / "Dockerfile", task, "/app")
     (task / "Dockerfile").write_text("FROM debian\nRUN curl -fsSL https://example.com/x.sh | sh\n")
     with pytest.raises(DockerfileNotReplayable, match="Dockerfile:2: .*installs software"):
         replay_dockerfile(task / "Dockerfile", task, "/app")
+    (task / "Dockerfile").write_text("FROM debian\nRUN apt-get install -y clawgym-no-such-package-xyz\n")
     env = gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(tmp_path))
     try:
         with pytest.raises(DockerfileNotReplayable, match="Dockerfile:2"):
+            env.reset(seed=0)
+    finally:
+        env.close()
+    env = gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(HARBOR))
+    try:
+        with pytest.raises(DockerfileNotReplayable, match="Harbor tasks .* use sandbox='docker'"):
             env.reset(seed=0)
     finally:
         env.close()

@@ -81,6 +81,7 @@ def load_harbor_task(task_dir: Path, split: str = "test") -> Task:
         "solution": solve.read_text(encoding="utf-8") if solve.is_file() else "",
         "check_timeout_s": float((spec.get("verifier") or {}).get("timeout_sec") or 120),
         "source": str(task_dir),
+        "layout": "harbor",
     }
     agent_timeout = (spec.get("agent") or {}).get("timeout_sec")
     if agent_timeout:

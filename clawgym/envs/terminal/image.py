@@ -52,6 +52,9 @@ def prepare(task_data: dict[str, Any], sandbox_kind: str, config: SandboxConfig,
     files, setup = task_data.get("files", {}), task_data.get("setup", "")
     if not task_data.get("dockerfile"):
         return config, files, setup
+    if task_data.get("layout") == "harbor" and sandbox_kind != "docker":
+        raise DockerfileNotReplayable(f"{task_data['dockerfile']}: Harbor tasks are verified through /tests and "
+                                      "/logs/verifier, which only a container has: use sandbox='docker'")
     if sandbox_kind == "docker":
         image = build_image(task_data, sandbox_options)
         env = {**config.env, **image.env}
@@ -208,11 +211,16 @@ def _missing_debs(packages: list[str]) -> list[str]:
 
 
 def _missing_dists(packages: list[str]) -> list[str]:
-    """Distributions the host's ``python3`` (the one a bwrap sandbox runs) does not have."""
-    names = [re.split(r"[<>=!~\[; ]", p, maxsplit=1)[0] for p in packages]
-    if not names:
+    """Requirements the host's ``python3`` (the one a bwrap sandbox runs) does not meet: by name, and the
+    version too for ``name==version`` pins (other specifiers are taken as met by any version)."""
+    wanted = [re.split(r"[<>!~\[; ]", p, maxsplit=1)[0] for p in packages]
+    if not wanted:
         return []
-    probe = ("import importlib.metadata as m, sys\nfor n in sys.argv[1:]:\n"
-             "    try: m.distribution(n)\n    except m.PackageNotFoundError: print(n)")
-    done = subprocess.run(["python3", "-c", probe, *names], capture_output=True, text=True, check=False)
-    return done.stdout.split() if done.returncode == 0 else names
+    probe = ("import importlib.metadata as m, sys\nfor w in sys.argv[1:]:\n    n, _, v = w.partition('==')\n"
+             "    try: ok = (m.version(n) == v) if v else bool(m.version(n))\n    except m.PackageNotFoundError: ok = False\n"
+             "    print('' if ok else w)")
+    python = shutil.which("python3", path=DEFAULT_PATH)  # the sandbox's PATH, not this process's
+    if python is None:
+        return wanted
+    done = subprocess.run([python, "-c", probe, *wanted], capture_output=True, text=True, check=False)
+    return done.stdout.split() if done.returncode == 0 else wanted
