@@ -69,6 +69,25 @@ def test_both_layouts_load_with_instruction_timeouts_and_dockerfile():
     assert len(load_terminal_tasks(str(HARBOR))) == 10 and len(load_terminal_tasks(str(TBENCH))) == 10
 
 
+def test_network_only_for_tasks_whose_tests_fetch_packages_and_harbor_solution_dirs(tmp_path):
+    import shutil
+
+    assert not any(task.data.get("network") for task in load_terminal_bench(TBENCH))
+    env = gym.make("clawgym/Terminal-v0", tasks=str(TBENCH), sandbox="bwrap")
+    assert "no network" in env.unwrapped.system_prompt(env.unwrapped.task_set[0])
+    v1 = tmp_path / "v1"
+    shutil.copytree(TBENCH / "top-words", v1)
+    (v1 / "run-tests.sh").write_text("pip install pytest==8.3.5\npython3 -m pytest $TEST_DIR/test_outputs.py -rA\n")
+    task = load_terminal_bench(v1)[0]
+    assert task.data["network"] is True and "no network" not in env.unwrapped.system_prompt(task)
+    env.close()
+    harbor = tmp_path / "hb"
+    shutil.copytree(HARBOR / "implement-slugify", harbor)
+    (harbor / "solution" / "slugify.py").write_text("print('helper')\n")
+    solution = load_harbor(harbor)[0].data["solution"]
+    assert "/solution/slugify.py" not in solution and "slugify.py" in solution and solution.endswith("bash /solution/solve.sh")
+
+
 def test_harbor_loader_rejects_incomplete_tasks(tmp_path):
     task = tmp_path / "t"
     (task / "environment").mkdir(parents=True)
@@ -189,3 +208,21 @@ def test_docker_build_cache_and_build_errors(docker_engine, tmp_path):
     (context / "Dockerfile").write_text("FROM debian:bookworm-slim\nRUN echo building; exit 3\n")
     with pytest.raises(ImageBuildError, match="returned a non-zero code: 3"):
         build_task_image(client, context / "Dockerfile", context)
+
+
+@pytest.mark.slow
+def test_tests_that_install_packages_get_the_network_on_docker(docker_engine, tmp_path):
+    import shutil
+
+    task = tmp_path / "top-words"
+    shutil.copytree(TBENCH / "top-words", task)
+    (task / "run-tests.sh").write_text(  # terminal-bench's usual runner installs its test deps at test time
+        "pip install --no-cache-dir -q pytest-timeout==2.3.1\n"
+        'python3 -m pytest --timeout 30 "$TEST_DIR/test_outputs.py" -rA -p no:cacheprovider\n')
+    env = gym.make("clawgym/Terminal-v0", tasks=str(tmp_path), sandbox="docker",
+                   sandbox_options={"base_url": docker_engine.base_url})
+    try:
+        assert run_episode(env, "top-words", oracle=True)[0] == 1.0
+        assert run_episode(env, "top-words", oracle=False)[0] == 0.0
+    finally:
+        env.close()

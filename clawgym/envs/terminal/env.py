@@ -129,7 +129,10 @@ class TerminalEnv(AgentEnv):
     def system_prompt(self, task: Task) -> str:
         finish = ("call `submit` (or reply without a tool call)" if self.submit_tool
                   else "reply without a tool call")
-        return SYSTEM_PROMPT.format(workdir=self._workdir(task), finish=finish)
+        prompt = SYSTEM_PROMPT.format(workdir=self._workdir(task), finish=finish)
+        if self._config(task).network:
+            prompt = prompt.replace("There is no network access. ", "")
+        return prompt
 
     def setup(self, task: Task) -> list:
         from clawgym.sandbox import make_sandbox  # the backends load only when an episode starts
@@ -241,8 +244,9 @@ class TerminalEnv(AgentEnv):
 
     def _config(self, task: Task) -> SandboxConfig:
         env = {**DEFAULT_ENV, **self.base_config.env}
+        network = self.base_config.network or bool(task.data.get("network"))  # tasks whose tests fetch packages
         return dataclasses.replace(self.base_config, env=env, workdir=self._workdir(task), files={},
-                                  timeout_s=self.command_timeout_s)
+                                  timeout_s=self.command_timeout_s, network=network)
 
 
 def _text(data: bytes | str | None) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 from clawgym.core.tasks import Task, TaskSet
 from clawgym.envs.terminal.records import validate
 from clawgym.envs.terminal.scoring import write_files_command
-from clawgym.envs.terminal.tbench import dockerfile_fields
+from clawgym.envs.terminal.tbench import dockerfile_fields, fetches_packages
 
 try:
     import tomllib
@@ -87,7 +87,13 @@ def load_harbor_task(task_dir: Path, split: str = "test") -> Task:
     if agent_timeout:
         data["time_limit_s"] = float(agent_timeout)
     data.update(dockerfile_fields(dockerfile, dockerfile.parent))
-    data["check"] = _check_script(_files(tests_dir), data["env"].get("PATH"))
+    tests = _files(tests_dir)
+    data["check"] = _check_script(tests, data["env"].get("PATH"))
+    if fetches_packages(tests["test.sh"]):
+        data["network"] = True
+    if solve.is_file() and len(_files(solve.parent)) > 1:  # solve.sh with helper files: run it from /solution
+        data["solution"] = (f"mkdir -p /solution && ( cd /solution && {write_files_command(_files(solve.parent))} ) "
+                            "&& bash /solution/solve.sh")
     return validate(Task(id=task_dir.name, prompt=instruction_file.read_text(encoding="utf-8").strip(),
                          split=split, data=data))
 

@@ -25,6 +25,7 @@ dirs), or ``load_terminal_bench(path)`` for a TaskSet.
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,18 @@ def load_task_dir(task_dir: Path, workdir: str = "/app", split: str = "test") ->
         data["time_limit_s"] = float(spec["max_agent_timeout_sec"])
     data.update(dockerfile_fields(task_dir / "Dockerfile", task_dir))
     data["check"] = _check_script(test_files, "run-tests.sh" in test_files, data.get("env", {}).get("PATH"))
+    if fetches_packages(test_files.get("run-tests.sh", "")):
+        data["network"] = True
     return validate(Task(id=task_dir.name, prompt=instruction, split=split, data=data))
+
+
+FETCH = re.compile(r"\b(apt-get|apt|pip3?|uv|npm)\s+(-\S+\s+)*(install|add|sync|init)\b|\b(curl|wget)\s")
+
+
+def fetches_packages(script: str) -> bool:
+    """Whether a test runner installs packages at test time (terminal-bench's usual ``uv add pytest``):
+    such a task gets the network for its episode, as the benchmark gives it; others run without."""
+    return bool(FETCH.search(script))
 
 
 def dockerfile_fields(dockerfile: Path, context: Path) -> dict[str, Any]:
