@@ -125,10 +125,12 @@ def write_replayable_task(root: Path, install: str = "bash coreutils") -> Path:
         f"RUN apt-get update && apt-get install -y --no-install-recommends {install} && rm -rf /var/lib/apt/lists/*\n"
         "ENV GREETING=hello\nWORKDIR /app\nCOPY setup-env.sh /app/\nRUN bash setup-env.sh && rm setup-env.sh\n")
     (task / "setup-env.sh").write_text("mkdir -p data && echo start > data/log.txt\n")
+    (task / "Dockerfile").write_text((task / "Dockerfile").read_text() + "RUN echo 'a; b && c' > data/quoted.txt\n")
     (task / "solution.sh").write_text('echo "$GREETING" >> data/log.txt\n')
     (task / "run-tests.sh").write_text(
         '[ "$(cat data/log.txt)" = "$(printf "start\\nhello")" ] && echo "PASS appended" || echo "FAIL appended"\n'
-        '[ -f setup-env.sh ] && echo "FAIL cleaned_up" || echo "PASS cleaned_up"\n')
+        '[ -f setup-env.sh ] && echo "FAIL cleaned_up" || echo "PASS cleaned_up"\n'
+        '[ "$(cat data/quoted.txt)" = "a; b && c" ] && echo "PASS quoted_run" || echo "FAIL quoted_run"\n')
     return task
 
 
@@ -139,7 +141,7 @@ def test_bwrap_replays_a_dockerfile_the_host_satisfies(tmp_path):
         assert run_episode(env, "greet", oracle=True)[0] == 1.0
         reward, info = run_episode(env, "greet", oracle=False)
         assert reward == 0.0 and {c["name"]: c["passed"] for c in info["tests"]["checks"]} == {
-            "appended": False, "cleaned_up": True}
+            "appended": False, "cleaned_up": True, "quoted_run": True}
     finally:
         env.close()
 

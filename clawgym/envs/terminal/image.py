@@ -30,6 +30,7 @@ IGNORED = {"FROM", "CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "MAINTAINER", "VOLUME
 APT = re.compile(r"^(sudo\s+)?(DEBIAN_FRONTEND=\S+\s+)?(apt-get|apt)\s+(.*)$")
 PIP = re.compile(r"^(sudo\s+)?(python3?\s+-m\s+pip|pip3?|uv\s+pip)\s+install\s+(.*)$")
 OTHER_INSTALLERS = re.compile(r"^(sudo\s+)?(apk|yum|dnf|npm|conda|curl|wget)\b")
+INSTALLER_WORDS = re.compile(r"\b(apt-get|apt|pip3?|uv|apk|yum|dnf|npm|conda|curl|wget)\b")
 HARMLESS = re.compile(r"^(rm\s+-rf?\s+/var/lib/apt/lists\S*|apt-get\s+clean|apt\s+clean|true|:)$")
 
 
@@ -166,6 +167,8 @@ def _run_command(ins: Instruction) -> str:
     text = ins.value.strip()
     if text.startswith("["):
         return " ".join(shlex.quote(a) for a in ins.args())
+    if not INSTALLER_WORDS.search(text):
+        return text  # nothing to check: run it verbatim (no naive splitting of quoted ; or &&)
     kept = []
     for segment in re.split(r"\s*(?:&&|;)\s*", text):
         segment = segment.strip()
