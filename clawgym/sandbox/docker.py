@@ -142,7 +142,7 @@ class DockerSandbox(ShellSandbox):
             self.client.images.get(self.image)
         except docker.errors.ImageNotFound as exc:
             raise SandboxUnavailable(f"image {self.image!r} is not on the engine at {self.base_url}: pull or build it "
-                                     "(tests/docker_engine.py builds clawgym/base:bookworm without a registry)") from exc
+                                     "(clawgym.sandbox.images.ensure_base(client, 'clawgym/base:bookworm') builds it without a registry)") from exc
         self.network_mode = network_mode or ("host" if self.config.network else "none")
         self._res = _Resources()
         self._finalizer = weakref.finalize(self, self._res.release)

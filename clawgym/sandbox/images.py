@@ -266,6 +266,8 @@ def _build(client, context: bytes, tag: str, dockerfile: str, label: str = "") -
     for chunk in stream:
         if "stream" in chunk:
             output.append(chunk["stream"])
+            if chunk["stream"].startswith("Step "):  # progress of a build that may take minutes
+                log.info("%s %s", tag, chunk["stream"].strip()[:160])
         if "error" in chunk:
             tail = "".join(output)[-1500:]
             raise ImageBuildError(f"building {label or tag} failed: {chunk['error'].strip()}\n{tail}")
