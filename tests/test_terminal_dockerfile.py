@@ -174,6 +174,18 @@ def test_bwrap_refuses_a_package_install_naming_the_line(tmp_path):
         env.close()
 
 
+def test_docker_sandbox_without_an_engine_says_so(tmp_path):
+    from clawgym.sandbox.base import SandboxUnavailable
+
+    env = gym.make("clawgym/Terminal-v0", tasks=str(TBENCH), sandbox="docker",
+                   sandbox_options={"base_url": f"unix://{tmp_path}/no-docker.sock"})
+    try:
+        with pytest.raises(SandboxUnavailable, match="no Docker Engine answers .* to build .*Dockerfile"):
+            env.reset(seed=0)
+    finally:
+        env.close()
+
+
 # ------------------------------------------------------------------------------------------ on Docker
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["terminal_bench", "harbor"])

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from clawgym.sandbox.base import SandboxConfig
+from clawgym.sandbox.base import SandboxConfig, SandboxUnavailable
 from clawgym.sandbox.dockerfile import DEFAULT_PATH, DockerfileError, Instruction, env_pairs, expand, parse_file
 
 IGNORED = {"FROM", "CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "MAINTAINER", "VOLUME", "STOPSIGNAL", "HEALTHCHECK",
@@ -78,9 +78,15 @@ def build_image(task_data: dict[str, Any], sandbox_options: dict[str, Any]):
     if client is None:
         base_url = sandbox_options.get("base_url") or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
         if base_url not in _CLIENTS:
-            import docker
+            try:
+                import docker
 
-            _CLIENTS[base_url] = docker.DockerClient(base_url=base_url, version="auto", timeout=600)
+                client = docker.DockerClient(base_url=base_url, version="auto", timeout=600)
+                client.ping()
+            except Exception as exc:
+                raise SandboxUnavailable(f"no Docker Engine answers at {base_url} to build {task_data['dockerfile']} "
+                                         f"({exc}); start one or pass sandbox_options={{'base_url': ...}}") from exc
+            _CLIENTS[base_url] = client
         client = _CLIENTS[base_url]
     return build_task_image(client, task_data["dockerfile"], task_data["context"])
 
