@@ -55,6 +55,15 @@ def test_dockerfile_parser_keeps_lines_and_reads_env_and_workdir():
         parse("FROM debian\nRUN <<EOF\necho\nEOF\n")
 
 
+def test_dockerignore_matches_like_docker():
+    from clawgym.sandbox.images import _ignored
+
+    patterns = [(False, "secret"), (False, "*.log"), (True, "keep.log"), (False, "**/cache"), (False, "docs/*.md")]
+    ignored = {path for path in ["secret/a.txt", "x.log", "keep.log", "a/b/cache/z", "cache/y", "a/b.txt", "data/x.log",
+                                 "docs/a.md", "docs/sub/b.md"] if _ignored(path, patterns)}
+    assert ignored == {"secret/a.txt", "x.log", "a/b/cache/z", "cache/y", "docs/a.md"}
+
+
 def test_both_layouts_load_with_instruction_timeouts_and_dockerfile():
     tbench, harbor = load_terminal_bench(TBENCH), load_harbor(HARBOR)
     assert len(tbench) == 10 and len(harbor) == 10
@@ -219,6 +228,14 @@ def test_docker_build_cache_and_build_errors(docker_engine, tmp_path):
     (context / "Dockerfile").write_text("FROM registry.example.com/private/image:1\n")
     with pytest.raises(DockerfileError, match=r"Dockerfile:1: FROM registry.example.com/private/image:1: no registry"):
         build_task_image(client, context / "Dockerfile", context)
+    # a base named through a global ARG, and a .dockerignore the context honours (as the docker CLI does)
+    (context / "Dockerfile").write_text("ARG BASE=debian:bookworm-slim\nFROM ${BASE}\nWORKDIR /app\nCOPY . /app/\n")
+    (context / ".dockerignore").write_text("# not for the image\nsecret.txt\n*.log\n!keep.log\n")
+    for name in ("secret.txt", "debug.log", "keep.log", "data.txt"):
+        (context / name).write_text(name)
+    image = build_task_image(client, context / "Dockerfile", context)
+    listing = client.containers.run(image.tag, ["ls", "-A", "/app"], remove=True, network_mode="none").decode().split()
+    assert sorted(listing) == [".dockerignore", "Dockerfile", "data.txt", "keep.log"]
     (context / "Dockerfile").write_text("FROM debian:bookworm-slim\nRUN echo building; exit 3\n")
     with pytest.raises(ImageBuildError, match="returned a non-zero code: 3"):
         build_task_image(client, context / "Dockerfile", context)

@@ -132,6 +132,8 @@ def static_facts(instructions: list[Instruction]) -> StaticFacts:
     if not froms:
         raise DockerfileError(f"{instructions[0].source} has no FROM")
     last = froms[-1]
+    global_args = {k: _unquote(v) for ins in instructions[:instructions.index(froms[0])] if ins.keyword == "ARG"
+                   for k, v in env_pairs(ins)}
     workdir = "/"
     env: dict[str, str] = {}
     args: dict[str, str] = {}
@@ -145,7 +147,7 @@ def static_facts(instructions: list[Instruction]) -> StaticFacts:
             path = expand(_unquote(ins.value.strip()), {**args, **env})
             workdir = path if path.startswith("/") else f"{workdir.rstrip('/')}/{path}"
     base = last.args()
-    image = [item for item in base if not item.startswith("--")]
+    image = [expand(item, global_args) for item in base if not item.startswith("--")]
     if not image:
         raise DockerfileError(f"{last.where()}: FROM names no image")
     return StaticFacts(base=image[0], base_line=last.line, workdir=workdir, env=env)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clawgym.sandbox.base import SandboxUnavailable
-from clawgym.sandbox.dockerfile import DockerfileError, Instruction, parse, static_facts
+from clawgym.sandbox.dockerfile import DockerfileError, Instruction, env_pairs, expand, parse, static_facts
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,7 @@ FALLBACK_MIRROR = "http://deb.debian.org/debian"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 HOST_CA_DIR = Path("/usr/local/share/ca-certificates")
 TASK_REPOSITORY = "clawgym/task"
+BUILD_SCHEME = "2"  # part of every task image's hash: bump it when the way a context is built changes
 
 PYTHON_LAYER = f"""FROM {DEBIAN_IMAGE}
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-pip python3-venv \\
@@ -198,7 +199,7 @@ def build_task_image(client, dockerfile: str | Path, context: str | Path) -> Tas
     facts = static_facts(instructions)
     text = _rewrite_from(client, instructions)
     files = _context_files(context)
-    digest = hashlib.sha256(text.encode())
+    digest = hashlib.sha256(f"{BUILD_SCHEME}\0{text}".encode())
     for name, data in sorted(files.items()):
         digest.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(data).digest())
     for line in text.splitlines():
@@ -209,8 +210,11 @@ def build_task_image(client, dockerfile: str | Path, context: str | Path) -> Tas
     try:
         image = client.images.get(tag)
     except docker.errors.ImageNotFound:
-        files[".clawgym.Dockerfile"] = text.encode()
-        _build(client, _tar(files), tag, ".clawgym.Dockerfile", label=str(dockerfile))
+        # the rewritten Dockerfile takes the original's place, so `COPY . /app` copies the same file set
+        inside = dockerfile.resolve().is_relative_to(context.resolve())
+        name = dockerfile.resolve().relative_to(context.resolve()).as_posix() if inside else ".clawgym.Dockerfile"
+        files[name] = text.encode()
+        _build(client, _tar(files), tag, name, label=str(dockerfile))
         image = client.images.get(tag)
         built = True
     config = image.attrs.get("Config") or {}
@@ -221,14 +225,19 @@ def build_task_image(client, dockerfile: str | Path, context: str | Path) -> Tas
 def _rewrite_from(client, instructions: list[Instruction]) -> str:
     """The Dockerfile with every external ``FROM`` pointing at its local stand-in (stage names kept)."""
     stages: set[str] = set()
+    global_args: dict[str, str] = {}  # ARGs before the first FROM may name the base: FROM ${BASE}
+    seen_from = False
     lines = []
     for ins in instructions:
         if ins.keyword != "FROM":
+            if ins.keyword == "ARG" and not seen_from:
+                global_args.update((key, _strip_quotes(value)) for key, value in env_pairs(ins))
             lines.append(f"{ins.keyword} {ins.value}")
             continue
+        seen_from = True
         args = ins.args()
         flags = [a for a in args if a.startswith("--") and not a.startswith("--platform")]
-        rest = [a for a in args if not a.startswith("--")]
+        rest = [expand(a, global_args) for a in args if not a.startswith("--")]
         image = rest[0]
         local = image if image in stages else resolve_base(client, image, ins.where())
         if len(rest) >= 3 and rest[1].upper() == "AS":
@@ -238,11 +247,52 @@ def _rewrite_from(client, instructions: list[Instruction]) -> str:
 
 
 def _context_files(context: Path) -> dict[str, bytes]:
+    """The build context as the Docker CLI would send it: every file not excluded by ``.dockerignore``."""
+    patterns = []
+    if (context / ".dockerignore").is_file():
+        for line in (context / ".dockerignore").read_text(encoding="utf-8").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                patterns.append((line.startswith("!"), line.lstrip("!").strip("/")))
     files = {}
     for path in sorted(context.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and ".git" not in path.relative_to(context).parts:
-            files[path.relative_to(context).as_posix()] = path.read_bytes()
+        relative = path.relative_to(context).as_posix()
+        if path.is_file() and not _ignored(relative, patterns) and ".git" not in relative.split("/"):
+            files[relative] = path.read_bytes()
     return files
+
+
+def _ignored(relative: str, patterns: list[tuple[bool, str]]) -> bool:
+    """``.dockerignore`` matching: ``*`` stays within one path segment, ``**`` spans any; the last matching
+    pattern wins; a pattern matching a parent directory covers everything below it."""
+    parts = relative.split("/")
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    ignored = False
+    for negated, pattern in patterns:
+        regex = _glob_regex(pattern)
+        if any(regex.fullmatch(prefix) for prefix in prefixes):
+            ignored = not negated
+    return ignored
+
+
+def _glob_regex(pattern: str) -> re.Pattern:
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out)
+
+
+def _strip_quotes(value: str) -> str:
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
 
 
 def _tar(files: dict[str, bytes | str]) -> bytes:
