@@ -95,7 +95,7 @@ def env_pairs(instruction: Instruction) -> list[tuple[str, str]]:
     text = instruction.value.strip()
     if instruction.keyword == "ENV" and "=" not in text.split(" ", 1)[0]:
         key, _, value = text.partition(" ")
-        return [(key, value.strip())]
+        return [(key, _unquote(value))]
     pairs = []
     for item in instruction.args():
         key, sep, value = item.partition("=")
@@ -132,7 +132,7 @@ def static_facts(instructions: list[Instruction]) -> StaticFacts:
     if not froms:
         raise DockerfileError(f"{instructions[0].source} has no FROM")
     last = froms[-1]
-    global_args = {k: _unquote(v) for ins in instructions[:instructions.index(froms[0])] if ins.keyword == "ARG"
+    global_args = {k: v for ins in instructions[:instructions.index(froms[0])] if ins.keyword == "ARG"
                    for k, v in env_pairs(ins)}
     workdir = "/"
     env: dict[str, str] = {}
@@ -142,7 +142,7 @@ def static_facts(instructions: list[Instruction]) -> StaticFacts:
             args.update(env_pairs(ins))
         elif ins.keyword == "ENV":
             for key, value in env_pairs(ins):
-                env[key] = expand(_unquote(value), {"PATH": DEFAULT_PATH, **args, **env})
+                env[key] = expand(value, {"PATH": DEFAULT_PATH, **args, **env})
         elif ins.keyword == "WORKDIR":
             path = expand(_unquote(ins.value.strip()), {**args, **env})
             workdir = path if path.startswith("/") else f"{workdir.rstrip('/')}/{path}"

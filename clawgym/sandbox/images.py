@@ -231,7 +231,7 @@ def _rewrite_from(client, instructions: list[Instruction]) -> str:
     for ins in instructions:
         if ins.keyword != "FROM":
             if ins.keyword == "ARG" and not seen_from:
-                global_args.update((key, _strip_quotes(value)) for key, value in env_pairs(ins))
+                global_args.update(env_pairs(ins))
             lines.append(f"{ins.keyword} {ins.value}")
             continue
         seen_from = True
@@ -289,10 +289,6 @@ def _glob_regex(pattern: str) -> re.Pattern:
         else:
             out, i = out + re.escape(pattern[i]), i + 1
     return re.compile(out)
-
-
-def _strip_quotes(value: str) -> str:
-    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
 
 
 def _tar(files: dict[str, bytes | str]) -> bytes:

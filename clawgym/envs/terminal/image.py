@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shlex
 import shutil
@@ -70,8 +71,6 @@ _CLIENTS: dict[str, Any] = {}
 
 def build_image(task_data: dict[str, Any], sandbox_options: dict[str, Any]):
     """The task's image on the engine the Docker sandbox will use (one client per engine address)."""
-    import os
-
     from clawgym.sandbox.images import build_task_image
 
     client = sandbox_options.get("client")
