@@ -223,6 +223,16 @@ def test_docker_build_cache_and_build_errors(docker_engine, tmp_path):
     first = build_task_image(client, task / "Dockerfile", task)
     again = build_task_image(client, task / "Dockerfile", task)
     assert again.tag == first.tag and not again.built and again.workdir == "/app"
+    # a GRPO group resetting one new task at once: one build, the others wait for it and find the image
+    import uuid
+    from concurrent.futures import ThreadPoolExecutor
+
+    group = tmp_path / "group"
+    group.mkdir()
+    (group / "Dockerfile").write_text(f"FROM debian:bookworm-slim\nRUN echo {uuid.uuid4().hex} > /stamp\n")
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(lambda _: build_task_image(client, group / "Dockerfile", group), range(3)))
+    assert len({r.tag for r in results}) == 1 and sum(r.built for r in results) == 1
     context = tmp_path / "ctx"
     context.mkdir()
     (context / "Dockerfile").write_text("FROM registry.example.com/private/image:1\n")

@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,6 +143,11 @@ def import_rootfs(client, tag: str = ROOTFS_IMAGE, packages: tuple[str, ...] = R
 
 def ensure_base(client, tag: str) -> str:
     """Build the local base ``tag`` (and what it stands on) once per engine."""
+    with _lock(tag):
+        return _ensure_base(client, tag)
+
+
+def _ensure_base(client, tag: str) -> str:
     import docker
 
     try:
@@ -207,16 +213,19 @@ def build_task_image(client, dockerfile: str | Path, context: str | Path) -> Tas
             digest.update(client.images.get(line.split()[1]).id.encode())
     tag = f"{TASK_REPOSITORY}:{digest.hexdigest()[:20]}"
     built = False
-    try:
-        image = client.images.get(tag)
-    except docker.errors.ImageNotFound:
-        # the rewritten Dockerfile takes the original's place, so `COPY . /app` copies the same file set
-        inside = dockerfile.resolve().is_relative_to(context.resolve())
-        name = dockerfile.resolve().relative_to(context.resolve()).as_posix() if inside else ".clawgym.Dockerfile"
-        files[name] = text.encode()
-        _build(client, _tar(files), tag, name, label=str(dockerfile))
-        image = client.images.get(tag)
-        built = True
+    with _lock(tag):  # a GRPO group resetting one task at once builds it once
+        try:
+            image = client.images.get(tag)
+        except docker.errors.ImageNotFound:
+            image = None
+        if image is None:
+            # the rewritten Dockerfile takes the original's place, so `COPY . /app` copies the same file set
+            inside = dockerfile.resolve().is_relative_to(context.resolve())
+            name = dockerfile.resolve().relative_to(context.resolve()).as_posix() if inside else ".clawgym.Dockerfile"
+            files[name] = text.encode()
+            _build(client, _tar(files), tag, name, label=str(dockerfile))
+            image = client.images.get(tag)
+            built = True
     config = image.attrs.get("Config") or {}
     env = dict(item.partition("=")[::2] for item in config.get("Env") or [])
     return TaskImage(tag=tag, env=env, workdir=config.get("WorkingDir") or facts.workdir or "/", built=built)
@@ -317,6 +326,16 @@ def _build(client, context: bytes, tag: str, dockerfile: str, label: str = "") -
         if "error" in chunk:
             tail = "".join(output)[-1500:]
             raise ImageBuildError(f"building {label or tag} failed: {chunk['error'].strip()}\n{tail}")
+
+
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock(tag: str) -> threading.Lock:
+    """One lock per image tag in this process, so concurrent resets never build the same image twice."""
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(tag, threading.Lock())
 
 
 def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
