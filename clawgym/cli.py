@@ -215,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train with the async RL loop from a launcher config")
     train.add_argument("config", help="a bundled launcher name (`clawgym launchers`) or a YAML path")
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    train.add_argument("--check", action="store_true", help="validate without GPUs and print the placement plan")
     train.set_defaults(fn=cmd_train)
 
     sub.add_parser("launchers", help="list the bundled launcher configs").set_defaults(fn=cmd_launchers)

@@ -1,6 +1,7 @@
-"""Launcher configs and ``clawgym train``: every YAML validates, ``--set`` coerces types, unknown keys
-and bad values fail clearly, the GPU section is checked (and refused without GPUs), and a tiny config
-trains end to end through the CLI."""
+"""Launcher configs and ``clawgym train``: every YAML validates, ``--set`` values are parsed as YAML and
+typed by the pydantic schema, unknown keys and bad values fail clearly, every GPU section passes
+``--check`` for its documented GPU count (and wrong counts say what to change), and a tiny config trains
+end to end through the CLI."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from clawgym import cli
 from clawgym.rl.launch import (
     ConfigError,
     GpuSection,
+    Shape,
     build,
-    gpu_plan,
+    check_config,
     load_config,
     loop_config,
+    plan,
     trainer_config,
 )
 from tests.loop_envs import PARITY_SPEC
@@ -106,20 +109,94 @@ def test_unknown_keys_in_the_file_fail(tmp_path):
         load_config(tmp_path / "missing.yaml")
 
 
-def test_gpu_section_checks_and_partition():
+GPU_LAUNCHERS = [p for p in LAUNCHERS if "\ngpu:" in p.read_text()]
+
+
+def test_gpu_section_static_checks():
     with pytest.raises(ConfigError, match="gpu.backend must be one of"):
         load_config(None, ["gpu.backend=deepspeed"])
     with pytest.raises(ConfigError, match="gpu.actor_gpus must be at least 1"):
         load_config(None, ["gpu.actor_gpus=0"])
-    with pytest.raises(ConfigError, match=r"multiple of tensor_parallel x pipeline_parallel \(2 x 2\)"):
+    with pytest.raises(ConfigError, match=r"multiple of tensor_parallel x pipeline_parallel \(2 x 2\): set actor_gpus to 4"):
         load_config(None, ["gpu.actor_gpus=2", "gpu.tensor_parallel=2", "gpu.pipeline_parallel=2"])
-    gpu = load_config(REPO / "clawgym" / "launchers" / "chat.yaml").gpu
-    plan = gpu_plan(gpu, available=8)
-    assert plan.actor == [0, 1, 2, 3] and plan.rollout == [4, 5] and plan.judge == [6, 7]
-    with pytest.raises(ConfigError, match="needs 8 GPUs .* this machine has 4"):
-        gpu_plan(gpu, available=4)
-    with pytest.raises(ConfigError, match="no CUDA GPU"):
-        gpu_plan(gpu, available=0)
+    with pytest.raises(ConfigError, match="torch\\+sglang trains on one GPU: set gpu.actor_gpus=1"):
+        load_config(None, ["gpu.backend=torch+sglang", "gpu.actor_gpus=2"])
+
+
+@pytest.mark.parametrize("path", GPU_LAUNCHERS, ids=lambda p: p.stem)
+def test_every_gpu_section_passes_check_for_its_documented_gpu_count(path, capsys):
+    assert {p.stem for p in GPU_LAUNCHERS} >= {"chat", "terminal"}
+    config = load_config(path, ["gpu.enabled=true"])
+    p = plan(config)
+    used = sorted(g for role in p.roles for g in role.gpus)
+    assert used == [(0, i) for i in range(config.gpu.gpus_per_node)]  # every GPU used once, none twice
+    assert p.transport == "nccl" and p.role("rollout") is not None
+    assert cli.main(["train", str(path), "--check", "--set", "gpu.enabled=true"]) == 0
+    printed = capsys.readouterr().out
+    assert "placement: partition" in printed and "weights  nccl:" in printed and "GiB per GPU" in printed
+
+
+def test_check_prints_the_placement_plan():
+    chat = check_config(REPO / "clawgym" / "launchers" / "chat.yaml", ["gpu.enabled=true"])
+    assert "actor    [node0:gpu0] torch (HF) trainer, TP=1 PP=1 DP=1, LoRA r=16" in chat
+    assert "rollout  [node0:gpu1] SGLang policy server, --tp-size 1" in chat
+    assert "the judge queries the policy server" in chat and "LoRA adapters merged" in chat
+    terminal = check_config(REPO / "clawgym" / "launchers" / "terminal.yaml", ["gpu.enabled=true"])
+    assert "megatron-core trainer, TP=1 PP=1 DP=1" in terminal
+    assert "judge    [node0:gpu2] SGLang judge server (smollm2-135m, frozen)" in terminal  # alias resolved
+    cpu = check_config(REPO / "clawgym" / "launchers" / "demo.yaml")
+    assert "placement: cpu" in cpu and "GPUs: none" in cpu and "weights  inproc" in cpu
+    colocated = check_config(REPO / "clawgym" / "launchers" / "chat.yaml", ["gpu.enabled=true", "gpu.rollout_gpus=0", "gpu.gpus_per_node=1"])
+    assert "weights  tensor:" in colocated and "SGLang policy server (colocated)" in colocated
+    wide = plan(load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", [
+        "gpu.enabled=true", "gpu.nodes=2", "gpu.gpus_per_node=8", "gpu.actor_gpus=8", "gpu.tensor_parallel=4",
+        "gpu.pipeline_parallel=2", "gpu.rollout_gpus=4", "gpu.judge_gpus=4", "rollout.executor=ray"]))
+    assert wide.placement == "multi-node" and wide.role("rollout").gpus == [(1, i) for i in range(4)]
+    assert wide.role("judge").gpus == [(1, i) for i in range(4, 8)]
+
+
+def test_memory_estimate_counts_the_named_model():
+    assert Shape.of("smollm2-135m").params() == 134_515_008  # SmolLM2-135M's published parameter count
+    full = plan(load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", ["gpu.enabled=true"]))
+    assert full.role("actor").memory_gib == pytest.approx(134_515_008 * 18 / 2**30)  # bf16 + fp32 grads/master/Adam
+    assert full.role("rollout").memory_gib == pytest.approx(134_515_008 * 2 / 2**30)
+    tp2 = plan(load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", [
+        "gpu.enabled=true", "gpu.actor_gpus=2", "gpu.tensor_parallel=2", "gpu.gpus_per_node=4"]))
+    assert tp2.role("actor").memory_gib == pytest.approx(full.role("actor").memory_gib / 2)
+
+
+def test_checkpoint_directory_models_are_sized_from_config_json(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({
+        "vocab_size": 151936, "hidden_size": 1536, "intermediate_size": 8960, "num_hidden_layers": 28,
+        "num_attention_heads": 12, "num_key_value_heads": 2, "tie_word_embeddings": True}))
+    assert 1.4e9 < Shape.of(str(tmp_path)).params() < 1.6e9  # a Qwen2.5-1.5B-shaped checkpoint
+    with pytest.raises(ConfigError, match="no config.json"):
+        Shape.of(str(tmp_path / "nope"))
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["gpu.rollout_gpus=2"], r"uses 3 GPUs \(actor 1 \+ rollout 2 \+ judge 0\) but gpu.nodes x gpu.gpus_per_node = 1 x 2 = 2"),
+        (["gpu.actor_gpus=4"], "torch\\+sglang trains on one GPU: set gpu.actor_gpus=1 \\(got 4\\)"),
+        (["gpu.backend=megatron+sglang"], "set trainer.lora.enabled=false, or gpu.backend=torch\\+sglang"),
+        (["gpu.weight_transport=tensor"], "set gpu.rollout_gpus=0"),
+        (["gpu.judge_gpus=1", "gpu.gpus_per_node=3", "judge.type=rules", "method=grpo"], "set gpu.judge_gpus=0"),
+        (["judge.model=smollm2-135m"], "give it GPUs \\(gpu.judge_gpus >= 1\\)"),
+        (["gpu.nodes=2", "gpu.gpus_per_node=1"], "set rollout.executor=ray"),
+        (["policy.model=/no/such/model"], "no config.json"),
+    ],
+)
+def test_wrong_gpu_sections_say_what_to_change(overrides, message, capsys):
+    path = REPO / "clawgym" / "launchers" / "chat.yaml"
+    with pytest.raises(ConfigError, match=message):
+        check_config(path, ["gpu.enabled=true", *overrides])
+    args = ["train", str(path), "--check", "--set", "gpu.enabled=true"]
+    for item in overrides:
+        args += ["--set", item]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without GPUs")

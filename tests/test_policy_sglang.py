@@ -1,9 +1,9 @@
-"""SGLang backend: request/response mapping against a small HTTP server speaking SGLang's JSON shape.
+"""SGLang backend: request/response mapping against a server that follows SGLang 0.5.23's HTTP API.
 
-The fake server below is the *other side* of the wire (SGLang), not the code under test: it checks
-the request body the way SGLang's GenerateReqInput would and answers with SGLang's response shape
-(``meta_info.output_token_logprobs`` as ``[logprob, token_id, text]``), so SGLangPolicy's mapping
-code runs for real over HTTP. A real SGLang server needs a GPU; that test skips with the reason.
+The server (:mod:`tests.sglang_fake`, whose docstring lists the endpoints and their request/response
+shapes as in SGLang 0.5.23's ``io_struct.py``) is the *other side* of the wire, not the code under test,
+so SGLangPolicy's mapping code runs for real over HTTP. A real SGLang server needs a GPU; that test
+skips with the reason.
 """
 
 from __future__ import annotations
@@ -12,51 +12,12 @@ import asyncio
 import math
 
 import pytest
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
-
 from clawgym.core.policy import SamplingParams
 from clawgym.rl.policy.chat_template import encode_prompt
 from clawgym.rl.policy.models import load_tokenizer, smollm2_checkpoint_dir
 from clawgym.rl.policy.sglang import SGLangError, SGLangPolicy, sglang_unavailable_reason
 from clawgym.rl.server import BackgroundServer
-
-TOOL_TEXT = '<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>'
-
-
-def fake_sglang(tokenizer) -> tuple[FastAPI, list[dict]]:
-    app = FastAPI()
-    seen: list[dict] = []
-    state = {"weight_version": "0"}
-
-    @app.post("/generate")
-    async def generate(request: Request):
-        body = await request.json()
-        seen.append(body)
-        if not isinstance(body.get("input_ids"), list) or "text" in body:
-            return JSONResponse({"error": "expected input_ids"}, status_code=400)
-        params = body["sampling_params"]
-        if body["input_ids"] == [0]:
-            return {"text": "", "output_ids": [], "meta_info": {"finish_reason": {"type": "abort", "message": "bad"}}}
-        ids = tokenizer(TOOL_TEXT, add_special_tokens=False)["input_ids"][: params["max_new_tokens"]]
-        finish = {"type": "length", "length": len(ids)} if len(ids) == params["max_new_tokens"] else {"type": "stop", "matched": 2}
-        pairs = [[-0.5 - i / 10, token, None] for i, token in enumerate(ids)]
-        meta = {"id": "r1", "finish_reason": finish, "prompt_tokens": len(body["input_ids"]),
-                "completion_tokens": len(ids), "weight_version": state["weight_version"]}
-        if body.get("return_logprob"):
-            meta["output_token_logprobs"] = pairs
-        return {"text": tokenizer.decode(ids), "output_ids": ids, "meta_info": meta}
-
-    @app.post("/update_weights_from_disk")
-    async def update(request: Request):
-        body = await request.json()
-        seen.append(body)
-        if body["model_path"] == "/missing":
-            return {"success": False, "message": "no such checkpoint"}
-        state["weight_version"] = body["weight_version"]
-        return {"success": True, "message": "ok", "num_paused_requests": 0}
-
-    return app, seen
+from tests.sglang_fake import TOOL_TEXT, fake_sglang
 
 
 @pytest.fixture(scope="module")

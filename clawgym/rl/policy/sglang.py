@@ -8,10 +8,11 @@ SGLang reports the logprob of the sampled token under its own setting (by defaul
 distribution before temperature scaling, like the ``hf`` backend; see SGLang's
 ``--enable-return-logprob-after-processing`` if you change that).
 
-Weight updates use SGLang's endpoints: ``/update_weights_from_disk`` (an HF checkpoint directory the
-trainer saved) and ``/update_weights_from_tensor`` (CUDA IPC handles, same node; needs ``sglang``
-importable here for its serializer). SGLang keeps serving during an update; with
-``abort_all_requests=False`` requests in flight finish (SGLang pauses them for the swap).
+Weight updates: ``/update_weights_from_disk`` (an HF checkpoint directory the trainer saved), or tensors
+through the attached :mod:`~clawgym.rl.trainer.transport` (colocated: ``/update_weights_from_tensor``
+with CUDA IPC handles; disaggregated: an NCCL group and ``/update_weights_from_distributed``). SGLang
+keeps serving during an update; with ``abort_all_requests=False`` requests in flight finish.
+The request and response shapes are those of SGLang 0.5.23 (the version the ``gpu`` extra pins).
 
 Server options are passed through unchanged (``server_args``), as slime does, not re-invented.
 """
@@ -134,6 +135,7 @@ class SGLangPolicy:
         self._client = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=headers)
         self._process = process
         self._version = 0
+        self.transport: Any = None  # a WeightTransport (clawgym.rl.trainer.transport), set by the builder
 
     @classmethod
     def launch(
@@ -171,11 +173,14 @@ class SGLangPolicy:
     def version(self) -> int:
         return self._version
 
-    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One JSON request to SGLang's native API; HTTP errors raise :class:`SGLangError` with the body."""
         response = await self._client.post(path, json=body)
         if response.status_code != 200:
             raise SGLangError(f"SGLang {path} returned HTTP {response.status_code}: {response.text[:500]}")
         return response.json()
+
+    _post = post
 
     async def generate(
         self,
@@ -209,29 +214,26 @@ class SGLangPolicy:
         self._version = version
         return version
 
-    async def update_weights_from_tensor(self, named_tensors: list[tuple[str, Any]], tp_size: int = 1) -> int:
-        """Send CUDA tensors by IPC handle (same node); uses SGLang's own serializer."""
-        from sglang.srt.utils import MultiprocessingSerializer  # only on GPU machines with sglang
+    async def update_weights(self, weights: Any) -> int:
+        """A checkpoint path goes through ``/update_weights_from_disk``; tensors through :attr:`transport`.
 
+        ``transport`` is a :mod:`clawgym.rl.trainer.transport` object the builder attaches (colocated:
+        tensors by handle; disaggregated: NCCL). Returns the new version once SGLang serves it.
+        """
+        if isinstance(weights, (str, Path)):
+            return await self.update_weights_from_disk(weights)
+        if self.transport is None:
+            raise SGLangError("this SGLang policy has no weight transport: attach one "
+                              "(clawgym.rl.trainer.transport.make_transport) or send a checkpoint directory")
+        state = weights.state_dict() if hasattr(weights, "state_dict") else weights
         version = self._version + 1
-        serialized = MultiprocessingSerializer.serialize(list(named_tensors), output_str=True)
-        result = await self._post(
-            "/update_weights_from_tensor",
-            {"serialized_named_tensors": [serialized] * tp_size, "flush_cache": True, "weight_version": str(version)},
-        )
-        if not result.get("success", False):
-            raise SGLangError(f"SGLang weight update from tensors failed: {result.get('message', result)}")
+        await self.transport.publish(state, version)
         self._version = version
         return version
 
-    async def update_weights(self, weights: Any) -> int:
-        """A checkpoint path goes through ``/update_weights_from_disk``; a state dict through tensors."""
-        if isinstance(weights, (str, Path)):
-            return await self.update_weights_from_disk(weights)
-        state = weights.state_dict() if hasattr(weights, "state_dict") else weights
-        return await self.update_weights_from_tensor(list(state.items()))
-
     async def close(self) -> None:
+        if hasattr(self.transport, "close"):
+            await self.transport.close()
         await self._client.aclose()
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()

@@ -478,9 +478,16 @@ class TorchTrainer:
 
     # ---- publishing weights --------------------------------------------------------------------
 
+    # Where export_weights puts its copy by default: the builder sets the serving GPU and bf16 when SGLang
+    # is colocated, so the tensor transport sends handles instead of a host copy.
+    export_device: str | torch.device = "cpu"
+    export_dtype: torch.dtype | None = None
+
     @torch.no_grad()
-    def export_weights(self, device: str | torch.device = "cpu", dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+    def export_weights(self, device: str | torch.device | None = None, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
         """A full HF state dict of the current policy for serving (LoRA deltas merged, model untouched)."""
+        device = self.export_device if device is None else device
+        dtype = dtype or self.export_dtype
         if self.config.lora is None:
             state = self.model.state_dict()
         else:

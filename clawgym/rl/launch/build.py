@@ -1,0 +1,221 @@
+"""ONE builder for every placement: policy (serving), weight transport, trainer, judges, then the loop.
+
+The placement plan (:mod:`clawgym.rl.launch.placement`) decides where each process goes; this module
+only follows it. The CPU run is the smallest placement (one process, hf policy, in-process copy), the
+GPU partition swaps in SGLang servers, a GPU trainer and a transport, and nothing else changes.
+:func:`build_stack` stops before the loop, so ``clawgym serve`` builds its policy + trainer the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+from clawgym.rl.launch.placement import Plan, plan, resolve_model, sglang_model_path
+from clawgym.rl.launch.schema import ConfigError, RunConfig, judge_parts, uses_llm_judge
+
+
+@dataclass
+class Stack:
+    """What serves, what trains, what judges, and how weights travel between them."""
+
+    plan: Plan
+    policy: Any
+    trainer: Any
+    judges: list[Any]
+    judge_policy: Any = None
+
+    async def close(self) -> None:
+        await self.policy.close()
+        if self.judge_policy is not None and self.judge_policy is not self.policy:
+            await self.judge_policy.close()
+
+
+@dataclass
+class Components:
+    """A :class:`Stack` plus the loop; :meth:`close` releases the policies."""
+
+    loop: Any
+    policy: Any
+    judge_policy: Any = None
+
+    async def close(self) -> None:
+        await self.policy.close()
+        if self.judge_policy is not None and self.judge_policy is not self.policy:
+            await self.judge_policy.close()
+
+
+def _dtype(name: str) -> Any:
+    import torch
+
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+
+
+@contextmanager
+def visible_gpus(gpus: Sequence[tuple[int, int]]) -> Iterator[None]:
+    """CUDA_VISIBLE_DEVICES for a child process started inside the block (local indices on node 0)."""
+    old = os.environ.get("CUDA_VISIBLE_DEVICES")
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for _, i in gpus)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = old
+
+
+def require_gpus(p: Plan, available: int | None = None) -> None:
+    """Raise with what to change when this machine cannot host the plan (checked at build, not --check)."""
+    if available is None:
+        import torch
+
+        available = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    per_node = max((i + 1 for role in p.roles for _, i in role.gpus), default=0)
+    if per_node == 0:
+        return
+    if available == 0:
+        raise ConfigError(f"gpu.enabled is true, but this machine has no CUDA GPU; the placement needs {p.gpus_needed} "
+                          "GPUs. Set gpu.enabled=false to train on CPU.")
+    if available < per_node:
+        raise ConfigError(f"the placement needs {per_node} GPUs on this node; this machine has {available}: "
+                          "lower gpu.actor_gpus / rollout_gpus / judge_gpus")
+
+
+def build_judges(config: RunConfig, policy: Any) -> tuple[list[Any], Any]:
+    """Judges for the CPU / one-device placement: the serving policy, or a frozen hf copy of judge.model."""
+    from clawgym.rl.judge import make_judges
+    from clawgym.core.policy import SamplingParams
+
+    parts = judge_parts(config.judge.type)
+    judge_policy = None
+    if uses_llm_judge(config):
+        if config.judge.model == "policy":
+            judge_policy = policy
+        else:
+            from clawgym.rl.policy.hf import HFPolicy
+
+            model = resolve_model(config, config.judge.model)
+            judge_policy = HFPolicy.from_pretrained(model, device=config.policy.device, name=f"judge:{model}")
+    return _make_judges(config, parts, judge_policy, make_judges, SamplingParams), judge_policy
+
+
+def _make_judges(config: RunConfig, parts: list[str], judge_policy: Any, make_judges: Any, sampling_cls: Any) -> list[Any]:
+    sampling = sampling_cls(temperature=config.judge.temperature, max_tokens=config.judge.max_tokens)
+    judges: list[Any] = []
+    for part in parts:
+        judges += make_judges("rules") if part == "rules" else make_judges(part, judge_policy, m=config.judge.votes,
+                                                                            sampling=sampling)
+    return judges
+
+
+def _in_process(config: RunConfig, p: Plan) -> Stack:
+    from clawgym.rl.launch.convert import trainer_config
+    from clawgym.rl.policy.hf import HFPolicy
+    from clawgym.rl.policy.models import load_model
+    from clawgym.rl.trainer import TorchTrainer
+
+    dtype = _dtype(config.policy.dtype)
+    kwargs = dict(device=config.policy.device, dtype=dtype, seed=config.policy.seed, context_window=config.policy.context_window)
+    serve_model, tokenizer = load_model(config.policy.model, **kwargs)
+    train_model, _ = load_model(config.policy.model, **kwargs)
+    policy = HFPolicy(serve_model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size,
+                      seed=config.loop.seed)
+    trainer = TorchTrainer(train_model, tokenizer, trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)))
+    judges, judge_policy = build_judges(config, policy)
+    return Stack(p, policy, trainer, judges, judge_policy)
+
+
+def _sglang_server(model: str, gpus: Sequence[tuple[int, int]], args: Sequence[str], base_url: str | None = None) -> Any:
+    from clawgym.rl.policy.sglang import SGLangPolicy
+
+    if base_url:
+        return SGLangPolicy(model, base_url, tokenizer=model)
+    with visible_gpus(gpus):
+        return SGLangPolicy.launch(model, ["--tp-size", str(len(gpus)), *args])
+
+
+def _partition(config: RunConfig, p: Plan) -> Stack:
+    from clawgym.rl.judge import make_judges
+    from clawgym.rl.launch.convert import trainer_config
+    from clawgym.core.policy import SamplingParams
+    from clawgym.rl.policy.models import load_tokenizer
+    from clawgym.rl.trainer.transport import make_transport
+
+    gpu = config.gpu
+    if gpu.nodes > 1:
+        raise ConfigError(f"gpu.nodes={gpu.nodes}: --check plans a multi-node placement, but launching SGLang and "
+                          "trainer ranks on other nodes through Ray is not built yet; run one node per launcher")
+    require_gpus(p)
+    model_dir = sglang_model_path(config.policy.model)
+    actor, rollout, judge = p.role("actor"), p.role("rollout"), p.role("judge")
+    assert actor is not None
+    policy = _sglang_server(model_dir, rollout.gpus if rollout else actor.gpus, gpu.sglang_args, config.policy.base_url)
+    judge_policy = policy
+    if judge is not None:
+        judge_policy = _sglang_server(sglang_model_path(resolve_model(config, config.judge.model)), judge.gpus, gpu.sglang_args)
+    if gpu.backend == "torch+sglang":
+        from clawgym.rl.policy.models import load_model
+        from clawgym.rl.trainer import TorchTrainer
+
+        train_model, tokenizer = load_model(model_dir, device="cuda:0", dtype=_dtype(config.policy.dtype), seed=config.policy.seed)
+        trainer = TorchTrainer(train_model, tokenizer, trainer_config(config, train_model.config.num_hidden_layers))
+    else:
+        from clawgym.rl.trainer.megatron import MegatronConfig, MegatronTrainer, megatron_available
+
+        ok, why = megatron_available()
+        if not ok:
+            raise ConfigError(f"gpu section: {why}")
+        if len(actor.gpus) != 1 and os.environ.get("WORLD_SIZE") != str(len(actor.gpus)):
+            raise ConfigError(f"gpu.actor_gpus={len(actor.gpus)}: the megatron trainer needs one process per actor GPU: "
+                              "start this launcher under torchrun --nproc-per-node "
+                              f"{len(actor.gpus)} (or set gpu.actor_gpus=1)")
+        trainer = MegatronTrainer(model_dir, load_tokenizer(model_dir),
+                                  MegatronConfig(tensor_parallel=gpu.tensor_parallel, pipeline_parallel=gpu.pipeline_parallel,
+                                                 trainer=trainer_config(config)))
+    policy.transport = make_transport(p.transport, policy, bucket_bytes=gpu.bucket_mb << 20,
+                                      sglang_ranks=len(rollout.gpus) if rollout else len(actor.gpus))
+    judges = _make_judges(config, judge_parts(config.judge.type), judge_policy, make_judges, SamplingParams)
+    return Stack(p, policy, trainer, judges, judge_policy if uses_llm_judge(config) else None)
+
+
+def build_stack(config: RunConfig) -> Stack:
+    """Serving policy, trainer, judges and weight transport for a validated config, placed by its plan."""
+    p = plan(config)
+    return _in_process(config, p) if p.placement in ("cpu", "one-gpu") else _partition(config, p)
+
+
+def env_tools(config: RunConfig) -> list[dict[str, Any]] | None:
+    """The env's tool schemas (OPD teacher prompts render them like the student's)."""
+    import gymnasium as gym
+
+    import clawgym  # noqa: F401
+
+    env = gym.make(config.env.id, **config.env.kwargs)
+    try:
+        return list(getattr(env.unwrapped, "tools", None) or []) or None
+    finally:
+        env.close()
+
+
+def build(config: RunConfig, on_step: Any = None) -> Components:
+    """The whole run: :func:`build_stack` plus the async loop over the env."""
+    from clawgym.rl.launch.convert import loop_config
+    from clawgym.rl.loop import AsyncRLLoop
+
+    stack = build_stack(config)
+    loop = AsyncRLLoop(
+        config.env.id,
+        stack.policy,
+        stack.trainer,
+        loop_config(config),
+        judges=stack.judges,
+        env_kwargs=dict(config.env.kwargs),
+        eval_env_kwargs={**config.env.kwargs, **config.env.eval_kwargs},
+        executor=config.rollout.executor,
+        tools=env_tools(config) if config.method in ("opd", "hybrid") else None,
+        on_step=on_step,
+    )
+    return Components(loop, stack.policy, stack.judge_policy)

@@ -1,0 +1,65 @@
+"""``clawgym train CONFIG [--check] [--set k=v]``: run a config, or validate it and print its placement."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Sequence
+
+from clawgym.rl.launch.build import build
+from clawgym.rl.launch.placement import format_plan, plan
+from clawgym.rl.launch.schema import ConfigError, RunConfig, load_config
+
+
+def check_config(path: str | Path | None, overrides: Sequence[str] = ()) -> str:
+    """Validate a config without GPUs or model weights and return its placement plan as text.
+
+    Raises :class:`ConfigError` with what to change. ``clawgym serve --check`` can print the same text.
+    """
+    config = load_config(path, overrides)
+    text = format_plan(plan(config))
+    return f"config OK: method {config.method}, env {config.env.id}, judge {config.judge.type}\n{text}"
+
+
+async def run_config(config: RunConfig, on_step: Any = None) -> Any:
+    """Build and run one training run; returns the :class:`~clawgym.rl.loop.LoopResult`."""
+    if config.loop.torch_threads > 0:
+        import torch
+
+        torch.set_num_threads(config.loop.torch_threads)
+    components = await asyncio.to_thread(build, config, on_step)
+    try:
+        return await components.loop.run()
+    finally:
+        await components.close()
+
+
+def format_summary(result: Any) -> str:
+    lines = [f"trained {result.steps} steps (policy version {result.version}); output in {result.output_dir}"]
+    if result.history:
+        first, last = result.history[0], result.history[-1]
+        lines.append(f"train reward (batch mean): first step {first['reward_mean']:.3f}, last step {last['reward_mean']:.3f}")
+    if result.eval_before is not None or result.eval_after is not None:
+        before = result.eval_before or {}
+        after = result.eval_after or {}
+        lines.append(
+            f"held-out eval reward: {before.get('eval_reward', float('nan')):.3f} -> {after.get('eval_reward', float('nan')):.3f}; "
+            f"success: {before.get('eval_success', float('nan')):.3f} -> {after.get('eval_success', float('nan')):.3f}"
+        )
+    refused = {k: v for k, v in result.counters.items() if k.startswith("refused/")}
+    if refused:
+        lines.append("refused / dropped: " + ", ".join(f"{k[8:]}={int(v)}" for k, v in sorted(refused.items())))
+    if result.curve_path is not None:
+        lines.append(f"learning curve: {result.curve_path}")
+    return "\n".join(lines)
+
+
+def main_train(args: Any) -> int:
+    """The body of ``clawgym train CONFIG [--check] --set k=v``; a ConfigError reaches the CLI (one line, exit 2)."""
+    path, overrides = getattr(args, "config", None), list(getattr(args, "set", None) or [])
+    if getattr(args, "check", False):
+        print(check_config(path, overrides))
+        return 0
+    result = asyncio.run(run_config(load_config(path, overrides)))
+    print(format_summary(result))
+    return 0

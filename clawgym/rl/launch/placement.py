@@ -1,0 +1,236 @@
+"""The placement plan: which process gets which GPUs, how weights travel, and what each GPU holds.
+
+Computed from the config alone (no GPU, no model download), so ``clawgym train CONFIG --check`` can
+validate a GPU launcher on a laptop. The builder places processes from the same plan, so what
+``--check`` prints is what runs. The CPU run is the smallest placement: one process, no GPU.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clawgym.rl.launch.schema import ConfigError, RunConfig, uses_llm_judge
+
+GIB = 1024**3
+
+# The published configs of the names clawgym.rl.policy.models knows (no file needed to size them).
+KNOWN_SHAPES: dict[str, dict[str, Any]] = {
+    "smollm2-135m": dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                         num_attention_heads=9, num_key_value_heads=3, tie_word_embeddings=True),
+    "tiny-random": dict(vocab_size=49152, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True),
+}
+
+
+@dataclass
+class Shape:
+    """Enough of an HF config to count parameters."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    tie_word_embeddings: bool
+
+    @classmethod
+    def of(cls, model: str) -> "Shape":
+        """The shape of a model alias or an HF checkpoint directory (its config.json)."""
+        if model in KNOWN_SHAPES:
+            return cls(**KNOWN_SHAPES[model])
+        config_file = Path(model) / "config.json"
+        if not config_file.is_file():
+            raise ConfigError(f"model {model!r}: not a known name ({', '.join(KNOWN_SHAPES)}) and no config.json "
+                              "found there; give an HF checkpoint directory")
+        raw = json.loads(config_file.read_text())
+        raw = raw.get("text_config", raw)
+        try:
+            return cls(**{name: raw.get(name, raw.get("num_attention_heads") if name == "num_key_value_heads" else None)
+                          for name in cls.__dataclass_fields__ if name != "tie_word_embeddings"},
+                       tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)))
+        except TypeError as exc:
+            raise ConfigError(f"{config_file}: cannot size the model ({exc})") from None
+
+    def linear_params(self) -> dict[str, tuple[int, int]]:
+        """(in, out) of each linear layer in one decoder layer, by HF module name."""
+        h, f = self.hidden_size, self.intermediate_size
+        kv = h // self.num_attention_heads * self.num_key_value_heads
+        return {"q_proj": (h, h), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (h, h),
+                "gate_proj": (h, f), "up_proj": (h, f), "down_proj": (f, h)}
+
+    def params(self) -> int:
+        per_layer = sum(i * o for i, o in self.linear_params().values()) + 2 * self.hidden_size
+        embed = self.vocab_size * self.hidden_size
+        return self.num_hidden_layers * per_layer + embed * (1 if self.tie_word_embeddings else 2) + self.hidden_size
+
+    def lora_params(self, r: int, targets: list[str]) -> int:
+        wanted = {t.split(".")[-1] for t in targets}
+        return self.num_hidden_layers * sum(r * (i + o) for name, (i, o) in self.linear_params().items() if name in wanted)
+
+
+@dataclass
+class Role:
+    """One kind of process and the GPUs it owns (``(node, local index)``)."""
+
+    name: str
+    what: str
+    gpus: list[tuple[int, int]] = field(default_factory=list)
+    memory_gib: float = 0.0
+    memory_note: str = ""
+
+
+@dataclass
+class Plan:
+    placement: str  # cpu | one-gpu | partition | multi-node
+    roles: list[Role]
+    transport: str  # inproc | tensor | nccl | disk
+    transport_note: str
+    model: str
+    params: int
+    gpus_needed: int
+    notes: list[str] = field(default_factory=list)
+
+    def role(self, name: str) -> Role | None:
+        return next((r for r in self.roles if r.name == name), None)
+
+
+def resolve_model(config: RunConfig, name: str) -> str:
+    """``policy`` -> the policy's model; ``smollm2-135m`` -> its cached checkpoint directory (for SGLang)."""
+    if name == "policy":
+        name = config.policy.model
+    return name
+
+
+def sglang_model_path(name: str) -> str:
+    """What SGLang's ``--model-path`` gets for a model name: a checkpoint directory."""
+    if name == "smollm2-135m":
+        from clawgym.rl.policy.models import smollm2_checkpoint_dir
+
+        return str(smollm2_checkpoint_dir())
+    if name == "tiny-random":
+        raise ConfigError("model 'tiny-random' exists only in process; SGLang needs a checkpoint directory "
+                          "(policy.model / judge.model: smollm2-135m or a path)")
+    return name
+
+
+def _trainer_bytes_per_param(config: RunConfig) -> tuple[float, float, str]:
+    """(bytes per frozen param, bytes per trained param, what they hold)."""
+    if config.gpu.enabled and config.gpu.backend == "megatron+sglang":
+        return 2.0, 18.0, "bf16 weights, fp32 grads + master + Adam"
+    width = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}[config.policy.dtype]
+    return width, width * 2 + 8.0, f"{config.policy.dtype} weights + grads, fp32 Adam"
+
+
+def plan(config: RunConfig) -> Plan:
+    """The placement for a validated config; raises ConfigError with what to change when it cannot run."""
+    gpu = config.gpu
+    shape = Shape.of(config.policy.model)
+    n = shape.params()
+    lora = config.trainer.lora
+    trained = shape.lora_params(lora.r, lora.target_modules) if lora.enabled else n
+    frozen_b, trained_b, holds = _trainer_bytes_per_param(config)
+    if not gpu.enabled:
+        if config.policy.backend != "hf":
+            raise ConfigError(f"policy.backend {config.policy.backend!r} needs the gpu section (gpu.enabled: true); "
+                              "without it use backend hf")
+        on_gpu = config.policy.device.startswith("cuda")
+        serve_bytes = n * {"float32": 4, "bfloat16": 2, "float16": 2}[config.policy.dtype]
+        train_bytes = (n - trained) * frozen_b + trained * trained_b if lora.enabled else n * trained_b
+        where = [(0, 0)] if on_gpu else []
+        role = Role("actor", f"one process on {config.policy.device}: hf policy (serving) + torch trainer"
+                    + (" + judge (same model)" if uses_llm_judge(config) else ""), where,
+                    (serve_bytes + train_bytes) / GIB, f"serving copy + trainer ({holds}) + activations")
+        return Plan("one-gpu" if on_gpu else "cpu", [role], "inproc",
+                    "in-process copy into the hf policy between two decoding steps", config.policy.model, n,
+                    1 if on_gpu else 0)
+
+    tp, pp = gpu.tensor_parallel, gpu.pipeline_parallel
+    if gpu.backend == "megatron+sglang" and lora.enabled:
+        raise ConfigError("gpu.backend megatron+sglang trains full weights (LoRA on the megatron trainer is not built "
+                          "yet): set trainer.lora.enabled=false, or gpu.backend=torch+sglang (one actor GPU, LoRA)")
+    # the partition always serves with SGLang: policy.backend / device only choose the in-process placement
+    colocated = gpu.rollout_gpus == 0
+    transport = gpu.weight_transport
+    if transport == "auto":
+        transport = "tensor" if colocated else "nccl"
+    if transport == "tensor" and not colocated:
+        raise ConfigError("gpu.weight_transport=tensor sends weights as tensors on the serving device, so SGLang must "
+                          "share the actor GPUs: set gpu.rollout_gpus=0, or weight_transport=nccl")
+    if transport == "nccl" and colocated:
+        raise ConfigError("gpu.weight_transport=nccl needs SGLang on its own GPUs (gpu.rollout_gpus >= 1); "
+                          "colocated (rollout_gpus: 0) use weight_transport=tensor")
+    judge_model = resolve_model(config, config.judge.model)
+    judge_needs_server = uses_llm_judge(config) and config.judge.model != "policy"
+    if judge_needs_server and gpu.judge_gpus == 0:
+        raise ConfigError(f"judge.model {config.judge.model!r} is a separate model: give it GPUs (gpu.judge_gpus >= 1) "
+                          "or set judge.model=policy to judge with the policy server")
+    if gpu.judge_gpus and not uses_llm_judge(config):
+        raise ConfigError(f"gpu.judge_gpus={gpu.judge_gpus} but judge.type {config.judge.type!r} runs no model: "
+                          "set gpu.judge_gpus=0")
+    need = gpu.actor_gpus + gpu.rollout_gpus + gpu.judge_gpus
+    have = gpu.nodes * gpu.gpus_per_node
+    if need != have:
+        raise ConfigError(
+            f"the GPU partition uses {need} GPUs (actor {gpu.actor_gpus} + rollout {gpu.rollout_gpus} + judge "
+            f"{gpu.judge_gpus}) but gpu.nodes x gpu.gpus_per_node = {gpu.nodes} x {gpu.gpus_per_node} = {have}: "
+            f"set the counts to add up to {have}, or gpu.gpus_per_node={need // gpu.nodes if need % gpu.nodes == 0 else need}"
+            + (" with gpu.nodes=1" if need % gpu.nodes else ""))
+    if tp > gpu.gpus_per_node:
+        raise ConfigError(f"gpu.tensor_parallel={tp} spans more than one node ({gpu.gpus_per_node} GPUs): TP groups must "
+                          "stay inside a node; lower tensor_parallel or use pipeline_parallel across nodes")
+    slots = [(g // gpu.gpus_per_node, g % gpu.gpus_per_node) for g in range(have)]
+    actor_gpus, rest = slots[: gpu.actor_gpus], slots[gpu.actor_gpus:]
+    rollout_gpus, judge_gpus = rest[: gpu.rollout_gpus], rest[gpu.rollout_gpus:]
+    dp = gpu.actor_gpus // (tp * pp)
+    train_per_gpu = ((n - trained) * frozen_b + trained * trained_b) / (tp * pp)
+    sglang_tp = max(1, len(rollout_gpus)) if not colocated else tp
+    serve_per_gpu = 2.0 * n / sglang_tp
+    trainer = "megatron-core" if gpu.backend == "megatron+sglang" else "torch (HF)"
+    actor = Role("actor", f"{trainer} trainer, TP={tp} PP={pp} DP={dp}" + (", LoRA r=%d" % lora.r if lora.enabled else "")
+                 + (" + SGLang policy server (colocated)" if colocated else ""), actor_gpus,
+                 (train_per_gpu + (serve_per_gpu if colocated else 0)) / GIB,
+                 f"trainer: {holds}" + (" (frozen base bf16 + adapters)" if lora.enabled else "") + " + activations"
+                 + ("; SGLang bf16 weights + KV cache (mem-fraction-static)" if colocated else ""))
+    roles = [actor]
+    if not colocated:
+        roles.append(Role("rollout", f"SGLang policy server, --tp-size {len(rollout_gpus)}", rollout_gpus,
+                          serve_per_gpu / GIB, "bf16 weights; the rest of --mem-fraction-static is KV cache"))
+    if judge_gpus:
+        judge_shape = Shape.of(judge_model)
+        roles.append(Role("judge", f"SGLang judge server ({judge_model}, frozen), --tp-size {len(judge_gpus)}", judge_gpus,
+                          2.0 * judge_shape.params() / len(judge_gpus) / GIB, "bf16 weights + KV cache"))
+    notes = []
+    if uses_llm_judge(config) and not judge_gpus:
+        notes.append("the judge queries the policy server (judge.model: policy)")
+    if config.rollout.executor == "ray" or gpu.nodes > 1:
+        notes.append("rollout workers run as Ray actors (rollout.executor: ray); env workers need no GPU")
+    if gpu.nodes > 1 and config.rollout.executor != "ray":
+        raise ConfigError(f"gpu.nodes={gpu.nodes}: several nodes need Ray: set rollout.executor=ray")
+    bucket = f"{gpu.bucket_mb} MB buckets"
+    transport_note = {
+        "tensor": "bf16 tensors on the serving GPU, SGLang /update_weights_from_tensor (CUDA IPC, no copy to host)",
+        "nccl": f"bf16 over an NCCL group trainer rank 0 -> SGLang (/init_weights_update_group + "
+                f"/update_weights_from_distributed), {bucket}",
+        "disk": "HF checkpoint directory written by the trainer, SGLang /update_weights_from_disk",
+    }[transport]
+    if lora.enabled:
+        transport_note += "; LoRA adapters merged into the base weights before sending"
+    return Plan("multi-node" if gpu.nodes > 1 else "partition", roles, transport, transport_note,
+                config.policy.model, n, need, notes)
+
+
+def format_plan(p: Plan) -> str:
+    lines = [f"placement: {p.placement}; model {p.model} ({p.params / 1e6:,.1f}M parameters); "
+             f"GPUs: {p.gpus_needed or 'none'}"]
+    for role in p.roles:
+        gpus = ", ".join(f"node{n}:gpu{i}" for n, i in role.gpus) or "no GPU"
+        lines.append(f"  {role.name:<8} [{gpus}] {role.what}")
+        lines.append(f"  {'':<8} memory ~{role.memory_gib:,.2f} GiB per {'GPU' if role.gpus else 'process'} "
+                     f"({role.memory_note})")
+    lines.append(f"  weights  {p.transport}: {p.transport_note}")
+    lines += [f"  note     {n}" for n in p.notes]
+    return "\n".join(lines)

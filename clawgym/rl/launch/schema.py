@@ -1,0 +1,327 @@
+"""The launcher config schema: pydantic models, YAML loading, ``--set a.b=c`` overrides.
+
+pydantic does the typing (ints, floats, bools, lists, nested sections) so nothing here coerces by hand;
+this module only turns pydantic's errors into one-line messages that say where and what (an unknown key
+lists the valid ones) and runs the cross-field checks that a single field cannot express.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from clawgym.errors import UsageError
+from clawgym.rl.methods import METHODS, canonical_method
+
+
+class ConfigError(UsageError):
+    """A launcher config (or a ``--set`` override) is invalid; the message says what and where."""
+
+
+class Section(BaseModel):
+    """Unknown keys are errors; numbers may stand for strings (``--set policy.model=7``)."""
+
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any, info: Any) -> Any:
+        """``--set trainer.lora.target_modules=q_proj,v_proj``: a comma string for a list of strings."""
+        annotation = cls.model_fields[info.field_name].annotation
+        if isinstance(value, str) and getattr(annotation, "__origin__", None) is list:
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
+
+
+class EnvSection(Section):
+    id: str = "clawgym/ToolCall-v0"
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    eval_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
+class PolicySection(Section):
+    backend: str = "hf"  # hf | sglang
+    model: str = "smollm2-135m"  # tiny-random | smollm2-135m | HF checkpoint directory
+    device: str = "cpu"
+    dtype: str = "float32"
+    max_batch_size: int = 32
+    base_url: str | None = None  # sglang: an already running server (else one is launched)
+    seed: int = 0
+    context_window: int | None = None  # above the model's own: extended with YaRN (models.extend_context)
+
+
+class JudgeSection(Section):
+    type: str = "none"  # none | rules | prm | hint | rules+prm, comma-joined
+    votes: int = 3
+    model: str = "policy"  # "policy": the serving policy itself; else a model alias or path, served frozen
+    max_tokens: int = 256
+    temperature: float = 0.6
+    workers: int = 4
+
+
+class RolloutSection(Section):
+    workers: int = 8
+    group_size: int = 4
+    executor: str = "local"  # local | ray
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    episode_timeout_s: float | None = None
+
+
+class LoraSection(Section):
+    enabled: bool = False
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.0
+    target_modules: list[str] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
+    top_layers: int = 0  # >0: adapters only in the top N layers, so backward stops below them (~2x cheaper on CPU)
+
+
+class TrainerSection(Section):
+    lr: float = 1e-5
+    weight_decay: float = 0.0
+    eps_clip: float = 0.2
+    eps_clip_high: float = 0.28
+    kl_coef: float = 0.0
+    w_rl: float = 1.0
+    w_opd: float = 1.0
+    micro_batch_size: int = 4
+    grad_accum: int = 1
+    max_grad_norm: float = 1.0
+    aggregation: str = "token"
+    advantage: str = "grpo"
+    teacher: str = "initial"
+    gradient_checkpointing: bool = False
+    lora: LoraSection = Field(default_factory=LoraSection)
+
+
+class LoopSection(Section):
+    steps: int = 10
+    max_minutes: float | None = None  # stop training after this much wall time (the step in flight finishes)
+    batch_groups: int = 4
+    buffer_groups: int = 8
+    max_staleness: int = 2
+    staleness: str = "drop"
+    reward: str = "auto"
+    prm_coef: float = 1.0
+    drop_zero_advantage: bool = True
+    eval_every: int = 0
+    eval_before: bool = False
+    eval_after: bool = False
+    eval_episodes: int | None = None
+    eval_temperature: float = 0.0
+    checkpoint_every: int = 1
+    resume: bool = True
+    output_dir: str = "runs/train"
+    mode: str = "async"
+    seed: int = 0
+    tensorboard: bool = True
+    plot: bool = True
+    torch_threads: int = 0  # intra-op threads per torch op; 0 = torch's default (1 suits a small shared CPU)
+
+
+GPU_BACKENDS = ("megatron+sglang", "torch+sglang")
+TRANSPORTS = ("auto", "tensor", "nccl", "disk")
+
+
+class GpuSection(Section):
+    """The GPU partition (OpenClaw-RL's actor / rollout / judge split). Ignored unless ``enabled``.
+
+    ``rollout_gpus: 0`` colocates SGLang with the trainer on the actor GPUs (weights travel as tensors on
+    the serving device); otherwise SGLang has its own GPUs and weights travel over an NCCL group.
+    """
+
+    enabled: bool = False
+    backend: str = "megatron+sglang"  # megatron+sglang (TP/PP, full or LoRA) | torch+sglang (one actor GPU)
+    nodes: int = 1
+    gpus_per_node: int = 8
+    actor_gpus: int = 1  # trainer ranks: tensor_parallel x pipeline_parallel x data parallel
+    rollout_gpus: int = 1  # SGLang policy server; 0 = colocated on the actor GPUs
+    judge_gpus: int = 0  # SGLang judge server; 0 = the judge shares the policy server (or runs rules only)
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    weight_transport: str = "auto"  # auto | tensor (colocated) | nccl (own GPUs) | disk (checkpoint dir)
+    bucket_mb: int = 512  # NCCL weight-update bucket size
+    sglang_args: list[str] = Field(default_factory=list)  # passed through to sglang.launch_server
+
+
+class RunConfig(Section):
+    method: str = "grpo"
+    env: EnvSection = Field(default_factory=EnvSection)
+    policy: PolicySection = Field(default_factory=PolicySection)
+    judge: JudgeSection = Field(default_factory=JudgeSection)
+    rollout: RolloutSection = Field(default_factory=RolloutSection)
+    trainer: TrainerSection = Field(default_factory=TrainerSection)
+    loop: LoopSection = Field(default_factory=LoopSection)
+    gpu: GpuSection = Field(default_factory=GpuSection)
+    serve: dict[str, Any] = Field(default_factory=dict)  # read by `clawgym serve`; ignored by train
+
+
+# ---- errors ------------------------------------------------------------------------------------
+
+_EXPECTED = {"int": "an integer", "float": "a number", "bool": "true/false", "string": "a string",
+             "dict": "a mapping", "list": "a list", "model": "a mapping"}
+
+
+def _section(loc: Sequence[Any]) -> type[BaseModel] | None:
+    cls: Any = RunConfig
+    for key in loc:
+        field = cls.model_fields.get(key) if isinstance(key, str) else None
+        tp = field.annotation if field is not None else None
+        if not (isinstance(tp, type) and issubclass(tp, BaseModel)):
+            return None
+        cls = tp
+    return cls
+
+
+def _message(error: Any) -> str:
+    loc = [k for k in error["loc"] if isinstance(k, str)]
+    where = ".".join(str(k) for k in error["loc"])
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        parent = _section(loc[:-1]) or RunConfig
+        under = f" under {'.'.join(loc[:-1])}" if loc[:-1] else ""
+        return f"unknown config key(s) {where}; valid keys{under}: {', '.join(sorted(parent.model_fields))}"
+    for prefix, expected in _EXPECTED.items():
+        if kind.startswith(prefix):
+            return f"{where}: expected {expected}, got {error.get('input')!r}"
+    return f"{where}: {error['msg']}"
+
+
+def _build(data: dict[str, Any]) -> RunConfig:
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError("; ".join(_message(e) for e in exc.errors())) from None
+
+
+# ---- loading -----------------------------------------------------------------------------------
+
+
+def _set_path(data: dict[str, Any], dotted: str, raw: str) -> None:
+    """Set ``a.b.c`` (value parsed as YAML), naming the valid keys when a section has no such key."""
+    keys = dotted.split(".")
+    if not all(keys):
+        raise ConfigError(f"--set {dotted}={raw}: empty key")
+    node = data
+    for depth, key in enumerate(keys):
+        section = _section(keys[:depth])
+        if section is not None and key not in section.model_fields:
+            parent = ".".join(keys[:depth]) or "the top level"
+            where = ".".join(keys[: depth + 1])
+            raise ConfigError(f"--set {dotted}: unknown key {where!r}; valid keys under {parent}: "
+                              f"{', '.join(sorted(section.model_fields))}")
+        if depth == len(keys) - 1:
+            try:
+                node[key] = yaml.safe_load(raw) if raw != "" else ""
+            except yaml.YAMLError:
+                node[key] = raw
+            return
+        if not isinstance(node.get(key), dict):
+            node[key] = {}
+        node = node[key]
+
+
+def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> RunConfig:
+    """Read a YAML config (a path or a bundled launcher name), apply ``key=value`` overrides, validate."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        path = Path(path)
+        if not path.exists():
+            raise ConfigError(f"config file {path} does not exist")
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping of sections")
+        data = loaded
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set expects key=value, got {item!r}")
+        key, raw = item.split("=", 1)
+        _set_path(data, key.strip(), raw.strip())
+    config = _build(data)
+    validate(config)
+    return config
+
+
+def judge_parts(spec: str) -> list[str]:
+    spec = (spec or "none").strip()
+    if spec in ("", "none"):
+        return []
+    return [p.strip() for p in spec.split(",") if p.strip()]
+
+
+def uses_llm_judge(config: RunConfig) -> bool:
+    return any(p in ("prm", "hint", "rules+prm") for p in judge_parts(config.judge.type))
+
+
+def validate(config: RunConfig) -> None:
+    """Cross-field checks with clear messages (types were checked by pydantic)."""
+    problems = []
+    config.method = canonical_method(config.method)
+    if config.method not in METHODS:
+        problems.append(f"method must be grpo, opd or hybrid, got {config.method!r}")
+    if config.policy.backend not in ("hf", "sglang"):
+        problems.append(f"policy.backend must be hf or sglang (a backend that can receive weights), got {config.policy.backend!r}")
+    if config.policy.dtype not in ("float32", "bfloat16", "float16"):
+        problems.append(f"policy.dtype must be float32, bfloat16 or float16, got {config.policy.dtype!r}")
+    if config.rollout.executor not in ("local", "ray"):
+        problems.append(f"rollout.executor must be local or ray, got {config.rollout.executor!r}")
+    parts = judge_parts(config.judge.type)
+    bad = [p for p in parts if p not in ("rules", "prm", "hint", "rules+prm")]
+    if bad:
+        problems.append(f"judge.type: unknown judge(s) {bad}; use none, rules, prm, hint, rules+prm (comma-joined)")
+    if config.method in ("opd", "hybrid") and "hint" not in parts:
+        problems.append(f"method {config.method!r} needs a hint judge: set judge.type to hint (or rules+prm,hint)")
+    if config.judge.votes < 1:
+        problems.append("judge.votes must be at least 1")
+    if config.loop.batch_groups > config.loop.buffer_groups:
+        problems.append("loop.buffer_groups must be >= loop.batch_groups")
+    for name, value in (("rollout.workers", config.rollout.workers), ("rollout.group_size", config.rollout.group_size)):
+        if value < 1:
+            problems.append(f"{name} must be at least 1")
+    problems += gpu_problems(config.gpu)
+    if problems:
+        raise ConfigError("invalid config:\n  - " + "\n  - ".join(problems))
+
+
+def gpu_problems(gpu: GpuSection) -> list[str]:
+    """Static checks of the GPU section (whether or not it is enabled); counts against GPUs are in placement."""
+    problems = []
+    if gpu.backend not in GPU_BACKENDS:
+        problems.append(f"gpu.backend must be one of {GPU_BACKENDS}, got {gpu.backend!r}")
+    if gpu.weight_transport not in TRANSPORTS:
+        problems.append(f"gpu.weight_transport must be one of {TRANSPORTS}, got {gpu.weight_transport!r}")
+    if gpu.actor_gpus < 1:
+        problems.append("gpu.actor_gpus must be at least 1")
+    for name in ("rollout_gpus", "judge_gpus"):
+        if getattr(gpu, name) < 0:
+            problems.append(f"gpu.{name} must be >= 0")
+    if gpu.nodes < 1 or gpu.gpus_per_node < 1:
+        problems.append("gpu.nodes and gpu.gpus_per_node must be at least 1")
+    if gpu.tensor_parallel < 1 or gpu.pipeline_parallel < 1:
+        problems.append("gpu.tensor_parallel and gpu.pipeline_parallel must be at least 1")
+    elif gpu.actor_gpus % (gpu.tensor_parallel * gpu.pipeline_parallel):
+        problems.append(
+            f"gpu.actor_gpus ({gpu.actor_gpus}) must be a multiple of tensor_parallel x pipeline_parallel "
+            f"({gpu.tensor_parallel} x {gpu.pipeline_parallel}): set actor_gpus to "
+            f"{gpu.tensor_parallel * gpu.pipeline_parallel * max(1, gpu.actor_gpus // (gpu.tensor_parallel * gpu.pipeline_parallel))}"
+        )
+    if gpu.backend == "torch+sglang" and (gpu.actor_gpus != 1 or gpu.tensor_parallel * gpu.pipeline_parallel != 1):
+        problems.append(f"gpu.backend torch+sglang trains on one GPU: set gpu.actor_gpus=1 (got {gpu.actor_gpus}) "
+                        "and tensor/pipeline_parallel=1, or use backend megatron+sglang for TP/PP")
+    if gpu.bucket_mb < 1:
+        problems.append("gpu.bucket_mb must be at least 1")
+    return problems
