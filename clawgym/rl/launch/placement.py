@@ -193,7 +193,8 @@ def plan(config: RunConfig) -> Plan:
     actor = Role("actor", f"{trainer} trainer, TP={tp} PP={pp} DP={dp}" + (", LoRA r=%d" % lora.r if lora.enabled else "")
                  + (" + SGLang policy server (colocated)" if colocated else ""), actor_gpus,
                  (train_per_gpu + (serve_per_gpu if colocated else 0)) / GIB,
-                 f"trainer: {holds}" + (" (frozen base bf16 + adapters)" if lora.enabled else "") + " + activations"
+                 f"trainer: {holds}" + (f" for the {trained / 1e6:.1f}M adapter params, frozen base "
+                                        f"{frozen_b:.0f} B/param" if lora.enabled else "") + " + activations"
                  + ("; SGLang bf16 weights + KV cache (mem-fraction-static)" if colocated else ""))
     roles = [actor]
     if not colocated:
