@@ -89,6 +89,20 @@ def test_round_trip_hf_megatron_hf_is_exact(family, te_spec):
         assert torch.equal(back[name], tensor), name
 
 
+@pytest.mark.parametrize("family", ["qwen2", "llama"])
+def test_streaming_export_converts_one_tensor_at_a_time_like_the_whole_model(family):
+    config, model = qwen2_tiny() if family == "qwen2" else llama_tiny()
+    shape = M.ModelShape.from_hf_config(config)
+    mg = M.hf_to_megatron(model.state_dict(), shape, padded_vocab=M.padded_vocab_size(shape.vocab_size, 128, 2))
+    streamed: dict = {}
+    for name, tensor in mg.items():
+        streamed.update(M.megatron_tensor_to_hf(name, tensor, shape))
+    want = M.megatron_to_hf(mg, shape)
+    assert set(streamed) == set(want) and all(torch.equal(streamed[k], want[k]) for k in want)
+    with pytest.raises(KeyError, match="no HF name"):
+        list(M.megatron_tensor_to_hf("decoder.layers.0.mystery.weight", torch.zeros(1), shape))
+
+
 def test_tp_shards_hold_whole_query_groups_and_gate_up_halves():
     config, model = llama_tiny()
     shape = M.ModelShape.from_hf_config(config)

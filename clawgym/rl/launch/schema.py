@@ -8,7 +8,7 @@ lists the valid ones) and runs the cross-field checks that a single field cannot
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Sequence
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator

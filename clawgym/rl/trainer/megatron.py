@@ -1,23 +1,6 @@
 """The megatron trainer: the same losses on megatron-core (GPTModel, TP/PP, distributed optimizer).
 
-Two halves:
-
-1. **HF <-> Megatron weight conversion** for Llama / Qwen2-style decoders (SmolLM2 is Llama): pure
-   tensor code, no megatron import, tested on CPU. Names follow megatron-core's GPTModel with the
-   local layer spec (``input_layernorm`` / ``pre_mlp_layernorm``) or the Transformer Engine spec
-   (norms fused into ``linear_qkv.layer_norm_weight`` / ``linear_fc1.layer_norm_weight``).
-
-   - QKV: Megatron stores one ``linear_qkv`` whose rows are grouped per KV head (GQA query group):
-     ``[q_0 .. q_{h/g-1}, k, v]`` for group 0, then group 1, ... ; tensor parallelism splits that
-     tensor into contiguous blocks of whole groups.
-   - MLP: ``linear_fc1 = [gate; up]`` (megatron's GLU chunks the output in two: act(first) * second);
-     under TP each rank holds ``[gate_r; up_r]``, so TP sharding splits gate and up separately.
-   - RoPE: both HF Llama/Qwen2 and megatron use the non-interleaved rotate-half layout, so q/k rows
-     need no permutation.
-   - Vocab: megatron pads the vocabulary to a multiple of ``make_vocab_size_divisible_by * TP``;
-     the padding rows are zeros going in and dropped coming out.
-
-2. **MegatronTrainer**: started under ``torchrun`` on a GPU partition (``python -m
+**MegatronTrainer**: started under ``torchrun`` on a GPU partition (``python -m
    clawgym.rl.trainer.megatron --help``). Each rank builds its TP/PP shard of a GPTModel, loads its
    slice of the HF weights, wraps it in megatron's DDP with the distributed optimizer, and trains
    with the pipeline schedule from ``get_forward_backward_func``. Log-probs come from
@@ -29,376 +12,51 @@ Two halves:
    process only): one step equals the torch trainer's step (loss, KL, grad norm, weights) for TP=2
    and for DP=2 with the distributed optimizer. Pipeline parallelism (p2p) and the dist-checkpoint
    writer are CUDA-only in megatron-core and run only on a GPU partition.
+
+The weight conversion lives in :mod:`clawgym.rl.trainer.megatron_convert`, the set-up in
+:mod:`clawgym.rl.trainer.megatron_setup`; both are re-exported here.
 """
+
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import logging
-import math
 import os
-import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from clawgym.rl.trainer.megatron_convert import (  # noqa: F401  (re-exported)
+    ModelShape,
+    fuse_gate_up,
+    fuse_qkv,
+    hf_to_megatron,
+    megatron_to_hf,
+    megatron_tensor_to_hf,
+    padded_vocab_size,
+    pp_layer_range,
+    pp_stage_state,
+    pp_to_global,
+    split_gate_up,
+    split_qkv,
+    tp_merge,
+    tp_merged_shape,
+    tp_shard,
+)
+from clawgym.rl.trainer.megatron_setup import (  # noqa: F401  (re-exported)
+    MegatronConfig,
+    _load_hf_state_dict,
+    _rope_base,
+    initialize_distributed,
+    megatron_available,
+    transformer_config_from_hf,
+)
+
 logger = logging.getLogger(__name__)
-
-
-# ============================================================================================
-# 1. Weight conversion (pure tensor code)
-# ============================================================================================
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """What the conversion needs to know about a Llama/Qwen2-style decoder."""
-
-    num_layers: int
-    hidden_size: int
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    ffn_hidden_size: int
-    vocab_size: int
-    tie_embeddings: bool
-    qkv_bias: bool = False
-
-    @classmethod
-    def from_hf_config(cls, config: Any) -> "ModelShape":
-        model_type = getattr(config, "model_type", "")
-        if model_type not in ("llama", "qwen2", "mistral"):
-            raise ValueError(f"HF <-> Megatron conversion supports llama/qwen2/mistral decoders, not {model_type!r}")
-        heads = config.num_attention_heads
-        head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
-        return cls(
-            num_layers=config.num_hidden_layers,
-            hidden_size=config.hidden_size,
-            num_heads=heads,
-            num_kv_heads=getattr(config, "num_key_value_heads", None) or heads,
-            head_dim=head_dim,
-            ffn_hidden_size=config.intermediate_size,
-            vocab_size=config.vocab_size,
-            tie_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
-            qkv_bias=model_type == "qwen2" or bool(getattr(config, "attention_bias", False)),
-        )
-
-
-def padded_vocab_size(vocab_size: int, divisible_by: int = 128, tp_size: int = 1) -> int:
-    """Megatron's padded vocabulary: the next multiple of ``divisible_by * tp_size``."""
-    multiple = divisible_by * tp_size
-    return int(math.ceil(vocab_size / multiple) * multiple)
-
-
-def fuse_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, shape: ModelShape) -> torch.Tensor:
-    """HF q/k/v projections (weights ``[out, in]`` or biases ``[out]``) -> megatron ``linear_qkv``."""
-    groups, per_group, d = shape.num_kv_heads, shape.num_heads // shape.num_kv_heads, shape.head_dim
-    rest = q.shape[1:]
-    q = q.reshape(groups, per_group * d, *rest)
-    k = k.reshape(groups, d, *rest)
-    v = v.reshape(groups, d, *rest)
-    return torch.cat([q, k, v], dim=1).reshape(groups * (per_group + 2) * d, *rest)
-
-
-def split_qkv(qkv: torch.Tensor, shape: ModelShape) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Megatron ``linear_qkv`` -> HF q, k, v (inverse of :func:`fuse_qkv`)."""
-    groups, per_group, d = shape.num_kv_heads, shape.num_heads // shape.num_kv_heads, shape.head_dim
-    rest = qkv.shape[1:]
-    grouped = qkv.reshape(groups, (per_group + 2) * d, *rest)
-    q, k, v = torch.split(grouped, [per_group * d, d, d], dim=1)
-    return (
-        q.reshape(groups * per_group * d, *rest),
-        k.reshape(groups * d, *rest),
-        v.reshape(groups * d, *rest),
-    )
-
-
-def fuse_gate_up(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
-    """HF gate_proj / up_proj -> megatron ``linear_fc1`` = [gate; up]."""
-    return torch.cat([gate, up], dim=0)
-
-
-def split_gate_up(fc1: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    gate, up = torch.chunk(fc1, 2, dim=0)
-    return gate, up
-
-
-def _pad_rows(weight: torch.Tensor, rows: int) -> torch.Tensor:
-    if weight.shape[0] > rows:
-        raise ValueError(f"cannot pad {weight.shape[0]} vocabulary rows down to {rows}")
-    if weight.shape[0] == rows:
-        return weight
-    return torch.cat([weight, weight.new_zeros(rows - weight.shape[0], *weight.shape[1:])], dim=0)
-
-
-def _norm_names(layer: str, te_spec: bool) -> tuple[str, str]:
-    if te_spec:
-        return f"{layer}.self_attention.linear_qkv.layer_norm_weight", f"{layer}.mlp.linear_fc1.layer_norm_weight"
-    return f"{layer}.input_layernorm.weight", f"{layer}.pre_mlp_layernorm.weight"
-
-
-def hf_to_megatron(
-    hf: Mapping[str, torch.Tensor], shape: ModelShape, te_spec: bool = False, padded_vocab: int | None = None
-) -> dict[str, torch.Tensor]:
-    """A full (unsharded) megatron GPTModel state dict from an HF Llama/Qwen2 state dict."""
-    vocab_rows = padded_vocab or shape.vocab_size
-    out: dict[str, torch.Tensor] = {
-        "embedding.word_embeddings.weight": _pad_rows(hf["model.embed_tokens.weight"], vocab_rows),
-        "decoder.final_layernorm.weight": hf["model.norm.weight"],
-    }
-    if not shape.tie_embeddings:
-        out["output_layer.weight"] = _pad_rows(hf["lm_head.weight"], vocab_rows)
-    for i in range(shape.num_layers):
-        src, dst = f"model.layers.{i}", f"decoder.layers.{i}"
-        attn_norm, mlp_norm = _norm_names(dst, te_spec)
-        out[attn_norm] = hf[f"{src}.input_layernorm.weight"]
-        out[mlp_norm] = hf[f"{src}.post_attention_layernorm.weight"]
-        out[f"{dst}.self_attention.linear_qkv.weight"] = fuse_qkv(
-            hf[f"{src}.self_attn.q_proj.weight"], hf[f"{src}.self_attn.k_proj.weight"], hf[f"{src}.self_attn.v_proj.weight"], shape
-        )
-        if shape.qkv_bias:
-            out[f"{dst}.self_attention.linear_qkv.bias"] = fuse_qkv(
-                hf[f"{src}.self_attn.q_proj.bias"], hf[f"{src}.self_attn.k_proj.bias"], hf[f"{src}.self_attn.v_proj.bias"], shape
-            )
-        out[f"{dst}.self_attention.linear_proj.weight"] = hf[f"{src}.self_attn.o_proj.weight"]
-        out[f"{dst}.mlp.linear_fc1.weight"] = fuse_gate_up(hf[f"{src}.mlp.gate_proj.weight"], hf[f"{src}.mlp.up_proj.weight"])
-        out[f"{dst}.mlp.linear_fc2.weight"] = hf[f"{src}.mlp.down_proj.weight"]
-    return out
-
-
-def megatron_to_hf(mg: Mapping[str, torch.Tensor], shape: ModelShape, te_spec: bool = False) -> dict[str, torch.Tensor]:
-    """An HF Llama/Qwen2 state dict from a full megatron state dict (vocab padding dropped)."""
-    embed = mg["embedding.word_embeddings.weight"][: shape.vocab_size]
-    out: dict[str, torch.Tensor] = {"model.embed_tokens.weight": embed, "model.norm.weight": mg["decoder.final_layernorm.weight"]}
-    out["lm_head.weight"] = embed if shape.tie_embeddings else mg["output_layer.weight"][: shape.vocab_size]
-    for i in range(shape.num_layers):
-        src, dst = f"decoder.layers.{i}", f"model.layers.{i}"
-        attn_norm, mlp_norm = _norm_names(src, te_spec)
-        out[f"{dst}.input_layernorm.weight"] = mg[attn_norm]
-        out[f"{dst}.post_attention_layernorm.weight"] = mg[mlp_norm]
-        q, k, v = split_qkv(mg[f"{src}.self_attention.linear_qkv.weight"], shape)
-        out[f"{dst}.self_attn.q_proj.weight"], out[f"{dst}.self_attn.k_proj.weight"], out[f"{dst}.self_attn.v_proj.weight"] = q, k, v
-        if shape.qkv_bias:
-            qb, kb, vb = split_qkv(mg[f"{src}.self_attention.linear_qkv.bias"], shape)
-            out[f"{dst}.self_attn.q_proj.bias"], out[f"{dst}.self_attn.k_proj.bias"], out[f"{dst}.self_attn.v_proj.bias"] = qb, kb, vb
-        out[f"{dst}.self_attn.o_proj.weight"] = mg[f"{src}.self_attention.linear_proj.weight"]
-        gate, up = split_gate_up(mg[f"{src}.mlp.linear_fc1.weight"])
-        out[f"{dst}.mlp.gate_proj.weight"], out[f"{dst}.mlp.up_proj.weight"] = gate, up
-        out[f"{dst}.mlp.down_proj.weight"] = mg[f"{src}.mlp.linear_fc2.weight"]
-    return out
-
-
-# ---- tensor parallelism ---------------------------------------------------------------------
-
-_COLUMN = ("linear_qkv.weight", "linear_qkv.bias", "word_embeddings.weight", "output_layer.weight")
-_ROW = ("linear_proj.weight", "linear_fc2.weight")
-
-
-def _tp_kind(name: str) -> str:
-    if name.endswith("linear_fc1.weight"):
-        return "fc1"
-    if name.endswith(_COLUMN):
-        return "column"
-    if name.endswith(_ROW):
-        return "row"
-    return "replicated"  # norms (incl. TE's fused layer_norm_weight)
-
-
-def tp_shard(name: str, tensor: torch.Tensor, rank: int, size: int, shape: ModelShape) -> torch.Tensor:
-    """This TP rank's slice of a full megatron tensor (column-, row-parallel, GLU fc1, or replicated)."""
-    kind = _tp_kind(name)
-    if size == 1 or kind == "replicated":
-        return tensor
-    if "linear_qkv" in name and shape.num_kv_heads % size:
-        raise ValueError(f"{name}: {shape.num_kv_heads} KV heads (query groups) do not split over TP={size}")
-    if kind == "fc1":
-        gate, up = split_gate_up(tensor)
-        return torch.cat([_even_chunk(gate, rank, size, 0, name), _even_chunk(up, rank, size, 0, name)], dim=0)
-    return _even_chunk(tensor, rank, size, 0 if kind == "column" else 1, name)
-
-
-def tp_merge(name: str, shards: Sequence[torch.Tensor]) -> torch.Tensor:
-    """The full tensor from all TP ranks' slices (inverse of :func:`tp_shard`)."""
-    kind = _tp_kind(name)
-    if len(shards) == 1 or kind == "replicated":
-        return shards[0]
-    if kind == "fc1":
-        parts = [split_gate_up(s) for s in shards]
-        return torch.cat([torch.cat([g for g, _ in parts]), torch.cat([u for _, u in parts])], dim=0)
-    return torch.cat(list(shards), dim=0 if kind == "column" else 1)
-
-
-def _even_chunk(tensor: torch.Tensor, rank: int, size: int, dim: int, name: str) -> torch.Tensor:
-    if tensor.shape[dim] % size:
-        raise ValueError(f"{name}: dimension {dim} of size {tensor.shape[dim]} does not split over TP={size}")
-    return torch.chunk(tensor, size, dim=dim)[rank]
-
-
-# ---- pipeline parallelism -------------------------------------------------------------------
-
-_LAYER = re.compile(r"^decoder\.layers\.(\d+)\.")
-
-
-def pp_layer_range(num_layers: int, pp_rank: int, pp_size: int) -> range:
-    """Global layer indices held by one pipeline stage (megatron's even split)."""
-    if num_layers % pp_size:
-        raise ValueError(f"{num_layers} layers do not split evenly over PP={pp_size}")
-    per_stage = num_layers // pp_size
-    return range(pp_rank * per_stage, (pp_rank + 1) * per_stage)
-
-
-def pp_stage_state(
-    full: Mapping[str, torch.Tensor], num_layers: int, pp_rank: int, pp_size: int, tie_embeddings: bool
-) -> dict[str, torch.Tensor]:
-    """One stage's tensors with layer indices made local; embedding on the first stage, head/norm on the last.
-
-    With tied embeddings and PP > 1 the last stage keeps its own ``output_layer.weight`` copy of the
-    embedding (megatron keeps the two in sync through the embedding group).
-    """
-    layers = pp_layer_range(num_layers, pp_rank, pp_size)
-    first, last = pp_rank == 0, pp_rank == pp_size - 1
-    out: dict[str, torch.Tensor] = {}
-    for name, tensor in full.items():
-        match = _LAYER.match(name)
-        if match:
-            index = int(match.group(1))
-            if index in layers:
-                out[f"decoder.layers.{index - layers.start}." + name[match.end():]] = tensor
-        elif name.startswith("embedding."):
-            if first:
-                out[name] = tensor
-            if last and not first and tie_embeddings:
-                out["output_layer.weight"] = tensor
-        elif last:
-            out[name] = tensor
-    return out
-
-
-def pp_to_global(stage: Mapping[str, torch.Tensor], num_layers: int, pp_rank: int, pp_size: int) -> dict[str, torch.Tensor]:
-    """A stage's tensors with global layer indices again (inverse of the renaming in :func:`pp_stage_state`)."""
-    offset = pp_layer_range(num_layers, pp_rank, pp_size).start
-    out = {}
-    for name, tensor in stage.items():
-        match = _LAYER.match(name)
-        out[f"decoder.layers.{int(match.group(1)) + offset}." + name[match.end():] if match else name] = tensor
-    return out
-
-
-# ============================================================================================
-# 2. The trainer (megatron-core + CUDA, under torchrun)
-# ============================================================================================
-
-
-@dataclass
-class MegatronConfig:
-    """Parallelism and precision; the loss settings are the torch trainer's :class:`TrainerConfig`."""
-
-    tensor_parallel: int = 1
-    pipeline_parallel: int = 1
-    bf16: bool = True
-    transformer_engine: bool = False  # True: TE layer spec (needs transformer_engine); False: local spec
-    use_distributed_optimizer: bool = True
-    make_vocab_size_divisible_by: int = 128
-    max_sequence_length: int = 32768
-    seed: int = 1234
-    device: str = "cuda"  # "cpu" (gloo) exists for the CPU equivalence tests only; real runs use CUDA
-    trainer: Any = None  # TrainerConfig; default built lazily to keep this module import-light
-
-    def __post_init__(self) -> None:
-        from clawgym.rl.trainer.torch_trainer import TrainerConfig
-
-        if self.trainer is None:
-            self.trainer = TrainerConfig()
-        elif isinstance(self.trainer, dict):
-            self.trainer = TrainerConfig(**self.trainer)
-        if self.trainer.lora is not None:
-            raise ValueError("the megatron trainer trains full weights; LoRA is torch-trainer only for now")
-        if self.trainer.method == "opd_topk":
-            raise ValueError("method 'opd_topk' is torch-trainer only for now (needs a vocab-parallel top-K)")
-
-
-def megatron_available() -> tuple[bool, str]:
-    """Whether this process can run the megatron trainer, and why not (checked without importing it)."""
-    import importlib.util
-
-    if not torch.cuda.is_available():
-        return False, "no CUDA GPU: the megatron trainer runs on a GPU partition (torchrun)"
-    if importlib.util.find_spec("megatron") is None or importlib.util.find_spec("megatron.core") is None:
-        return False, "megatron-core is not installed (pip install megatron-core)"
-    return True, ""
-
-
-def initialize_distributed(tensor_parallel: int, pipeline_parallel: int, seed: int = 1234, device: str = "cuda") -> None:
-    """torch.distributed (NCCL, env:// from torchrun) + megatron's TP/PP/DP groups + model-parallel RNG."""
-    from megatron.core import parallel_state
-    from megatron.core.tensor_parallel import model_parallel_cuda_manual_seed
-
-    if not torch.distributed.is_initialized():
-        if "RANK" not in os.environ:  # one in-process rank (not under torchrun): a world of one on this host
-            import socket
-
-            with socket.socket() as sock:
-                sock.bind(("127.0.0.1", 0))
-                port = sock.getsockname()[1]
-            for key, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"),
-                               ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", str(port))):
-                os.environ.setdefault(key, value)
-        if device == "cuda":
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-        torch.distributed.init_process_group(backend="nccl" if device == "cuda" else "gloo")
-    if not parallel_state.model_parallel_is_initialized():
-        parallel_state.initialize_model_parallel(
-            tensor_model_parallel_size=tensor_parallel, pipeline_model_parallel_size=pipeline_parallel
-        )
-    if device == "cuda":
-        model_parallel_cuda_manual_seed(seed)
-
-
-def transformer_config_from_hf(hf_config: Any, cfg: MegatronConfig) -> Any:
-    """megatron-core TransformerConfig for a Llama/Qwen2 HF config."""
-    import torch.nn.functional as F
-    from megatron.core.transformer import TransformerConfig
-
-    shape = ModelShape.from_hf_config(hf_config)
-    dtype = torch.bfloat16 if cfg.bf16 else torch.float32
-    return TransformerConfig(
-        num_layers=shape.num_layers,
-        hidden_size=shape.hidden_size,
-        num_attention_heads=shape.num_heads,
-        num_query_groups=shape.num_kv_heads,
-        kv_channels=shape.head_dim,
-        ffn_hidden_size=shape.ffn_hidden_size,
-        normalization="RMSNorm",
-        layernorm_epsilon=float(hf_config.rms_norm_eps),
-        gated_linear_unit=True,
-        activation_func=F.silu,
-        add_bias_linear=False,
-        add_qkv_bias=shape.qkv_bias,
-        hidden_dropout=0.0,
-        attention_dropout=0.0,
-        bias_activation_fusion=False,
-        bias_dropout_fusion=False,
-        masked_softmax_fusion=False,
-        apply_rope_fusion=False,
-        gradient_accumulation_fusion=False,
-        tensor_model_parallel_size=cfg.tensor_parallel,
-        pipeline_model_parallel_size=cfg.pipeline_parallel,
-        sequence_parallel=False,
-        bf16=cfg.bf16,
-        params_dtype=dtype,
-        use_cpu_initialization=cfg.device == "cpu",
-        pipeline_dtype=dtype,
-        variable_seq_lengths=False,
-    )
-
-
-def _rope_base(hf_config: Any) -> float:
-    params = getattr(hf_config, "rope_parameters", None) or {}
-    return float(params.get("rope_theta") or getattr(hf_config, "rope_theta", 10000.0))
 
 
 class MegatronTrainer:
@@ -584,7 +242,7 @@ class MegatronTrainer:
     def train_step(self, samples: Sequence[Any]) -> dict[str, float]:
         """Advantages over all ``samples``, then one optimiser step per ``micro_batch_size * grad_accum *
         DP`` samples (as in the torch trainer); every rank passes the same list and takes its DP share."""
-        from clawgym.rl.trainer.torch_trainer import sample_advantages, validate_samples
+        from clawgym.rl.trainer.samples import sample_advantages, validate_samples
 
         tcfg = self.config.trainer
         validate_samples(samples, self.shape.vocab_size, tcfg.method)
@@ -608,7 +266,7 @@ class MegatronTrainer:
 
     def _optimizer_step(self, samples: Sequence[Any], adv_rl: torch.Tensor) -> dict[str, float]:
         from clawgym.rl import losses
-        from clawgym.rl.trainer.torch_trainer import teacher_prompt_ids
+        from clawgym.rl.trainer.samples import teacher_prompt_ids
 
         tcfg = self.config.trainer
         mine = list(range(self.dp_rank, len(samples), self.dp_size))
@@ -688,24 +346,50 @@ class MegatronTrainer:
     # ---- export and checkpoints --------------------------------------------------------------------
 
     @torch.no_grad()
+    def iter_export(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """HF ``(name, full tensor)`` pairs, one parameter at a time, on global rank 0 (every rank must iterate).
+
+        TP shards meet by ``all_gather`` of tensors inside the TP group; a later pipeline stage sends each
+        merged tensor to rank 0 by ``broadcast`` over the pipeline group. Only names and shapes travel as
+        Python objects (once per stage), so no rank ever pickles the model.
+        """
+        dist, ps = torch.distributed, self.ps
+        if self.dp_rank != 0:  # data-parallel replicas hold the same weights: the first one sends
+            return
+        tp_group, pp_group = ps.get_tensor_model_parallel_group(), ps.get_pipeline_model_parallel_group()
+        pp_ranks = dist.get_process_group_ranks(pp_group)
+        local = {k: v for k, v in self.model.module.state_dict().items() if not k.endswith("_extra_state")}
+        te = self.config.transformer_engine
+        for stage in range(self.pp_size):
+            meta = [[(k, tuple(v.shape), v.dtype) for k, v in local.items()] if self.pp_rank == stage else None]
+            if self.pp_size > 1:
+                dist.broadcast_object_list(meta, src=pp_ranks[stage], group=pp_group)
+            for name, shard_shape, dtype in meta[0]:
+                full = None
+                if self.pp_rank == stage:
+                    shard = local[name].detach().contiguous()
+                    parts = [shard]
+                    if self.tp_size > 1:
+                        parts = [torch.empty_like(shard) for _ in range(self.tp_size)]
+                        dist.all_gather(parts, shard, group=tp_group)
+                    full = tp_merge(name, parts)
+                if self.tp_rank != 0:
+                    continue
+                if stage > 0:
+                    if full is None:
+                        merged_shape = tp_merged_shape(name, shard_shape, self.tp_size)
+                        full = torch.empty(merged_shape, dtype=dtype, device=self.device)
+                    dist.broadcast(full, src=pp_ranks[stage], group=pp_group)
+                if self.pp_rank == 0:
+                    global_name = next(iter(pp_to_global({name: full}, self.shape.num_layers, stage, self.pp_size)))
+                    yield from megatron_tensor_to_hf(global_name, full, self.shape, te_spec=te)
+
     def export_weights(self) -> dict[str, torch.Tensor] | None:
-        """The full HF state dict on global rank 0 (None elsewhere): TP shards merged, PP stages gathered."""
-        module = self.model.module
-        local = {k: v.detach().float().cpu() for k, v in module.state_dict().items() if not k.endswith("_extra_state")}
-        tp_group, pp_group = self.ps.get_tensor_model_parallel_group(), self.ps.get_pipeline_model_parallel_group()
-        shards: list[dict] = [None] * self.tp_size  # type: ignore[list-item]
-        torch.distributed.all_gather_object(shards, local, group=tp_group)
-        merged = {name: tp_merge(name, [s[name] for s in shards]) for name in local}
-        stage = pp_to_global(merged, self.shape.num_layers, self.pp_rank, self.pp_size)
-        stages: list[dict] = [None] * self.pp_size  # type: ignore[list-item]
-        torch.distributed.all_gather_object(stages, stage, group=pp_group)
-        if torch.distributed.get_rank() != 0:
-            return None
-        full: dict[str, torch.Tensor] = {}
-        for part in stages:
-            for name, tensor in part.items():
-                full.setdefault(name, tensor)
-        return megatron_to_hf(full, self.shape, te_spec=self.config.transformer_engine)
+        """The full HF state dict on global rank 0 (None elsewhere), built by :meth:`iter_export`."""
+        weights = {}
+        for name, tensor in self.iter_export():
+            weights.setdefault(name, tensor.float().cpu())  # tied: the last stage's output_layer copy is the same
+        return weights if torch.distributed.get_rank() == 0 else None
 
     def save_checkpoint(self, path: str | Path) -> None:
         """megatron dist-checkpoint of model + optimizer, written to a temp dir and renamed by rank 0."""
@@ -758,24 +442,6 @@ def _realign(teacher_positions: torch.Tensor, src: torch.Tensor, old: torch.Tens
     index, has = src[0], src[1].to(old.dtype)
     moved = teacher_positions.gather(1, index)
     return has * moved + (1.0 - has) * old
-
-
-def _load_hf_state_dict(directory: Path) -> dict[str, torch.Tensor]:
-    """All tensors of an HF checkpoint directory (safetensors shards or pytorch_model.bin), on CPU."""
-    from safetensors.torch import load_file
-
-    files = sorted(directory.glob("*.safetensors"))
-    state: dict[str, torch.Tensor] = {}
-    if files:
-        for file in files:
-            state.update(load_file(str(file)))
-    elif (directory / "pytorch_model.bin").exists():
-        state = torch.load(directory / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    else:
-        raise FileNotFoundError(f"no safetensors or pytorch_model.bin weights in {directory}")
-    if "lm_head.weight" not in state and "model.embed_tokens.weight" in state:
-        state["lm_head.weight"] = state["model.embed_tokens.weight"]
-    return state
 
 
 # ============================================================================================
