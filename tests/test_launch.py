@@ -196,7 +196,7 @@ def test_wrong_gpu_sections_say_what_to_change(overrides, message, capsys):
         args += ["--set", item]
     assert cli.main(args) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and "Traceback" not in err
+    assert err.startswith("clawgym train: error: ") and err.count("\n") == 1 and "Traceback" not in err
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without GPUs")
