@@ -175,6 +175,7 @@ def _partition(config: RunConfig, p: Plan) -> Stack:
         trainer = MegatronTrainer(model_dir, load_tokenizer(model_dir),
                                   MegatronConfig(tensor_parallel=gpu.tensor_parallel, pipeline_parallel=gpu.pipeline_parallel,
                                                  trainer=trainer_config(config)))
+    trainer.export_device, trainer.export_dtype = "cuda", _dtype("bfloat16")  # SGLang takes bf16 from the GPU
     policy.transport = make_transport(p.transport, policy, bucket_bytes=gpu.bucket_mb << 20,
                                       sglang_ranks=len(rollout.gpus) if rollout else len(actor.gpus))
     judges = _make_judges(config, judge_parts(config.judge.type), judge_policy, make_judges, SamplingParams)

@@ -384,11 +384,16 @@ class MegatronTrainer:
                     global_name = next(iter(pp_to_global({name: full}, self.shape.num_layers, stage, self.pp_size)))
                     yield from megatron_tensor_to_hf(global_name, full, self.shape, te_spec=te)
 
+    # Where export_weights puts the merged tensors: host fp32 by default; the builder keeps them on the GPU in
+    # bf16 when SGLang takes them from there (tensor / NCCL transports).
+    export_device: str | torch.device = "cpu"
+    export_dtype: torch.dtype = torch.float32
+
     def export_weights(self) -> dict[str, torch.Tensor] | None:
         """The full HF state dict on global rank 0 (None elsewhere), built by :meth:`iter_export`."""
         weights = {}
-        for name, tensor in self.iter_export():
-            weights.setdefault(name, tensor.float().cpu())  # tied: the last stage's output_layer copy is the same
+        for name, tensor in self.iter_export():  # tied: the last stage's output_layer copy is the same tensor
+            weights.setdefault(name, tensor.to(device=self.export_device, dtype=self.export_dtype))
         return weights if torch.distributed.get_rank() == 0 else None
 
     def save_checkpoint(self, path: str | Path) -> None:
