@@ -210,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="the personal-chat gateway (OpenClaw and any OpenAI client)")
     serve.add_argument("--config", default="chat", help="a bundled launcher name or a YAML path")
     serve.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    serve.add_argument("--check", action="store_true", help="validate the config (serve section included) and print the plan")
     serve.set_defaults(fn=cmd_serve)
 
     train = sub.add_parser("train", help="train with the async RL loop from a launcher config")

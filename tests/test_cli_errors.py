@@ -91,3 +91,11 @@ def test_demo_passes_its_flags_and_keeps_an_earlier_run(tmp_path, capsys):
         main(["demo", "--no-such-flag"])
     assert exit_info.value.code == 2
     assert "--no-such-flag" in capsys.readouterr().err
+
+
+def test_serve_check_validates_the_serve_section_without_starting(capsys):
+    assert main(["serve", "--config", "chat", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "config OK" in out and "adapters shared" in out
+    assert main(["serve", "--config", "chat", "--check", "--set", "serve.adapters=everyone"]) == 2
+    assert "serve.adapters must be one of" in capsys.readouterr().err

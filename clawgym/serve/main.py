@@ -199,6 +199,13 @@ def main_serve(args: Any) -> int:
 
     config = load_config(args.config, getattr(args, "set", []) or [])
     settings = ServeSettings.from_config(config)
+    if getattr(args, "check", False):
+        from clawgym.rl.launch import check_config
+
+        print(check_config(args.config, getattr(args, "set", []) or []))
+        print(f"serve: {settings.host}:{settings.port}, adapters {settings.adapters}, "
+              f"{len(settings.users)} keyed users, training {'on' if settings.train else 'off'}")
+        return 0
     serving = build_serving(config)
     print(f"clawgym gateway on http://{settings.host}:{settings.port}/v1 (model {config.policy.model}; "
           f"training {'on' if serving.trainer else 'off'}; turns -> {serving.gateway.log.path})")
