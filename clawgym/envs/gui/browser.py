@@ -1,10 +1,18 @@
-"""One Chromium per env, driven by Playwright's sync API; a fresh browser context per episode.
+"""One Chromium per env, driven by Playwright's sync API; one warm page reused across episodes.
 
 Threading: Playwright's sync objects belong to the thread that created them, and Playwright allows one
 sync driver per thread. So the browser starts lazily on the first ``new_episode`` in the calling thread,
 the driver is shared (reference-counted) by every Browser in that thread, and every later call must come
 from the same thread: **use an env from one thread only** (a rollout worker per env is the intended
 shape). A call from another thread raises ``WrongThread`` instead of corrupting the driver.
+
+Reset: a new context costs a new renderer (~200 ms). So by default (``reuse_pages=True``) a healthy
+page is kept and wiped between episodes instead (:meth:`Browser._wipe`): it navigates to about:blank
+(the old document, its timers, workers and pending dialogs die), every storage of the last episode's
+allowed origins is cleared through CDP (cookies, localStorage, sessionStorage, IndexedDB, caches,
+service workers; sessionStorage, which lives in the tab, by a script run before any page script), the
+HTTP cache and permissions are cleared, and the navigation history is reset to that about:blank. A page that crashed, hung or broke gets a new context,
+as does every ``fresh_context_every``-th episode (renderer memory). Downloads are refused.
 
 Safety: every request of the context goes through ``context.route("**/*")``, which aborts anything
 whose origin is not on the episode's allow-list; service workers are blocked and pop-ups closed.
@@ -54,6 +62,15 @@ STATE_JS = r"""
   });
   return {state: state, url: location.href, text: document.body ? document.body.innerText : '', fields: fields};
 }
+"""
+
+SESSION_WIPE_JS = r"""
+try {
+  if (sessionStorage.getItem('__clawgym_episode') !== 'TOKEN') {
+    sessionStorage.clear();
+    sessionStorage.setItem('__clawgym_episode', 'TOKEN');
+  }
+} catch (e) {}
 """
 
 
@@ -124,6 +141,8 @@ class Browser:
         idle_timeout_ms: int = 2000,
         max_dialogs: int = 20,
         max_items: int = 400,
+        reuse_pages: bool = True,
+        fresh_context_every: int = 200,
     ) -> None:
         self.executable = executable or os.environ.get("CLAWGYM_CHROMIUM") or DEFAULT_CHROMIUM
         self.viewport = {"width": int(viewport[0]), "height": int(viewport[1])}
@@ -133,6 +152,8 @@ class Browser:
         self.idle_timeout_ms = idle_timeout_ms
         self.max_dialogs = max_dialogs
         self.max_items = max_items
+        self.reuse_pages = reuse_pages
+        self.fresh_context_every = fresh_context_every
         self.marker = uuid.uuid4().hex  # finds this browser's processes under /proc
         self._thread: int | None = None
         self._driver: Any = None
@@ -147,6 +168,11 @@ class Browser:
         self._dialogs: list[str] = []
         self._popups = 0
         self._hung = False
+        self._downloads = 0
+        self._cdp: Any = None  # the warm page's CDP session
+        self._session_script: str | None = None
+        self._episodes_on_context = 0
+        self.reused = False  # whether the current episode runs on a wiped warm page
 
     # ---------------------------------------------------------------- lifecycle
     def _check_thread(self) -> None:
@@ -174,19 +200,25 @@ class Browser:
             raise
 
     def new_episode(self, allowed_origins: set[str]) -> None:
-        """Close the last context and open a fresh one (cookies, storage and history all new)."""
+        """Start an episode with nothing of the last one left: a wiped warm page, or a fresh context."""
         self._check_thread()
         if self._browser is not None and not self._browser.is_connected():
             self.close()
             self._thread = None
         if self._browser is None:
             self._launch()
-        self.end_episode()
+        previous = set(self.allowed)
+        self.reused = self._can_reuse() and self._wipe(previous)
+        if not self.reused:
+            self._close_context()
         self.allowed = {origin_of(o) for o in allowed_origins}
         self.blocked, self.broken, self._hung = [], None, False
-        self._inflight, self._requests, self._dialogs, self._popups = 0, 0, [], 0
+        self._inflight, self._requests, self._dialogs, self._popups, self._downloads = 0, 0, [], 0, 0
+        self._episodes_on_context += 1
+        if self.reused:
+            return
         with self.guard():
-            self.context = self._browser.new_context(viewport=self.viewport, service_workers="block")
+            self.context = self._browser.new_context(viewport=self.viewport, service_workers="block", accept_downloads=False)
             self.context.route("**/*", self._route)
             if hasattr(self.context, "route_web_socket"):
                 self.context.route_web_socket("**/*", self._route_ws)
@@ -197,12 +229,61 @@ class Browser:
             self.page.on("requestfailed", self._on_request_done)
             self.page.on("dialog", self._on_dialog)
             self.page.on("crash", self._on_crash)
+            self.page.on("download", self._on_download)
+            self._cdp = self.context.new_cdp_session(self.page) if self.reuse_pages else None
+        self._episodes_on_context = 1
+
+    def _can_reuse(self) -> bool:
+        return (
+            self.reuse_pages and self.page is not None and self._cdp is not None and not self.broken
+            and not self.page.is_closed() and self._episodes_on_context < self.fresh_context_every
+        )
+
+    def _wipe(self, origins: set[str]) -> bool:
+        """Clear everything the last episode could leave in this page; False (new context) if that fails."""
+        try:
+            with self.guard():
+                self.page.goto("about:blank", timeout=self.load_timeout_ms)  # unloads the old document first
+                self.page.evaluate("() => { window.name = ''; }")
+                self._cdp.send("Page.resetNavigationHistory")  # only about:blank is left, as in a new page
+                for origin in sorted(origins):
+                    self._cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
+                self._cdp.send("Network.clearBrowserCache")
+                self.context.clear_cookies()
+                self.context.clear_permissions()
+                for page in self.context.pages:
+                    if page != self.page:
+                        page.close()
+                self.page.mouse.move(0, 0)
+                self._new_session_storage()
+        except Exception as exc:
+            log.debug("wiping the warm page failed (%s): opening a new context", exc)
+            return False
+        return True
+
+    def _new_session_storage(self) -> None:
+        """sessionStorage lives in the tab, out of CDP's reach: each origin's is cleared at its first page.
+
+        A script that runs before any page script empties it once per episode and origin (the episode's
+        token marks it as done); the last episode's script is removed first.
+        """
+        if self._session_script is not None:
+            self._cdp.send("Page.removeScriptToEvaluateOnNewDocument", {"identifier": self._session_script})
+        source = SESSION_WIPE_JS.replace("TOKEN", uuid.uuid4().hex)
+        self._session_script = self._cdp.send("Page.addScriptToEvaluateOnNewDocument", {"source": source})["identifier"]
 
     def end_episode(self) -> None:
+        """Leave the page warm for the next episode when it can be reused; otherwise close the context."""
         if self._thread is not None and self._thread != threading.get_ident():
             return  # a foreign thread cannot touch Playwright objects; close() kills the processes instead
+        if not self._can_reuse():
+            self._close_context()
+
+    def _close_context(self) -> None:
+        if self._thread is not None and self._thread != threading.get_ident():
+            return
         if self.context is not None:
-            context, self.context, self.page = self.context, None, None
+            context, self.context, self.page, self._cdp, self._session_script = self.context, None, None, None, None
             try:
                 context.close()
             except Exception as exc:  # a crashed renderer or a dead browser
@@ -217,7 +298,7 @@ class Browser:
             self._kill(renderers_only=False)
             self._browser = None
             return
-        self.end_episode()
+        self._close_context()
         browser, self._browser = self._browser, None
         try:
             browser.close()
@@ -268,6 +349,9 @@ class Browser:
             self._kill(renderers_only=True)
             return
         dialog.accept()
+
+    def _on_download(self, download: Any) -> None:
+        self._downloads += 1  # refused (accept_downloads=False): nothing reaches the disk
 
     def _on_crash(self, page: Any) -> None:
         self.broken = self.broken or "the page crashed"
@@ -400,6 +484,8 @@ class Browser:
             out.append("Dialogs (accepted): " + "; ".join(self._dialogs[-5:]))
         if self._popups:
             out.append(f"Pop-up windows closed: {self._popups}")
+        if self._downloads:
+            out.append(f"Downloads refused: {self._downloads}")
         return out
 
     def read_state(self) -> dict[str, Any]:

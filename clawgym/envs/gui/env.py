@@ -6,8 +6,9 @@ URL, the title, the focused element, the last action's error) and acts with tool
 ``done``. Each tool result carries the page as it is after the action. A message without tool calls
 is the final answer, like ``done``.
 
-One Chromium per env (launched on the first reset), a fresh context per episode (no browser launch
-per reset; the new context's renderer start dominates a reset); pages
+One Chromium per env (launched on the first reset) and one warm page reused across episodes, wiped
+between them (``browser.py``: storage, cookies, history, caches; a new context after a crash or hang;
+``reuse_pages=False`` opens a new context per episode, whose renderer start then dominates a reset); pages
 come from the env's own task server on 127.0.0.1, and every request to an origin that is not allowed
 is aborted. Tasks (``tasks/``) are seeded page generators with Python checkers and oracles; users add
 their own with :class:`PageTask` or point at allow-listed URLs with :func:`url_task`.
@@ -82,12 +83,13 @@ class GUIEnv(AgentEnv):
         hang_timeout_s: float = 10.0,
         action_timeout_ms: int = 3000,
         max_elements: int = 400,
+        reuse_pages: bool = True,
     ) -> None:
         super().__init__(tasks, split=split, max_turns=max_turns, time_limit_s=time_limit_s, render_mode=render_mode)
         self.screenshots = screenshots
         self.allowed_origins = [origin_of(o) for o in allowed_origins]
         self.browser = Browser(chromium, viewport=viewport, hang_timeout_s=hang_timeout_s,
-                               action_timeout_ms=action_timeout_ms, max_items=max_elements)
+                               action_timeout_ms=action_timeout_ms, max_items=max_elements, reuse_pages=reuse_pages)
         self.server: TaskServer | None = None
         self.view: PageView | None = None
         self.params: dict[str, Any] = {}

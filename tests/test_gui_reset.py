@@ -1,0 +1,116 @@
+"""A warm page reused across GUI-v0 episodes leaks nothing from one episode into the next.
+
+Episode 1 (``dirty``) writes every kind of browser state it can: cookies, localStorage,
+sessionStorage, IndexedDB, window.name, history entries, a service worker registration, a dialog due
+after the episode ends and a download. Episode 2 (``probe``, same origin, same page object) reports
+what it can see. The same probe on a page with nothing written first is the reference.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("playwright")
+
+from clawgym.envs.gui import GUIEnv, PageTask, act
+
+DIRTY = PageTask(
+    id="dirty",
+    pages={
+        "index.html": """<html><body><h1>Dirty</h1>
+<a id="dl" href="data:text/plain,secret" download="secret.txt">Download</a>
+<a href="second.html">Next</a>
+<script>
+document.cookie = 'leak=1; max-age=3600; path=/';
+localStorage.setItem('leak', '1');
+sessionStorage.setItem('leak', '1');
+CG.set('leak', 1);
+window.name = 'leak';
+history.pushState({}, '', '#one'); history.pushState({}, '', '#two');
+indexedDB.open('leakdb', 1).onupgradeneeded = (e) => e.target.result.createObjectStore('s');
+if (navigator.serviceWorker) navigator.serviceWorker.register('sw.js').catch(() => {});
+addEventListener('pagehide', () => localStorage.setItem('unload', '1'));
+setTimeout(() => alert('from the last episode'), 400);
+</script></body></html>""",
+        "second.html": "<p>Second page</p><script>localStorage.setItem('second', '1')</script>",
+        "sw.js": "self.addEventListener('fetch', () => {});",
+    },
+    generate=lambda rng: {"prompt": "Make a mess."},
+    check=lambda p, s, a: True,
+)
+
+PROBE = PageTask(
+    id="probe",
+    pages={"index.html": """<html><body><h1>Probe</h1><script>
+window.__probe = (async () => {
+  const dbs = indexedDB.databases ? (await indexedDB.databases()).map((d) => d.name) : [];
+  const sws = navigator.serviceWorker ? (await navigator.serviceWorker.getRegistrations()).length : 0;
+  const session = Object.keys(sessionStorage).filter((k) => !k.startsWith('__clawgym'));
+  return {cookie: document.cookie, local: Object.keys(localStorage), session: session,
+          cg: CG.state(), name: window.name, history: history.length, dbs: dbs, sws: sws};
+})();
+</script></body></html>"""},
+    generate=lambda rng: {"prompt": "Look around."},
+    check=lambda p, s, a: True,
+)
+
+
+def probe(env: GUIEnv) -> dict:
+    env.reset(seed=2, options={"task_id": "probe"})
+    page = env.browser.page
+    seen = page.evaluate("() => window.__probe")
+    page.wait_for_timeout(600)  # the dirty episode's alert was due 400 ms after its last action
+    seen["notes"] = env.browser.notes()
+    seen["back"] = env.step(act("go_back"))[0][-1]["content"]
+    return seen
+
+
+@pytest.fixture(scope="module")
+def env():
+    env = GUIEnv(tasks=[DIRTY, PROBE], max_turns=10)
+    yield env
+    env.close()
+
+
+def test_nothing_of_one_episode_is_visible_in_the_next(env):
+    clean = probe(env)  # the reference: a probe with no dirty episode before it
+    env.reset(seed=1, options={"task_id": "dirty"})
+    page = env.browser.page
+    assert page.evaluate("() => localStorage.getItem('leak')") == "1"  # the mess was really made
+    ref = next(e.ref for e in env.view.elements if e.name == "Download")
+    observation = env.step(act("click", ref=ref))[0]
+    assert "Downloads refused: 1" in observation[-1]["content"]
+    next_ref = next(e.ref for e in env.view.elements if e.name == "Next")
+    env.step(act("click", ref=next_ref))
+    assert env.browser.page.url.endswith("second.html")
+    dirty_page = env.browser.page
+
+    seen = probe(env)
+    assert env.browser.reused and env.browser.page is dirty_page  # the warm page was reused
+    assert "Dirty" not in seen["back"] and "Second page" not in seen["back"]  # go_back cannot reach it
+    assert seen == clean, json.dumps({"seen": seen, "clean": clean}, indent=1)
+    assert seen["cookie"] == "" and seen["local"] == [] and seen["session"] == [] and seen["cg"] == {}
+    assert seen["name"] == "" and seen["history"] == 2 and "leakdb" not in seen["dbs"] and seen["sws"] == 0
+    assert seen["notes"] == []  # neither the late dialog nor the download shows up
+
+
+def test_a_broken_page_gets_a_new_context(env):
+    env.reset(seed=3, options={"task_id": "probe"})
+    old = env.browser.context
+    env.browser.broken = "the page crashed"  # as set by the crash handler or the hang watchdog
+    env.reset(seed=4, options={"task_id": "probe"})
+    assert not env.browser.reused and env.browser.context is not old
+    assert env.browser.page.evaluate("() => window.__probe")["local"] == []
+
+
+def test_reuse_can_be_turned_off():
+    env = GUIEnv(tasks=[PROBE], reuse_pages=False)
+    try:
+        env.reset(seed=1, options={"task_id": "probe"})
+        first = env.browser.context
+        env.reset(seed=2, options={"task_id": "probe"})
+        assert not env.browser.reused and env.browser.context is not first
+    finally:
+        env.close()
