@@ -1,0 +1,183 @@
+"""Env hosts and the local executor: each env on its own dedicated thread, never shared across threads."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Protocol
+
+from clawgym.rl.rollout.episode import EnvSpec
+
+logger = logging.getLogger(__name__)
+
+
+def make_env(env: EnvSpec, env_kwargs: dict[str, Any]) -> Any:
+    if callable(env):
+        return env(**env_kwargs)
+    import gymnasium
+
+    import clawgym  # noqa: F401  (registers the clawgym ids in this process, e.g. a Ray worker)
+
+    return gymnasium.make(env, **env_kwargs)
+
+
+def describe(exc: BaseException) -> str:
+    cause = getattr(exc, "cause", None)  # ray.exceptions.RayTaskError carries the original exception
+    if isinstance(cause, BaseException):
+        exc = cause
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[-1] if text else ''}".rstrip(": ")
+
+
+class _EnvSlot:
+    """One env on its own thread: created, stepped and closed there, never touched by another thread."""
+
+    def __init__(self, env: EnvSpec, env_kwargs: dict[str, Any]) -> None:
+        self._spec = env
+        self._kwargs = env_kwargs
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clawgym-env")
+        self._env: Any = None
+        self.inflight = 0  # calls submitted to the thread and not yet returned
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        self.inflight += 1
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._run, fn, args)
+
+    def _run(self, fn: Callable[..., Any], args: tuple) -> Any:
+        try:
+            return fn(*args)
+        finally:
+            self.inflight -= 1
+
+    def _ensure(self) -> Any:
+        if self._env is None:
+            self._env = make_env(self._spec, self._kwargs)
+        return self._env
+
+    def reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
+        env = self._ensure()
+        observation, info = env.reset(seed=seed, options=options)
+        return observation, info, getattr(env.unwrapped, "tools", None)
+
+    def step(self, action: Any) -> tuple[list, float, bool, bool, dict]:
+        if self._env is None:
+            raise RuntimeError("step() before reset() on this env slot")
+        observation, reward, terminated, truncated, info = self._env.step(action)
+        return observation, float(reward), bool(terminated), bool(truncated), info
+
+    def task_ids(self) -> list[str]:
+        task_set = getattr(self._ensure().unwrapped, "task_set", None)
+        if task_set is None:
+            raise TypeError("this env has no task_set; pass explicit task ids")
+        return [task.id for task in task_set]
+
+    def close_env(self) -> None:
+        env, self._env = self._env, None
+        if env is not None:
+            try:
+                env.close()
+            except Exception:  # closing is best effort on a crash path
+                logger.exception("closing an env failed")
+
+    def abandon(self) -> None:
+        """Close the env on its own thread after whatever call is still running there, then let it go."""
+        self._thread.submit(self.close_env)
+        self._thread.shutdown(wait=False)
+
+
+class EnvHost:
+    """Env slots addressed by index. The local executor owns one; each Ray actor wraps one."""
+
+    def __init__(self, env: EnvSpec, env_kwargs: dict[str, Any] | None = None) -> None:
+        self._spec = env
+        self._kwargs = dict(env_kwargs or {})
+        self._slots: dict[int, _EnvSlot] = {}
+
+    def _slot(self, slot: int) -> _EnvSlot:
+        if slot not in self._slots:
+            self._slots[slot] = _EnvSlot(self._spec, self._kwargs)
+        return self._slots[slot]
+
+    async def reset(self, slot: int, seed: int | None, options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
+        env_slot = self._slot(slot)
+        return await env_slot.call(env_slot.reset, seed, options)
+
+    async def step(self, slot: int, action: Any) -> tuple[list, float, bool, bool, dict]:
+        env_slot = self._slot(slot)
+        return await env_slot.call(env_slot.step, action)
+
+    async def task_ids(self, slot: int) -> list[str]:
+        env_slot = self._slot(slot)
+        return await env_slot.call(env_slot.task_ids)
+
+    async def recycle(self, slot: int) -> None:
+        """Drop a slot's env (after a timeout or error); the next reset builds a fresh one."""
+        env_slot = self._slots.pop(slot, None)
+        if env_slot is not None:
+            env_slot.abandon()
+
+    async def close(self) -> None:
+        """Close idle envs now; an env stuck in a call is closed on its thread when the call returns."""
+        slots, self._slots = list(self._slots.values()), {}
+        for env_slot in slots:
+            if env_slot.inflight:
+                env_slot.abandon()
+            else:
+                await env_slot.call(env_slot.close_env)
+                env_slot._thread.shutdown(wait=False)
+
+    async def call_batch(self, calls: list[tuple[str, int, tuple]]) -> list[tuple[bool, Any]]:
+        """Run several ``(method, slot, args)`` calls at once: one Ray round trip for many env calls."""
+        allowed = ("reset", "step")
+        results = await asyncio.gather(
+            *(getattr(self, name)(slot, *args) for name, slot, args in calls if name in allowed), return_exceptions=True
+        )
+        if len(results) != len(calls):
+            raise ValueError(f"call_batch only runs {allowed}")
+        return [(not isinstance(r, BaseException), r) for r in results]
+
+    def ping(self) -> bool:
+        return True
+
+
+class Executor(Protocol):
+    """Where envs live. Slots ``0..num_slots-1`` each hold at most one env, used by one episode at a time."""
+
+    async def start(self, num_slots: int) -> None: ...
+
+    async def reset(self, slot: int, seed: int | None, options: dict[str, Any] | None) -> tuple[list, dict, list | None]: ...
+
+    async def step(self, slot: int, action: Any) -> tuple[list, float, bool, bool, dict]: ...
+
+    async def task_ids(self) -> list[str]: ...
+
+    async def recycle(self, slot: int) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class LocalExecutor:
+    """Envs in this process, one dedicated thread per env."""
+
+    def __init__(self, env: EnvSpec, env_kwargs: dict[str, Any] | None = None) -> None:
+        self.host = EnvHost(env, env_kwargs)
+
+    async def start(self, num_slots: int) -> None:
+        return None
+
+    async def reset(self, slot: int, seed: int | None, options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
+        return await self.host.reset(slot, seed, options)
+
+    async def step(self, slot: int, action: Any) -> tuple[list, float, bool, bool, dict]:
+        return await self.host.step(slot, action)
+
+    async def task_ids(self) -> list[str]:
+        return await self.host.task_ids(0)
+
+    async def recycle(self, slot: int) -> None:
+        await self.host.recycle(slot)
+
+    async def close(self) -> None:
+        await self.host.close()
+
