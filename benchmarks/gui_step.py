@@ -1,9 +1,14 @@
-"""GUI step and reset latency: clawgym GUI-v0 vs BrowserGym, same Chromium, same page, one run.
+"""GUI step and reset latency: clawgym GUI-v0 vs raw Playwright and BrowserGym, same Chromium and page, one run.
 
 Both drive the system Chromium (``/usr/bin/chromium`` or ``$CLAWGYM_CHROMIUM``) on the bundled
 ``form-fill`` page served by clawgym's task server on 127.0.0.1, and alternate the same two actions
 (fill the name field, click Submit). Latency is wall time per ``reset()`` / ``step()``, p50 and p95.
 The envs take turns (one reset or step each, round robin), so a change in machine load hits them all.
+
+GUI-v0 runs twice: as shipped (one warm page reused across episodes and wiped between them, see
+``clawgym/envs/gui/browser.py``) and with ``reuse_pages=False`` (a new browser context per episode).
+The floor of a fresh-context reset is raw Playwright: close the context, open a new one, a page, and
+``goto`` the page (no observation); its step is a bare ``fill`` or ``click`` (no observation either).
 
 BrowserGym (``pip install --no-deps browsergym-core beautifulsoup4 lxml``: it pins playwright==1.44,
 which would downgrade ours) launches Chromium twice per reset (the page and a chat window), and its
@@ -29,7 +34,7 @@ from typing import Any, Callable
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from clawgym.envs.gui import GUIEnv, act  # noqa: E402
-from clawgym.envs.gui.browser import DEFAULT_CHROMIUM  # noqa: E402
+from clawgym.envs.gui.browser import CHROMIUM_ARGS, DEFAULT_CHROMIUM  # noqa: E402
 from clawgym.envs.gui.server import TaskServer  # noqa: E402
 from clawgym.envs.gui.tasks.forms import FORM_FILL  # noqa: E402
 
@@ -75,8 +80,8 @@ def timed(fn: Callable[[], Any]) -> float:
 
 
 class ClawgymRunner:
-    def __init__(self, screenshots: bool) -> None:
-        self.env = GUIEnv(tasks=[FORM_FILL], screenshots=screenshots, max_turns=100_000)
+    def __init__(self, screenshots: bool, reuse_pages: bool = True) -> None:
+        self.env = GUIEnv(tasks=[FORM_FILL], screenshots=screenshots, max_turns=100_000, reuse_pages=reuse_pages)
         self.env.reset(seed=SEED)  # the browser launch, not counted
 
     def reset(self) -> float:
@@ -94,6 +99,40 @@ class ClawgymRunner:
 
     def close(self) -> None:
         self.env.close()
+
+
+class PlaywrightRunner:
+    """The floor: Playwright alone, a new context + page + goto per reset, a bare fill or click per step."""
+
+    def __init__(self, url: str) -> None:
+        from playwright.sync_api import sync_playwright
+
+        self.url = url
+        self.driver = sync_playwright().start()
+        self.browser = self.driver.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        self.context: Any = None
+        self.reset()
+
+    def reset(self) -> float:
+        t = time.perf_counter()
+        if self.context is not None:
+            self.context.close()
+        self.context = self.browser.new_context(viewport={"width": 800, "height": 600}, service_workers="block")
+        self.page = self.context.new_page()
+        self.page.goto(self.url, wait_until="domcontentloaded")
+        return time.perf_counter() - t
+
+    def step(self, i: int) -> float:
+        t = time.perf_counter()
+        if i % 2 == 0:
+            self.page.fill("#name", f"Ada {i}")
+        else:
+            self.page.get_by_role("button", name="Submit").click()
+        return time.perf_counter() - t
+
+    def close(self) -> None:
+        self.browser.close()
+        self.driver.stop()
 
 
 class BrowserGymRunner:
@@ -170,18 +209,23 @@ def pct(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--resets", type=int, default=10)
+    parser.add_argument("--resets", type=int, default=20)
     parser.add_argument("--browsergym-resets", type=int, default=4, help="BrowserGym resets (two browser launches each)")
     parser.add_argument("--shipped-steps", type=int, default=10, help="steps for BrowserGym as shipped (~1.5 s each)")
     parser.add_argument("--skip-browsergym", action="store_true")
     args = parser.parse_args()
 
+    load_before = os.getloadavg()[0]
     server = TaskServer({FORM_FILL.id: FORM_FILL})
     url = server.url(FORM_FILL, SEED)
-    ours, theirs = Worker(), Worker()
+    ours, raw, theirs = Worker(), Worker(), Worker()
     runners: list[tuple[str, Worker, Any, int, int]] = [
-        ("clawgym GUI-v0", ours, ours.call(lambda: ClawgymRunner(False)), args.resets, args.steps),
+        ("clawgym GUI-v0 (warm page, wiped)", ours, ours.call(lambda: ClawgymRunner(False)), args.resets, args.steps),
+        ("clawgym GUI-v0, reuse_pages=False (new context)", ours, ours.call(lambda: ClawgymRunner(False, False)),
+         args.resets, args.steps),
         ("clawgym GUI-v0, screenshots=True", ours, ours.call(lambda: ClawgymRunner(True)), args.resets, args.steps),
+        ("raw Playwright: new context + page + goto; bare fill/click", raw, raw.call(lambda: PlaywrightRunner(url)),
+         args.resets, args.steps),
     ]
     undo = None
     if not args.skip_browsergym:
@@ -208,6 +252,7 @@ def main() -> None:
         for _, worker, runner, *_ in runners:
             worker.call(runner.close)
         ours.stop()
+        raw.stop()
         theirs.stop()
         if undo:
             undo()
@@ -215,7 +260,7 @@ def main() -> None:
 
     base = statistics.median(steps[runners[0][0]])
     print(f"\nGUI latency, same page ({FORM_FILL.id}), Chromium {CHROMIUM}, {os.cpu_count()} CPUs, "
-          f"load average at the end {os.getloadavg()[0]:.1f}\n")
+          f"1-min load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
     print("| env | reset p50 (ms) | reset p95 (ms) | step p50 (ms) | step p95 (ms) | step p50 vs GUI-v0 | resets / steps |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, *_ in runners:

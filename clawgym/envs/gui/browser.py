@@ -10,8 +10,8 @@ Reset: a new context costs a new renderer (~200 ms). So by default (``reuse_page
 page is kept and wiped between episodes instead (:meth:`Browser._wipe`): it navigates to about:blank
 (the old document, its timers, workers and pending dialogs die), every storage of the last episode's
 allowed origins is cleared through CDP (cookies, localStorage, sessionStorage, IndexedDB, caches,
-service workers; sessionStorage, which lives in the tab, by a script run before any page script), the
-HTTP cache and permissions are cleared, and the navigation history is reset to that about:blank. A page that crashed, hung or broke gets a new context,
+service workers; sessionStorage and window.name, which live in the tab, by a script run before any
+page script), the HTTP cache is cleared, and the navigation history is reset to that about:blank. A page that crashed, hung or broke gets a new context,
 as does every ``fresh_context_every``-th episode (renderer memory). Downloads are refused.
 
 Safety: every request of the context goes through ``context.route("**/*")``, which aborts anything
@@ -69,6 +69,7 @@ try {
   if (sessionStorage.getItem('__clawgym_episode') !== 'TOKEN') {
     sessionStorage.clear();
     sessionStorage.setItem('__clawgym_episode', 'TOKEN');
+    window.name = '';
   }
 } catch (e) {}
 """
@@ -231,6 +232,8 @@ class Browser:
             self.page.on("crash", self._on_crash)
             self.page.on("download", self._on_download)
             self._cdp = self.context.new_cdp_session(self.page) if self.reuse_pages else None
+            if self._cdp is not None:
+                self._cdp.send("Page.enable")  # scripts for new documents run only with the Page domain on
         self._episodes_on_context = 1
 
     def _can_reuse(self) -> bool:
@@ -243,14 +246,12 @@ class Browser:
         """Clear everything the last episode could leave in this page; False (new context) if that fails."""
         try:
             with self.guard():
-                self.page.goto("about:blank", timeout=self.load_timeout_ms)  # unloads the old document first
-                self.page.evaluate("() => { window.name = ''; }")
+                # unload the old document (its handlers run now, before the clear), then clear
+                self.page.goto("about:blank", wait_until="commit", timeout=self.load_timeout_ms)
                 self._cdp.send("Page.resetNavigationHistory")  # only about:blank is left, as in a new page
-                for origin in sorted(origins):
+                for origin in sorted(origins):  # "all" includes cookies; no other origin could set any
                     self._cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
                 self._cdp.send("Network.clearBrowserCache")
-                self.context.clear_cookies()
-                self.context.clear_permissions()
                 for page in self.context.pages:
                     if page != self.page:
                         page.close()
@@ -262,10 +263,10 @@ class Browser:
         return True
 
     def _new_session_storage(self) -> None:
-        """sessionStorage lives in the tab, out of CDP's reach: each origin's is cleared at its first page.
+        """sessionStorage and window.name live in the tab, out of CDP's reach: cleared at each origin's first page.
 
-        A script that runs before any page script empties it once per episode and origin (the episode's
-        token marks it as done); the last episode's script is removed first.
+        A script that runs before any page script empties them once per episode and origin (the
+        episode's token marks it as done); the last episode's script is removed first.
         """
         if self._session_script is not None:
             self._cdp.send("Page.removeScriptToEvaluateOnNewDocument", {"identifier": self._session_script})
