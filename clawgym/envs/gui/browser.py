@@ -7,12 +7,9 @@ from the same thread: **use an env from one thread only** (a rollout worker per 
 shape). A call from another thread raises ``WrongThread`` instead of corrupting the driver.
 
 Reset: a new context costs a new renderer (~200 ms). So by default (``reuse_pages=True``) a healthy
-page is kept and wiped between episodes instead (:meth:`Browser._wipe`): it navigates to about:blank
-(the old document, its timers, workers and pending dialogs die), every storage of the last episode's
-allowed origins is cleared through CDP (cookies, localStorage, sessionStorage, IndexedDB, caches,
-service workers; sessionStorage and window.name, which live in the tab, by a script run before any
-page script), the HTTP cache is cleared, and the navigation history is reset to that about:blank. A page that crashed, hung or broke gets a new context,
-as does every ``fresh_context_every``-th episode (renderer memory). Downloads are refused.
+page is kept and wiped between episodes instead (``wipe.py`` says what is cleared and how). A page
+that crashed, hung or broke gets a new context, as does every ``fresh_context_every``-th episode
+(renderer memory). Downloads are refused.
 
 Safety: every request of the context goes through ``context.route("**/*")``, which aborts anything
 whose origin is not on the episode's allow-list; service workers are blocked and pop-ups closed.
@@ -41,6 +38,7 @@ from urllib.parse import urljoin, urlsplit
 import numpy as np
 
 from clawgym.envs.gui.observe import SNAPSHOT_JS, PageView
+from clawgym.envs.gui.wipe import wipe_page
 
 log = logging.getLogger(__name__)
 
@@ -63,17 +61,6 @@ STATE_JS = r"""
   return {state: state, url: location.href, text: document.body ? document.body.innerText : '', fields: fields};
 }
 """
-
-SESSION_WIPE_JS = r"""
-try {
-  if (sessionStorage.getItem('__clawgym_episode') !== 'TOKEN') {
-    sessionStorage.clear();
-    sessionStorage.setItem('__clawgym_episode', 'TOKEN');
-    window.name = '';
-  }
-} catch (e) {}
-"""
-
 
 class PageBroken(RuntimeError):
     """The page crashed, hung or left the allowed origins: the episode cannot go on."""
@@ -246,32 +233,11 @@ class Browser:
         """Clear everything the last episode could leave in this page; False (new context) if that fails."""
         try:
             with self.guard():
-                # unload the old document (its handlers run now, before the clear), then clear
-                self.page.goto("about:blank", wait_until="commit", timeout=self.load_timeout_ms)
-                self._cdp.send("Page.resetNavigationHistory")  # only about:blank is left, as in a new page
-                for origin in sorted(origins):  # "all" includes cookies; no other origin could set any
-                    self._cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
-                self._cdp.send("Network.clearBrowserCache")
-                for page in self.context.pages:
-                    if page != self.page:
-                        page.close()
-                self.page.mouse.move(0, 0)
-                self._new_session_storage()
+                self._session_script = wipe_page(self.page, self._cdp, origins, self._session_script, self.load_timeout_ms)
         except Exception as exc:
             log.debug("wiping the warm page failed (%s): opening a new context", exc)
             return False
         return True
-
-    def _new_session_storage(self) -> None:
-        """sessionStorage and window.name live in the tab, out of CDP's reach: cleared at each origin's first page.
-
-        A script that runs before any page script empties them once per episode and origin (the
-        episode's token marks it as done); the last episode's script is removed first.
-        """
-        if self._session_script is not None:
-            self._cdp.send("Page.removeScriptToEvaluateOnNewDocument", {"identifier": self._session_script})
-        source = SESSION_WIPE_JS.replace("TOKEN", uuid.uuid4().hex)
-        self._session_script = self._cdp.send("Page.addScriptToEvaluateOnNewDocument", {"source": source})["identifier"]
 
     def end_episode(self) -> None:
         """Leave the page warm for the next episode when it can be reused; otherwise close the context."""
