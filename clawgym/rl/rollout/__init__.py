@@ -1,7 +1,8 @@
 """The async rollout pool: N env workers play episodes of any gym id with any :class:`Policy`.
 
-Modules: ``episode`` (specs, groups, one episode's loop), ``local`` (env hosts, the local executor), ``asyncio_executor``,
-``ray_executor``, ``pool`` (:class:`RolloutPool`), ``summary`` (summaries, ``clawgym rollout``).
+Modules: ``episode`` (specs, groups, one episode's loop), ``local`` (env hosts, the local executor),
+``asyncio_executor``, ``ray_executor``, ``pool`` (:class:`RolloutPool`), ``summary`` (summaries,
+``clawgym rollout``).
 
 Shape (OpenClaw-RL's rollout loop, as a library):
 
