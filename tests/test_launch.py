@@ -87,7 +87,7 @@ def test_set_overrides_coerce_types():
         ("judge.type=oracle", "unknown judge(s) ['oracle']"),
         ("method=opd", "needs a hint judge"),
         ("loop.batch_groups=9", "buffer_groups must be >= loop.batch_groups"),
-        ("rollout.executor=k8s", "rollout.executor must be local or ray"),
+        ("rollout.executor=k8s", "rollout.executor must be local, asyncio or ray"),
         ("policy.backend=openai", "policy.backend must be hf or sglang"),
     ],
 )

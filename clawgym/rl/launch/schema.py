@@ -65,7 +65,7 @@ class JudgeSection(Section):
 class RolloutSection(Section):
     workers: int = 8
     group_size: int = 4
-    executor: str = "local"  # local | ray
+    executor: str = "local"  # local | asyncio | ray
     temperature: float = 1.0
     top_p: float = 1.0
     max_tokens: int = 256
@@ -277,8 +277,8 @@ def validate(config: RunConfig) -> None:
         problems.append(f"policy.backend must be hf or sglang (a backend that can receive weights), got {config.policy.backend!r}")
     if config.policy.dtype not in ("float32", "bfloat16", "float16"):
         problems.append(f"policy.dtype must be float32, bfloat16 or float16, got {config.policy.dtype!r}")
-    if config.rollout.executor not in ("local", "ray"):
-        problems.append(f"rollout.executor must be local or ray, got {config.rollout.executor!r}")
+    if config.rollout.executor not in ("local", "asyncio", "ray"):
+        problems.append(f"rollout.executor must be local, asyncio or ray, got {config.rollout.executor!r}")
     parts = judge_parts(config.judge.type)
     bad = [p for p in parts if p not in ("rules", "prm", "hint", "rules+prm")]
     if bad:
