@@ -179,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     rollout.add_argument("--judge", default=None, help="rules | prm | hint | rules+prm, comma-joined (judge model = --judge-model or the policy)")
     rollout.add_argument("--judge-model", default=None)
     rollout.add_argument("--judge-votes", type=int, default=3)
-    rollout.add_argument("--executor", default="local", help="local | ray")
+    rollout.add_argument("--executor", default="local", help="local | asyncio | ray")
     rollout.add_argument("--out", default="runs/rollout.jsonl")
     rollout.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE")
     rollout.set_defaults(fn=cmd_rollout)
