@@ -53,3 +53,13 @@ class Policy(Protocol):
     ) -> Generation: ...
 
     async def close(self) -> None: ...
+
+
+class VersionedPolicy:
+    """What every backend shares: ``version`` counts the weight updates it has served (set ``_version``)."""
+
+    _version: int = 0
+
+    @property
+    def version(self) -> int:
+        return self._version

@@ -55,7 +55,7 @@ import torch
 from transformers import DynamicCache
 
 from clawgym.core.messages import Message, parse_action
-from clawgym.core.policy import Generation, SamplingParams
+from clawgym.core.policy import Generation, SamplingParams, VersionedPolicy
 from clawgym.rl.policy.chat_template import encode_prompt, stop_token_ids
 from clawgym.rl.policy.models import load_model
 from clawgym.rl.policy.prefix_cache import PrefixCache
@@ -89,7 +89,7 @@ class _Request:
     reused_prefix: int = 0  # prompt tokens whose keys/values came from the prefix cache
 
 
-class HFPolicy:
+class HFPolicy(VersionedPolicy):
     """A transformers causal LM served in-process; see the module docstring for the batching loop."""
 
     def __init__(
@@ -135,18 +135,11 @@ class HFPolicy:
         model, tokenizer = load_model(name_or_path, device=device, dtype=dtype)
         return cls(model, tokenizer, name=kwargs.pop("name", name_or_path), **kwargs)
 
-    @property
-    def version(self) -> int:
-        return self._version
 
     # ------------------------------------------------------------------ public API
 
-    async def generate(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None = None,
-        sampling: SamplingParams | None = None,
-    ) -> Generation:
+    async def generate(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                       sampling: SamplingParams | None = None) -> Generation:
         request = self._submit(encode_prompt(self.tokenizer, messages, tools), sampling, streaming=False)
         return await self._wait(request)
 

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from clawgym.core.messages import Message, parse_action
-from clawgym.core.policy import Generation, SamplingParams
+from clawgym.core.policy import Generation, SamplingParams, VersionedPolicy
 
 
 class OpenAIError(RuntimeError):
@@ -86,7 +86,7 @@ def generation_from_response(data: dict[str, Any], default_version: int = 0) -> 
     )
 
 
-class OpenAIPolicy:
+class OpenAIPolicy(VersionedPolicy):
     """Any OpenAI-compatible server; ``version`` follows the server's clawgym extension when present."""
 
     def __init__(
@@ -108,16 +108,9 @@ class OpenAIPolicy:
         self._client = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=headers)
         self._version = 0
 
-    @property
-    def version(self) -> int:
-        return self._version
 
-    async def generate(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None = None,
-        sampling: SamplingParams | None = None,
-    ) -> Generation:
+    async def generate(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                       sampling: SamplingParams | None = None) -> Generation:
         body = request_body(self.name, messages, tools, sampling or SamplingParams(), self.logprobs, self.return_tokens)
         body.update(self.extra_body)
         try:

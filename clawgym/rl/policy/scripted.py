@@ -17,7 +17,7 @@ import inspect
 from typing import Any, Callable, Sequence
 
 from clawgym.core.messages import Message, parse_action, text_of
-from clawgym.core.policy import Generation, SamplingParams
+from clawgym.core.policy import Generation, SamplingParams, VersionedPolicy
 
 Responder = Callable[[list[Message]], Any]
 
@@ -37,7 +37,7 @@ def replay(replies: Sequence[str | Message]) -> Responder:
     return respond
 
 
-class ScriptedPolicy:
+class ScriptedPolicy(VersionedPolicy):
     """Answers with ``respond(messages)``; ``latency_s`` simulates model time without using a CPU."""
 
     def __init__(
@@ -61,20 +61,13 @@ class ScriptedPolicy:
         self.calls = 0
         self._version = 0
 
-    @property
-    def version(self) -> int:
-        return self._version
 
     def set_version(self, version: int) -> None:
         """Stands in for a weight update, so version plumbing can be tested."""
         self._version = int(version)
 
-    async def generate(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None = None,
-        sampling: SamplingParams | None = None,
-    ) -> Generation:
+    async def generate(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                       sampling: SamplingParams | None = None) -> Generation:
         self.calls += 1
         version = self._version
         if self.latency_s:

@@ -33,7 +33,7 @@ from typing import Any, Iterable
 import httpx
 
 from clawgym.core.messages import Message, parse_action
-from clawgym.core.policy import Generation, SamplingParams
+from clawgym.core.policy import Generation, SamplingParams, VersionedPolicy
 from clawgym.rl.policy.chat_template import encode_prompt
 
 logger = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-class SGLangPolicy:
+class SGLangPolicy(VersionedPolicy):
     """Talks to an SGLang server at ``base_url``; :meth:`launch` starts one first."""
 
     def __init__(
@@ -169,9 +169,6 @@ class SGLangPolicy:
         process.terminate()
         raise RuntimeError(f"SGLang did not become healthy within {startup_timeout:.0f} s")
 
-    @property
-    def version(self) -> int:
-        return self._version
 
     async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """One JSON request to SGLang's native API; HTTP errors raise :class:`SGLangError` with the body."""
@@ -182,12 +179,8 @@ class SGLangPolicy:
 
     _post = post
 
-    async def generate(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None = None,
-        sampling: SamplingParams | None = None,
-    ) -> Generation:
+    async def generate(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                       sampling: SamplingParams | None = None) -> Generation:
         return await self.generate_ids(encode_prompt(self.tokenizer, messages, tools), sampling)
 
     async def generate_ids(self, prompt_ids: list[int], sampling: SamplingParams | None = None) -> Generation:
