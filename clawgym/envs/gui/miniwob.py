@@ -119,8 +119,6 @@ def miniwob_tasks(ids: list[str] | None = None) -> TaskSet:
 class MiniWoBEnv(GUIEnv):
     """MiniWoB++ on GUI-v0's browser and tools; the page computes the reward."""
 
-    default_max_turns = 10
-
     def __init__(
         self,
         tasks: Any = None,
@@ -142,6 +140,7 @@ class MiniWoBEnv(GUIEnv):
         self._page_seed_option: int | None = None
         self._end: dict[str, Any] | None = None
         self._url = ""
+        self._oracle_step = 0
         super().__init__(tasks, **kwargs)
 
     # ---------------------------------------------------------------- tasks
@@ -176,7 +175,7 @@ class MiniWoBEnv(GUIEnv):
 
     def task_prompt(self, task: Task) -> str:
         """Start the page's episode here: its utterance is the task prompt (``setup`` then shows the page)."""
-        self._fatal, self.view, self._end, self.utterance = None, None, None, ""
+        self._fatal, self.view, self._end, self.utterance, self._oracle_step = None, None, None, "", 0
         self.page_seed = self._page_seed_option if self._page_seed_option is not None else self.episode_seed
         try:
             self._start(task)
@@ -275,7 +274,9 @@ class MiniWoBEnv(GUIEnv):
         from clawgym.envs.gui.miniwob_scripts import next_action
 
         assert self.task is not None
-        return next_action(self, self.task.data["miniwob"])
+        action = next_action(self, self.task.data["miniwob"], self._oracle_step)
+        self._oracle_step += 1
+        return action
 
 
 __all__ = ["MiniWoBEnv", "html_dir", "miniwob_tasks", "task_ids"]

@@ -144,15 +144,15 @@ WRONG: dict[str, Callable[[str], list[Step]]] = {
 }
 
 
-def next_action(env: Any, task_id: str) -> dict[str, Any]:
-    """The oracle's next GUI tool call for the running MiniWoB episode of ``env`` (a MiniWoBEnv)."""
+def next_action(env: Any, task_id: str, index: int) -> dict[str, Any]:
+    """The oracle's ``index``-th GUI tool call for the running MiniWoB episode of ``env`` (a MiniWoBEnv)."""
     script = SCRIPTS.get(task_id)
     if script is None:
         raise NotImplementedError(f"MiniWoB task {task_id!r} has no scripted oracle; scripted: {', '.join(sorted(SCRIPTS))}")
     steps = script(env.utterance)
-    if env.turn >= len(steps):
+    if index >= len(steps):
         return act("done")
-    step = steps[env.turn]
+    step = steps[index]
     with env.browser.guard():
         ref = int(resolve(env.browser.page, step, "data-cg-ref"))
     return act(step.tool, ref=ref, **step.args)
