@@ -107,7 +107,6 @@ SCRIPTS: dict[str, Callable[[str], list[Step]]] = {
     "click-button-sequence": lambda u: [Step("click", "#area button", text="ONE"), Step("click", "#area button", text="TWO")],
     "click-button": _click_button,
     "unicode-test": _click_button,
-    "click-link": lambda u: [Step("click", "#area .alink", text=_quoted(u)[0])],
     "click-dialog": lambda u: [Step("click", ".ui-dialog-titlebar button")],
     "click-dialog-2": lambda u: [Step("click", ".ui-dialog-titlebar button") if _quoted(u)[0] == "x"
                                  else Step("click", ".ui-dialog-buttonset button", text=_quoted(u)[0])],
