@@ -53,7 +53,7 @@ $(VENV)/.installed: $(VENV)/.installed-run
 
 # The peers the benchmarks compare against: BrowserGym pins an old playwright, so it goes in without its deps.
 bench-deps: setup
-	$(PIP) install -q --no-deps browsergym-core==0.14.3
+	$(PIP) install -q --no-deps browsergym-core==0.14.3 browsergym-miniwob==0.14.3
 	$(PIP) install -q beautifulsoup4 "lxml<6"
 
 bench: bench-deps
