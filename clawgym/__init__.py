@@ -14,6 +14,7 @@ ENVS: dict[str, tuple[str, dict]] = {
     "clawgym/MiniWoB-v0": ("clawgym.envs.gui.miniwob:MiniWoBEnv", {}),
     "clawgym/OpenClawChat-v0": ("clawgym.envs.openclaw_chat.live:make_chat_env", {}),
     "clawgym/ToolCall-v0": ("clawgym.envs.toolcall.env:ToolCallEnv", {}),
+    "clawgym/BFCL-v0": ("clawgym.envs.toolcall.bfcl_env:BFCLEnv", {}),
     "clawgym/Terminal-v0": ("clawgym.envs.terminal.env:TerminalEnv", {}),
     "clawgym/SWE-v0": ("clawgym.envs.swe.env:SWEEnv", {}),
 }
