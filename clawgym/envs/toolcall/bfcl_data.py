@@ -79,10 +79,17 @@ def load_category(category: str) -> tuple[dict[str, Any], ...]:
     return tuple(entries)
 
 
-def bfcl_tasks(category: Any = None) -> TaskSet:
+def bfcl_tasks(category: Any = None, per_category: int | None = None) -> TaskSet:
+    """The tasks of the chosen categories; ``per_category=n`` keeps n evenly spaced tasks of each."""
+    if per_category is not None and int(per_category) < 1:
+        raise ValueError(f"per_category must be a positive number of tasks, got {per_category!r}")
     tasks = []
     for name in resolve_categories(category):
-        for entry in load_category(name):
+        entries = load_category(name)
+        if per_category is not None and int(per_category) < len(entries):
+            n = int(per_category)
+            entries = tuple(entries[i * len(entries) // n] for i in range(n))
+        for entry in entries:
             first = entry["question"][0]
             prompt = next((m["content"] for m in first if m["role"] != "system"), "")
             tasks.append(Task(id=entry["id"], prompt=prompt, answer=entry["ground_truth"], split="test",

@@ -57,10 +57,12 @@ class SchemaTool(Tool):
 class BFCLEnv(AgentEnv):
     default_max_turns = 200  # multi-turn tasks have up to 7 user turns of up to 21 steps each
 
-    def __init__(self, tasks: Any = None, *, category: Any = "all", split: str | None = None,
+    def __init__(self, tasks: Any = None, *, category: Any = "all", per_category: int | None = None,
+                 split: str | None = None,
                  max_turns: int | None = None, time_limit_s: float | None = None,
                  render_mode: str | None = None) -> None:
         self.categories = data.resolve_categories(category)
+        self.per_category = per_category
         self._backends: checker.Backends | None = None
         self._entry: dict[str, Any] = {}
         super().__init__(tasks, split=split, max_turns=max_turns, time_limit_s=time_limit_s, render_mode=render_mode)
@@ -68,7 +70,7 @@ class BFCLEnv(AgentEnv):
     # ------------------------------------------------------------------ hooks
     def load_tasks(self, source: Any) -> TaskSet:
         if source is None:
-            return data.bfcl_tasks(self.categories)
+            return data.bfcl_tasks(self.categories, self.per_category)
         if isinstance(source, TaskSet):
             return source
         raise TypeError("BFCL-v0 takes its tasks from bfcl-eval; choose them with category=... (or pass a TaskSet)")
