@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 try:
+    from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC, MAXIMUM_STEP_LIMIT
     from bfcl_eval.constants.enums import Language
+    from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 except ImportError as exc:  # pragma: no cover - exercised only without the extra

@@ -10,7 +10,8 @@ for every episode; tool calls execute against them and their results come back a
 message without tool calls ends the user's turn; the env then sends the next user message (in
 miss_func, the held-out functions join the tools at their turn). After the last turn the episode is
 scored by bfcl-eval's multi-turn checker. As in BFCL, more than 20 tool steps in one turn end the
-episode with reward 0, and a message whose calls cannot be decoded ends the turn.
+episode (which then fails unless it was the last turn), and a message whose calls cannot be decoded
+ends the turn.
 
 Tool names: dots become underscores (``math.factorial`` -> ``math_factorial``), the OpenAI convention;
 the checker is told the same (see :mod:`clawgym.envs.toolcall.bfcl_checker`).
@@ -40,7 +41,6 @@ MULTI_TURN_PROMPT = (
     " This is a conversation over several turns: call functions until the current request is done, then "
     "reply without a function call; the user will then say what to do next."
 )
-STEP_LIMIT = 20  # bfcl-eval's MAXIMUM_STEP_LIMIT: more tool steps than this in one turn fail the task
 NO_CALL_ANSWER = "None of the available functions fits this request, so I make no call."
 
 
@@ -94,7 +94,6 @@ class BFCLEnv(AgentEnv):
         self._steps = 0
         self._turns: list[list[list[str]]] = [[]]
         self._answer_calls: list[dict[str, Any]] | None = None
-        self._force_quit = False
         self._set_tools(self._entry["agent_function"])
         if self._multi_turn(task):
             self._backends = checker.Backends(self._entry)
@@ -113,9 +112,9 @@ class BFCLEnv(AgentEnv):
         if self._backends is None:
             verdict = checker.check_single_turn(entry["category"], entry["function"], entry["ground_truth"],
                                                 self._answer_calls)
-        elif answer is None or self._force_quit:
-            verdict = {"valid": False, "error_type": "multi_turn:force_terminated" if self._force_quit else "truncated"}
-        else:
+        elif answer is None:  # truncated by max_turns / time_limit_s: not a BFCL outcome, so no credit
+            verdict = {"valid": False, "error_type": "truncated"}
+        else:  # after the last turn, or a step-limit stop (which fails unless it was in the last turn)
             verdict = checker.check_multi_turn(entry, entry["ground_truth"], self._turns)
         return float(verdict["valid"]), {"category": entry["category"], "bfcl_valid": verdict["valid"],
                                          "bfcl_error_type": verdict.get("error_type", "")}
@@ -159,9 +158,8 @@ class BFCLEnv(AgentEnv):
         self._turns[-1].append(recorded)
         self._steps += 1
         observation = [tool_result(call, result) for call, result in zip(calls, results)]
-        if self._steps > STEP_LIMIT:
-            self._force_quit = True
-            return observation, True, None
+        if self._steps > checker.MAXIMUM_STEP_LIMIT:  # bfcl-eval stops the conversation here and scores what it has
+            return observation, True, "force_quit"
         return observation, False, None
 
     def _end_turn(self) -> tuple[list[Message], bool, str | None]:
@@ -174,15 +172,11 @@ class BFCLEnv(AgentEnv):
         held_out = (self._entry.get("agent_missed_function") or {}).get(str(self._turn_index))
         if held_out:
             self._set_tools(self._entry["agent_function"] + held_out)
-            from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
-
-            return [user(DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC)], False, None
+            return [user(checker.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC)], False, None
         return [dict(m) for m in questions[self._turn_index]], False, None
 
     def _set_tools(self, functions: list[dict[str, Any]]) -> None:
-        from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
-
-        self._tools = {s["name"]: SchemaTool(s) for s in (data.tool_schema(f, GORILLA_TO_OPENAPI) for f in functions)}
+        self._tools = {s["name"]: SchemaTool(s) for s in (data.tool_schema(f, checker.GORILLA_TO_OPENAPI) for f in functions)}
         self.action_space = AssistantMessage(self.tools)
 
     def _entry_tool_names(self) -> list[str]:
