@@ -58,8 +58,7 @@ class BFCLEnv(AgentEnv):
     default_max_turns = 200  # multi-turn tasks have up to 7 user turns of up to 21 steps each
 
     def __init__(self, tasks: Any = None, *, category: Any = "all", per_category: int | None = None,
-                 split: str | None = None,
-                 max_turns: int | None = None, time_limit_s: float | None = None,
+                 split: str | None = None, max_turns: int | None = None, time_limit_s: float | None = None,
                  render_mode: str | None = None) -> None:
         self.categories = data.resolve_categories(category)
         self.per_category = per_category
@@ -127,7 +126,7 @@ class BFCLEnv(AgentEnv):
             if entry["category"].endswith("irrelevance"):
                 return NO_CALL_ANSWER
             if entry["ground_truth"] is None:  # relevance: any call is accepted; call the first function
-                return _message(None, [(self._entry_tool_names()[0], {})])
+                return _message(None, [(next(iter(self._tools)), {})])
             language = {"simple_java": "java", "simple_javascript": "javascript"}.get(entry["category"], "python")
             return _message(None, oracle.single_turn_calls(entry["ground_truth"], entry["function"], language))
         wanted = entry["ground_truth"][self._turn_index]
@@ -170,17 +169,15 @@ class BFCLEnv(AgentEnv):
         self._steps = 0
         self._turns.append([])
         held_out = (self._entry.get("agent_missed_function") or {}).get(str(self._turn_index))
-        if held_out:
-            self._set_tools(self._entry["agent_function"] + held_out)
+        if held_out:  # they stay for the rest of the episode, as in BFCL
+            self._entry["agent_function"] = self._entry["agent_function"] + held_out
+            self._set_tools(self._entry["agent_function"])
             return [user(checker.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC)], False, None
         return [dict(m) for m in questions[self._turn_index]], False, None
 
     def _set_tools(self, functions: list[dict[str, Any]]) -> None:
         self._tools = {s["name"]: SchemaTool(s) for s in (data.tool_schema(f, checker.GORILLA_TO_OPENAPI) for f in functions)}
         self.action_space = AssistantMessage(self.tools)
-
-    def _entry_tool_names(self) -> list[str]:
-        return list(self._tools)
 
     @staticmethod
     def _multi_turn(task: Task) -> bool:
