@@ -71,11 +71,6 @@ with without_model_registry():
 _ast.MODEL_CONFIG_MAPPING.setdefault(CHECKER_MODEL, _CheckerModelConfig())
 
 
-def openai_name(name: str) -> str:
-    """The tool name the agent sees for a BFCL function (dots become underscores)."""
-    return name.replace(".", "_")
-
-
 # ---------------------------------------------------------------------------------------- single turn
 def language_of(category: str) -> Any:
     if category == "simple_java":
