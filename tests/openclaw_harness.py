@@ -65,10 +65,33 @@ def install() -> Path:
     return openclaw_bin()
 
 
-def write_config(root: Path, base_url: str, api_key: str, port: int, prompt_cache_key: bool) -> Path:
-    """A minimal openclaw.json: one provider pointing at our server, the HTTP endpoint on, no onboarding."""
+def adapt_config(template: dict, root: Path, base_url: str, api_key: str, port: int) -> dict:
+    """A user's openclaw.json (e.g. the README's) pointed at this test's server, port, token and workspace."""
+    config = json.loads(json.dumps(template))
+    for provider in config["models"]["providers"].values():
+        provider["baseUrl"], provider["apiKey"] = base_url, api_key
+    config.setdefault("agents", {}).setdefault("defaults", {})["workspace"] = str(root / "work")
+    config["gateway"].update({"port": port, "auth": {"mode": "token", "token": GATEWAY_TOKEN}})
+    return config
+
+
+def readme_config(readme: Path = Path(__file__).resolve().parent.parent / "README.md") -> dict:
+    """The openclaw.json snippet of the README's "Use it with OpenClaw" (between openclaw-config markers)."""
+    text = readme.read_text()
+    start = text.index("<!-- openclaw-config -->")
+    block = text[start:text.index("<!-- /openclaw-config -->")]
+    return json.loads(block[block.index("```json") + 7:block.rindex("```")])
+
+
+def write_config(root: Path, base_url: str, api_key: str, port: int, prompt_cache_key: bool,
+                 template: dict | None = None) -> Path:
+    """openclaw.json: ``template`` adapted, or a minimal one (one provider, the HTTP endpoint on)."""
     workspace = root / "work"
     workspace.mkdir(parents=True, exist_ok=True)
+    if template is not None:
+        path = root / "openclaw.json"
+        path.write_text(json.dumps(adapt_config(template, root, base_url, api_key, port), indent=2))
+        return path
     config = {
         "models": {"mode": "replace", "providers": {"clawgym": {
             "baseUrl": base_url, "apiKey": api_key, "api": "openai-completions",
@@ -88,11 +111,12 @@ def write_config(root: Path, base_url: str, api_key: str, port: int, prompt_cach
 
 @contextmanager
 def openclaw_gateway(root: Path, base_url: str, api_key: str, prompt_cache_key: bool = True,
-                     start_timeout_s: float = 120.0) -> Iterator["OpenClawGateway"]:
+                     start_timeout_s: float = 120.0, template: dict | None = None,
+                     timeout_s: float = 180.0) -> Iterator["OpenClawGateway"]:
     """Run ``openclaw gateway run`` in the background until the context exits."""
     binary = install()
     port = free_port()
-    config = write_config(root, base_url, api_key, port, prompt_cache_key)
+    config = write_config(root, base_url, api_key, port, prompt_cache_key, template)
     env = dict(os.environ)
     env.update({
         "PATH": f"{node_bin_dir()}:{env['PATH']}",
@@ -107,7 +131,7 @@ def openclaw_gateway(root: Path, base_url: str, api_key: str, prompt_cache_key: 
     log = (root / "gateway.log").open("wb")
     process = subprocess.Popen([str(binary), "gateway", "run"], cwd=root / "work", env=env, stdout=log,
                                stderr=subprocess.STDOUT, start_new_session=True)
-    gateway = OpenClawGateway(f"http://127.0.0.1:{port}", root / "gateway.log")
+    gateway = OpenClawGateway(f"http://127.0.0.1:{port}", root / "gateway.log", timeout_s)
     try:
         gateway.wait_ready(process, start_timeout_s)
         yield gateway
@@ -124,10 +148,10 @@ def openclaw_gateway(root: Path, base_url: str, api_key: str, prompt_cache_key: 
 
 
 class OpenClawGateway:
-    def __init__(self, url: str, log_path: Path) -> None:
+    def __init__(self, url: str, log_path: Path, timeout_s: float = 180.0) -> None:
         self.url = url
         self.log_path = log_path
-        self.client = httpx.Client(base_url=url, timeout=180.0,
+        self.client = httpx.Client(base_url=url, timeout=timeout_s,
                                    headers={"Authorization": f"Bearer {GATEWAY_TOKEN}"})
 
     def wait_ready(self, process: subprocess.Popen, timeout_s: float) -> None:

@@ -1,0 +1,109 @@
+"""The real OpenClaw client against `clawgym serve` on the default model: latency per turn, prefix reuse.
+
+Starts the gateway of ``clawgym serve --config chat`` in-process (SmolLM2-135M on the CPU; training and
+the judge off, so the numbers are the user's wait alone), starts OpenClaw's own gateway (npm
+``openclaw@2026.9.6``, Node 24) with the config of the README's "Use it with OpenClaw" section, and
+drives two interleaved OpenClaw sessions over OpenClaw's HTTP endpoint. Prints one row per turn:
+prompt tokens, prompt tokens reused from the prefix cache, reply tokens, finish reason, and the
+latency a user sees (OpenClaw's HTTP round trip), then the targets of issue 14.
+
+    .venv/bin/python benchmarks/openclaw_turns.py [--turns 10] [--model smollm2-135m]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.openclaw_harness import openclaw_gateway, readme_config  # noqa: E402
+
+MESSAGES = [
+    "Hi! Can you suggest a name for my new cat?",
+    "What is a good way to start learning Python?",
+    "Why do you like that name?",
+    "Give me three tips for writing clean functions.",
+    "Can you write a two-line poem about my cat?",
+    "What should I read after the official tutorial?",
+    "Which of your name ideas is the shortest?",
+    "How long should a function be?",
+    "Thanks! One more name, please.",
+    "Summarise your Python advice in one sentence.",
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--turns", type=int, default=10)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")  # shows fitting
+
+    from clawgym.launchers import resolve
+    from clawgym.rl.launch import load_config
+    from clawgym.rl.server import BackgroundServer
+    from clawgym.serve.main import build_serving
+    from clawgym.serve.turn_log import TurnLog
+
+    root = Path(tempfile.mkdtemp(prefix="clawgym-openclaw-bench-"))
+    config = load_config(resolve("chat"), [f"policy.model={args.model}", "serve.train=false", "method=grpo", "judge.type=rules",
+                                  f"loop.output_dir={root / 'run'}"])
+    serving = build_serving(config)
+    server = BackgroundServer(serving.app)
+    server.start()
+    rows, errors = [], []
+    try:
+        with openclaw_gateway(root / "openclaw", server.url + "/v1", "sk-clawgym-local",
+                              template=readme_config(), timeout_s=3600.0) as openclaw:
+            for index in range(args.turns):
+                session = "A" if index % 2 == 0 else "B"
+                before = serving.gateway.stats.main_turns
+                started = time.monotonic()
+                try:
+                    reply = openclaw.chat(session, MESSAGES[index % len(MESSAGES)])
+                except Exception as exc:  # counted, reported, never hidden
+                    errors.append(f"turn {index + 1}: {exc}")
+                    reply = ""
+                latency = time.monotonic() - started
+                deadline = time.monotonic() + 5  # a turn is recorded just after its last SSE line
+                while serving.gateway.stats.main_turns == before and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                rows.append({"session": session, "latency_s": latency, "reply": reply,
+                             "turns": (before, serving.gateway.stats.main_turns)})
+                print(f"turn {index + 1} ({session}): {rows[-1]['latency_s']:.1f} s: {reply[:70]!r}", flush=True)
+    finally:
+        server.stop()
+    serving.gateway.log.flush()
+    turns = TurnLog(serving.gateway.log.path).turns()
+    for row in rows:  # one chat message may take several model requests (a tool call and its result)
+        mine = turns[row["turns"][0]:row["turns"][1]]
+        if mine:
+            last = mine[-1].response_ids
+            row.update(requests=len(mine), prompt=len(mine[0].prompt_ids), reused=mine[0].info.get("reused_prefix_tokens", 0),
+                       reply_tokens=sum(len(t.response_ids) for t in mine),
+                       finish="stop" if last and last[-1] in serving.policy.stop_ids else "length")
+    print(f"\nOpenClaw 2026.9.6 -> clawgym serve ({args.model}, CPU, prefix cache on, context fitting on)")
+    print("| turn | session | model requests | prompt tokens | reused prefix | reply tokens | finish | latency (s) |")
+    print("|---:|:---:|---:|---:|---:|---:|:---:|---:|")
+    for index, row in enumerate(rows, 1):
+        print(f"| {index} | {row['session']} | {row.get('requests', 0)} | {row.get('prompt', '-')} | {row.get('reused', '-')} | "
+              f"{row.get('reply_tokens', '-')} | {row.get('finish', '-')} | {row['latency_s']:.1f} |")
+    later = [r["latency_s"] for r in rows[2:]]
+    short = [i + 1 for i, r in enumerate(rows) if r.get("reply_tokens", 0) < 20 and r.get("finish") != "stop"]
+    print(f"\nerrors: {len(errors)} {errors or ''}")
+    print(f"first turn of each session: {rows[0]['latency_s']:.1f} s, {rows[1]['latency_s'] if len(rows) > 1 else 0:.1f} s "
+          f"(target <= 90 s); later turns p50: {statistics.median(later) if later else 0:.1f} s (target <= 10 s)")
+    print(f"replies under 20 tokens that the model did not end itself: {short or 'none'}; "
+          f"recorded turns: {len(turns)}; side requests: {serving.gateway.stats.side_turns}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
