@@ -8,7 +8,8 @@ by the current weights the whole time, and nobody ever gets a 503.
 The learning signal is OpenClaw-RL's personal-agent one, without its traps:
 - grpo: the PRM verdict r ∈ {+1, −1} of the turn, used as is (A = r, no group normalisation);
   a 0 verdict (ambiguous) trains nothing (no zero-advantage padding samples);
-- opd / hybrid: the hint judge's chosen hindsight hint makes the teacher prompt;
+- opd / hybrid: the hint judge's chosen hindsight hint makes the teacher prompt; hybrid also trains on
+  the verdict (a PRM judge's, else the hint judge's own vote), so it never silently becomes opd;
 - token in, token out: turns without exact token ids and logprobs are refused and counted;
 - samples older than ``max_staleness`` policy versions are dropped.
 """
@@ -34,6 +35,8 @@ def sample_from_turn(turn: Turn, method: str) -> tuple[Sample | None, str | None
     if reason is not None:
         return None, reason
     score = prm_score(turn)
+    if score is None and method == "hybrid" and "hint" in turn.judge and turn.judge["hint"].source != "error":
+        score = float(turn.judge["hint"].score)  # hint judge only: its vote is the verdict (else hybrid = opd)
     hint = chosen_hint(turn.judge.get("hint")) if method in ("opd", "hybrid") else None
     if method == "opd" and not hint:
         return None, "no_hint"
