@@ -579,3 +579,20 @@ async def test_a_slow_judge_counts_as_down_and_close_does_not_hang() -> None:
     started = time.perf_counter()
     await stage.close(timeout_s=0.2)
     assert time.perf_counter() - started < 2
+
+
+def test_judge_backend_openai_config_is_checked_and_built(tmp_path: Path) -> None:
+    from clawgym import launchers
+    from clawgym.rl.launch import ConfigError, build_judges, load_config
+    from clawgym.rl.policy.openai import OpenAIPolicy
+
+    config = load_config(launchers.resolve("chat"), ["judge.type=prm,hint", "judge.backend=openai",
+                                                     "judge.model=qwen3-8b", "judge.base_url=http://127.0.0.1:9/v1",
+                                                     "judge.timeout_s=5"])
+    judges, judge_policy = build_judges(config, policy=None)
+    assert isinstance(judge_policy, OpenAIPolicy) and [j.name for j in judges] == ["prm", "hint"]
+    assert judges[0].call_timeout_s == 5.0
+    with pytest.raises(ConfigError, match="prm,hint"):
+        load_config(launchers.resolve("chat"), ["judge.backend=openai", "judge.base_url=http://127.0.0.1:9/v1"])
+    with pytest.raises(ConfigError, match="judge.backend"):
+        load_config(launchers.resolve("chat"), ["judge.backend=carrier-pigeon"])
