@@ -114,19 +114,19 @@ class PersonalTrainer:
         self.refused["stale"] += len(batch) - len(fresh)
         if not fresh:
             return {}
-        self.busy = True
+        self.busy = True  # until the step is checkpointed and logged, so a shutdown never loses its record
         try:
             metrics = await asyncio.to_thread(self.trainer.train_step, fresh)  # serving goes on meanwhile
             weights = await asyncio.to_thread(self.trainer.export_weights)
             served_version = await self.policy.update_weights(weights)
+            self.steps += 1
+            await asyncio.to_thread(self.trainer.save_checkpoint, self.out / "checkpoint")
+            record = {"step": self.steps, "samples": len(fresh), "policy_version": served_version,
+                      "trained": [s.turn_id for s in fresh], **{k: float(v) for k, v in metrics.items()
+                                                               if isinstance(v, (int, float))}}
+            write_jsonl(self.out / "train_steps.jsonl", [record])
         finally:
             self.busy = False
-        self.steps += 1
-        await asyncio.to_thread(self.trainer.save_checkpoint, self.out / "checkpoint")
-        record = {"step": self.steps, "samples": len(fresh), "policy_version": served_version,
-                  "trained": [s.turn_id for s in fresh], **{k: float(v) for k, v in metrics.items()
-                                                           if isinstance(v, (int, float))}}
-        write_jsonl(self.out / "train_steps.jsonl", [record])
         if self.on_step is not None:
             self.on_step(record)
         logger.info("personal trainer step %d on %d turns -> policy version %s", self.steps, len(fresh), served_version)

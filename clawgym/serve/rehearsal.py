@@ -129,9 +129,9 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
                     and stage.stats.submitted - stage.stats.judged - stage.stats.errors > 0):
                 wait_judge += 0.25
         await asyncio.gather(*workers)
-        if trainer._task is not None:  # let a step that is running finish before scoring
-            while trainer.busy:
-                await asyncio.sleep(0.1)
+        # let the steps already due finish (a step is never cut off; the result reports the real count)
+        while trainer.busy or (trainer._task is not None and len(trainer.pending) >= trainer.batch_size):
+            await asyncio.sleep(0.1)
     after = await score_first_replies(serving.policy, held_out, max_tokens=max_tokens)
     turns = serving.gateway.log.turns()
     lags = [t.timings["judged_at"] - t.timings["queued_at"] for t in turns
