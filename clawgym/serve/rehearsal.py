@@ -130,7 +130,8 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
                 wait_judge += 0.25
         await asyncio.gather(*workers)
         # let the steps already due finish (a step is never cut off; the result reports the real count)
-        while trainer.busy or (trainer._task is not None and len(trainer.pending) >= trainer.batch_size):
+        while trainer.busy or (trainer._task is not None and not trainer._task.done()
+                               and len(trainer.pending) >= trainer.batch_size):
             await asyncio.sleep(0.1)
     after = await score_first_replies(serving.policy, held_out, max_tokens=max_tokens)
     turns = serving.gateway.log.turns()
