@@ -92,7 +92,7 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
 
 def table(path: Path) -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-    lines = [f"{'method':<12}" + "".join(f"{p:>24}" for p in PERSONAS) + "   (after, mean ± std over seeds [n]; gain vs base)"]
+    lines = [f"{'method':<12}" + "".join(f"{p:>24}" for p in PERSONAS) + "   (held-out score after, mean ± std over seeds [n], after − before)"]
     for method in METHODS:
         cells = []
         for persona in PERSONAS:
