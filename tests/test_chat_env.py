@@ -64,3 +64,72 @@ def test_policy_driven_user_words_feedback_but_rules_decide():
     assert seen[0][-1] == {"role": "user", "content": "**bold** answer"}  # roles swapped for the simulator
     obs, reward, terminated, _, _ = env.step(env.unwrapped.oracle_action())
     assert terminated and reward == 1.0 and obs[0]["content"].endswith("HOMEWORK_DONE")
+
+
+# ---------------------------------------------------------------------------------------------- issue 13
+def test_serve_hybrid_with_only_a_hint_judge_keeps_the_rl_term():
+    """In `clawgym serve` hybrid degenerated to OPD when the hint judge was the only judge."""
+    from clawgym.rl.types import JudgeResult, Turn
+    from clawgym.serve.personal_trainer import sample_from_turn
+
+    turn = Turn(episode_id="e", turn_index=0, context=[{"role": "user", "content": "u"}],
+                action={"role": "assistant", "content": "a"}, prompt_ids=[1, 2], response_ids=[3],
+                response_logprobs=[-0.5], judge={"hint": JudgeResult(score=-1.0, hints=["Use the name."], source="prob")})
+    sample, why = sample_from_turn(turn, "hybrid")
+    assert why is None and sample.advantage == -1.0 and sample.hint == "Use the name."
+    opd, _ = sample_from_turn(turn, "opd")
+    assert opd.hint == "Use the name."
+
+
+def test_opd_teacher_prompt_keeps_the_tool_schemas_through_the_template_fallback():
+    """Templates without tool support get the schemas as text; the hinted teacher prompt must too."""
+    from clawgym.rl.policy.chat_template import encode_prompt, supports_tools
+    from clawgym.rl.policy.models import load_model
+    from clawgym.rl.trainer.samples import render_prompt_ids
+
+    _, tokenizer = load_model("tiny-random")
+    tools = [{"type": "function", "function": {"name": "lookup_weather_zz", "description": "weather",
+                                               "parameters": {"type": "object", "properties": {}}}}]
+    messages = [{"role": "user", "content": "What's the weather?"}]
+    ids = render_prompt_ids(tokenizer, messages, tools)
+    assert ids == encode_prompt(tokenizer, messages, tools)  # the same prompt the policy answered from
+    if not supports_tools(tokenizer):
+        assert "lookup_weather_zz" in tokenizer.decode(ids)
+
+
+@pytest.mark.slow
+def test_judge_only_rehearsal_trains_through_the_deployed_gateway(tmp_path):
+    """Simulated users -> gateway -> turn log -> judge stage -> personal trainer; persona checks stay hidden."""
+    import asyncio
+
+    from clawgym import launchers
+    from clawgym.rl.launch import load_config
+    from clawgym.rl.types import read_jsonl
+    from clawgym.serve import rehearsal
+
+    config = load_config(launchers.resolve("chat"), [
+        "policy.model=tiny-random", "method=hybrid", "judge.type=prob,probhint", f"loop.output_dir={tmp_path}",
+        "serve.batch_size=2", "trainer.micro_batch_size=2"])
+    result = asyncio.run(rehearsal.rehearse(config, persona="teacher", steps=1, users=2, max_turns=2,
+                                            max_tokens=8, eval_tasks=2))
+    assert result.steps >= 1 and result.conversations >= 1 and result.judged >= 2
+    assert 0.0 <= result.before <= 1.0 and 0.0 <= result.after <= 1.0
+    turns = {t.turn_id: t for t in read_jsonl_turns(tmp_path / "turns.jsonl")}
+    steps = list(read_jsonl(tmp_path / "train_steps.jsonl"))
+    assert len(steps) == result.steps and steps[0]["trained"]
+    for turn_id in steps[0]["trained"]:  # what trained came from the judge, with the gateway's ids
+        assert turns[turn_id].judge["prob"].source in ("prob", "cues") and turns[turn_id].session_id
+    train_ids = {t.id for t in rehearsal.persona_tasks("teacher", "train")}
+    assert not train_ids & {t.id for t in rehearsal.persona_tasks("teacher", "test")}
+    with pytest.raises(ValueError, match="unknown persona"):
+        rehearsal.persona_tasks("pirate", "test")
+
+
+def read_jsonl_turns(path):
+    from clawgym.serve.turn_log import TurnLog
+
+    log = TurnLog(path)
+    try:
+        return log.turns()
+    finally:
+        log.close()

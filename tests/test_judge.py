@@ -166,9 +166,11 @@ async def test_judge_backend_errors_are_retried() -> None:
     assert result.score == -1.0 and judge.stats.errors == 1 and script.calls == 2
     down = Script([RuntimeError("backend down")])
     judge = PRMJudge(down.policy, m=1, max_retries=2)
-    result = await judge.judge(make_turn())
-    assert result.votes == [None] and result.score == 0.0 and down.calls == 3
-    assert "backend down" in result.raw[0]
+    from clawgym.rl.judge import JudgeUnavailable
+
+    with pytest.raises(JudgeUnavailable, match="backend down"):  # no answer at all is not a 0 verdict
+        await judge.judge(make_turn())
+    assert down.calls == 3
 
 
 async def test_votes_get_distinct_reproducible_seeds() -> None:
@@ -472,3 +474,125 @@ def test_end_to_end_toolcall_with_tiny_model_as_policy_and_prm(tmp_path: Path) -
         if turn.terminated:  # the answer rule sees the env's own check
             assert turn.judge["rules"].score == (1.0 if turn.env_reward > 0 else -1.0)
     assert summary["judge"]["judged"] == len(turns) and summary["judge"]["errors"] == 0
+
+
+# ---------------------------------------------------------------------------------------------- issue 13
+def test_llm_judge_cache_key_includes_the_policy_version() -> None:
+    """With ``judge.model: policy`` the weights change under the judge: old verdicts must not be reused."""
+    script = Script([r"\boxed{1}", r"\boxed{-1}"])
+    judge = PRMJudge(script.policy, m=1)
+    turn = make_turn()
+    assert asyncio.run(judge.judge(turn)).score == 1.0
+    assert asyncio.run(judge.judge(turn)).score == 1.0 and script.calls == 1  # same weights: cached
+    script.policy._version = getattr(script.policy, "_version", 0) + 1  # new weights published
+    assert asyncio.run(judge.judge(turn)).score == -1.0 and script.calls == 2
+
+
+def chat_turn(reply: str) -> Turn:
+    return make_turn([{"role": "user", "content": reply}], env_id="clawgym/OpenClawChat-v0")
+
+
+@pytest.mark.parametrize("reply, score", [
+    ("Thanks, that's exactly what I needed. HOMEWORK_DONE", 1.0),
+    ("Perfect!", 1.0),
+    ("Please address the student by name.", -1.0),
+    ("That doesn't give me the final number. What is the answer?", -1.0),
+])
+def test_prob_judge_cues_decide_clear_replies_and_hint_restates_the_correction(reply: str, score: float) -> None:
+    from clawgym.rl.judge import ProbJudge
+
+    result = asyncio.run(ProbJudge(None, name="hint", hints=True).judge(chat_turn(reply)))
+    assert result.score == score and result.source == "cues"
+    if score < 0:
+        assert reply.rstrip("?.") .split(".")[0].lower() in result.hints[0].lower()
+    else:
+        assert result.hints == []
+    assert asyncio.run(ProbJudge(None).judge(make_turn([]))) is None  # no user reply: no opinion
+
+
+def test_prob_judge_reads_label_probabilities_in_batches_keyed_by_version() -> None:
+    from clawgym.rl.judge import ProbJudge, ProbScorer
+    from clawgym.rl.policy.hf import HFPolicy
+
+    policy = HFPolicy.from_pretrained("tiny-random")
+    scorer = ProbScorer(policy, batch_size=8)
+    judge = ProbJudge(scorer=scorer, cues=False)
+    replies = [f"reply number {i}" for i in range(6)]
+
+    async def judge_all():
+        return await asyncio.gather(*(judge.judge(chat_turn(r)) for r in replies))
+
+    results = asyncio.run(judge_all())
+    assert all(r.score in (1.0, -1.0) and r.source == "prob" and r.raw[0].startswith("margin") for r in results)
+    assert scorer.forward_passes == 1  # six turns, one batched forward pass
+    asyncio.run(judge_all())
+    assert scorer.forward_passes == 1  # cached
+    policy._version += 1
+    asyncio.run(judge_all())
+    assert scorer.forward_passes == 2  # new weights: judged again
+    with pytest.raises(TypeError, match="no HF model"):
+        from clawgym.rl.policy.scoring import label_margins
+
+        label_margins(Script(["x"]).policy, [[{"role": "user", "content": "hi"}]])
+    with pytest.raises(ValueError, match="cues=True"):
+        ProbJudge(None, cues=False)
+
+
+def test_make_judges_prob_and_probhint_share_one_scorer() -> None:
+    from clawgym.rl.judge import ProbJudge
+
+    prob, hint = make_judges("prob,probhint", Script(["x"]).policy)
+    assert isinstance(prob, ProbJudge) and prob.name == "prob" and hint.name == "hint" and prob.scorer is hint.scorer
+    with pytest.raises(ValueError, match="unknown judge"):
+        make_judges("vibes")
+
+
+async def test_judge_down_turns_wait_and_are_judged_later_never_lost() -> None:
+    """An endpoint that is down: no 0 verdict, no lost turn, submit never blocks, the log and stats say so."""
+    from clawgym.rl.judge import JudgeUnavailable
+
+    down = ConnectionError("connection refused")
+    script = Script([down] * 6 + [r"\boxed{-1}"])
+    judged: list[Turn] = []
+    stage = JudgeStage(PRMJudge(script.policy, m=1, max_retries=1), workers=1, on_judged=judged.append,
+                       retry_s=0.05, max_retry_s=0.1)
+    turns = [make_turn([tool(f"r{i}")]) for i in range(2)]
+    async with stage:
+        started = time.perf_counter()
+        for turn in turns:
+            stage.submit(turn)
+        assert time.perf_counter() - started < 0.05  # users are never blocked
+    assert sorted(t.turn_id for t in judged) == sorted(t.turn_id for t in turns)  # each judged once, none lost
+    assert all(t.judge["prm"].score == -1.0 for t in turns)  # a real verdict, not a 0 from the outage
+    assert stage.stats.unavailable >= 2 and stage.stats.waiting == 0 and stage.stats.judged == 2
+    with pytest.raises(JudgeUnavailable):
+        await PRMJudge(Script([down]).policy, m=2, max_retries=0).judge(make_turn())
+
+
+async def test_a_slow_judge_counts_as_down_and_close_does_not_hang() -> None:
+    script = Script([r"\boxed{1}"], latency_s=5.0)
+    stage = JudgeStage(PRMJudge(script.policy, m=1, max_retries=0, call_timeout_s=0.05), retry_s=0.05, max_retry_s=0.05)
+    await stage.start()
+    stage.submit(make_turn())
+    await asyncio.sleep(0.3)
+    assert stage.stats.unavailable >= 1 and stage.stats.waiting == 1 and stage.stats.judged == 0
+    started = time.perf_counter()
+    await stage.close(timeout_s=0.2)
+    assert time.perf_counter() - started < 2
+
+
+def test_judge_backend_openai_config_is_checked_and_built(tmp_path: Path) -> None:
+    from clawgym import launchers
+    from clawgym.rl.launch import ConfigError, build_judges, load_config
+    from clawgym.rl.policy.openai import OpenAIPolicy
+
+    config = load_config(launchers.resolve("chat"), ["judge.type=prm,hint", "judge.backend=openai",
+                                                     "judge.model=qwen3-8b", "judge.base_url=http://127.0.0.1:9/v1",
+                                                     "judge.timeout_s=5"])
+    judges, judge_policy = build_judges(config, policy=None)
+    assert isinstance(judge_policy, OpenAIPolicy) and [j.name for j in judges] == ["prm", "hint"]
+    assert judges[0].call_timeout_s == 5.0
+    with pytest.raises(ConfigError, match="prm,hint"):
+        load_config(launchers.resolve("chat"), ["judge.backend=openai", "judge.base_url=http://127.0.0.1:9/v1"])
+    with pytest.raises(ConfigError, match="judge.backend"):
+        load_config(launchers.resolve("chat"), ["judge.backend=carrier-pigeon"])

@@ -133,8 +133,27 @@ def test_step_wise_rewards_use_prm_scores_per_turn_index():
     by_step = {(s.metadata["episode_id"], s.metadata["turn_index"]): s.advantage for s in group.samples}
     assert by_step[("a", 0)] > 0 > by_step[("b", 0)] and by_step[("a", 1)] > 0 > by_step[("b", 1)]
     assert sorted(group.prm_scores) == [-1.0, 1.0, 1.0, 1.0]
-    with pytest.raises(ValueError, match="PRM"):
-        build_group([trajectory(1.0, [turn()], "a")], method="grpo", reward="step_wise")
+
+
+def test_step_wise_turns_without_a_verdict_train_on_the_outcome_instead_of_ending_the_run():
+    """A rules-only judge has no opinion on most turns: that must not raise (it ended the run before)."""
+    ruled = {"rules": JudgeResult(score=-1.0, source="rule:tool_error")}
+    trajs = [trajectory(1.0, [turn(episode="a")], "a"), trajectory(0.0, [turn(episode="b", judge=ruled)], "b")]
+    group, _ = build_group(trajs, method="grpo", reward="step_wise")
+    assert [s.reward for s in group.samples] == [1.0, -1.0]
+    assert [s.metadata["verdict"] for s in group.samples] == [None, -1.0]
+    # the verdict is recorded with its real source: a rule, never "prm"
+    assert group.samples[1].metadata["verdict_source"] == "rule:tool_error" and "prm" not in group.samples[1].metadata
+    group, _ = build_group([trajectory(1.0, [turn()], "a"), trajectory(0.0, [turn(episode="b")], "b")],
+                           method="grpo", reward="step_wise")
+    assert [s.reward for s in group.samples] == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("field, value", [("temperature", 0.7), ("top_p", 0.9)])
+def test_sampling_settings_the_trainer_cannot_match_are_refused(tmp_path, field, value):
+    """The trainer's logprobs are at temperature 1 / full vocabulary: anything else would train off-policy."""
+    with pytest.raises(ValueError, match="temperature 1.0 and top_p 1.0"):
+        loop_config(tmp_path, **{field: value})
 
 
 def test_opd_keeps_only_hinted_turns_with_their_context():
@@ -204,7 +223,7 @@ async def test_loop_trains_publishes_and_logs(tmp_path):
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in records if r["kind"] == "train"]
     assert [r["step"] for r in train] == [1, 2, 3]
-    for key in ("reward_mean", "success_rate", "prm_mean", "kl", "clip_frac", "staleness_mean", "samples_per_s",
+    for key in ("reward_mean", "success_rate", "verdict_mean", "kl", "clip_frac", "staleness_mean", "samples_per_s",
                 "train_tokens_per_s", "time_rollout_s", "time_judge_s", "time_train_s", "time_publish_s", "time_wait_s"):
         assert key in train[0], key
     assert all(r["samples"] > 0 for r in train)
@@ -235,7 +254,7 @@ async def test_loop_with_rule_judge_and_stale_samples_dropped(tmp_path):
     assert result.steps == 3
     assert all(h["staleness_max"] == 0 for h in result.history)  # nothing older than max_staleness trained
     assert result.counters["samples_dropped_stale"] > 0
-    assert all(h["prm_mean"] == h["prm_mean"] for h in result.history)  # the rule verdicts were collected
+    assert all(h["verdict_mean"] == h["verdict_mean"] for h in result.history)  # the rule verdicts were collected
     records = [json.loads(line) for line in (Path(cfg.output_dir) / TRAINED_FILE).read_text().splitlines()]
     assert sum(len(r["dropped"]) for r in records) == result.counters["samples_dropped_stale"]
 
@@ -397,3 +416,21 @@ def test_sigkill_mid_run_then_restart(tmp_path):
     final = json.loads((out / CHECKPOINT_DIR / LOOP_STATE).read_text())
     assert final["step"] == 6 and set(final["consumed"]) == set(ids)
     assert set(ids) <= set(logged_sample_ids(out / PENDING_FILE))
+
+
+async def test_max_minutes_holds_while_the_loop_waits_for_a_batch(tmp_path):
+    """Rollouts that never finish a group must not keep the loop past its time budget."""
+    policy, trainer = make_parts()
+    cfg = loop_config(tmp_path, steps=5, max_minutes=0.02, episode_timeout_s=None)  # 1.2 s
+    loop = AsyncRLLoop(make_parity_env, policy, trainer, cfg, env_kwargs={"split": "train"})
+
+    async def never(*args, **kwargs):  # a rollout producer that never delivers a group
+        await asyncio.sleep(3600)
+
+    loop._producer = never  # type: ignore[method-assign]
+    started = time.perf_counter()
+    try:
+        result = await asyncio.wait_for(loop.run(), 60)
+    finally:
+        await policy.close()
+    assert result.steps == 0 and time.perf_counter() - started < 30

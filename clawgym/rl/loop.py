@@ -15,8 +15,8 @@ Four loops share one asyncio event loop and never wait for each other:
    (``policy.update_weights``: an in-process copy between two decoding steps for ``hf``, the weight
    update endpoint for ``sglang``) and checkpoints.
 
-Token in, token out: samples are built from each Turn's own prompt/response token ids and logprobs;
-a turn without them is refused (counted under ``refused/<reason>``), never re-tokenised.
+Token in, token out: samples are built from each Turn's own prompt/response token ids and logprobs
+(:mod:`clawgym.rl.groups`); a turn without them is refused (counted under ``refused/<reason>``).
 
 Rewards (``LoopConfig.reward``):
 - ``outcome``: each trajectory's env reward, GRPO-normalised within its group (A_i = (R_i - mean) / std);
@@ -43,7 +43,6 @@ import collections
 import dataclasses
 import json
 import logging
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,15 +50,15 @@ from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 
-from clawgym.rl import losses
-from clawgym.rl.buffer import SampleBuffer, SampleGroup
+from clawgym.rl.buffer import SampleBuffer
 from clawgym.rl.evaluate import eval_rows, play_tasks
-from clawgym.rl.judge import JudgeStage, chosen_hint
+from clawgym.rl.groups import apply_staleness, build_group, prm_score, refuse_reason, verdict_source  # noqa: F401 (re-exported)
+from clawgym.rl.judge import JudgeStage
 from clawgym.rl.metrics import MetricsLogger
 from clawgym.core.policy import Policy, SamplingParams
 from clawgym.rl.rollout import EnvSpec, RolloutPool, make_groups
 from clawgym.rl.trainer import checkpoint as ckpt
-from clawgym.rl.types import Sample, Trajectory, Turn, new_id
+from clawgym.rl.types import Trajectory, Turn
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +121,11 @@ class LoopConfig:
             "judge_workers": self.judge_workers >= 1,
         }
         bad = [name for name, ok in checks.items() if not ok]
+        if not bad and (self.temperature != 1.0 or self.top_p != 1.0):
+            # the trainer's logprobs are the model's plain softmax (temperature 1, full vocabulary): other
+            # sampling settings would make every sample silently off-policy, so they are refused
+            raise ValueError(f"invalid loop settings: rollout temperature={self.temperature!r}, top_p={self.top_p!r}; "
+                             "training needs temperature 1.0 and top_p 1.0 (the trainer computes logprobs at those)")
         if bad:
             detail = ", ".join(f"{n}={getattr(self, n)!r}" for n in bad)
             hint = " (buffer_groups must be >= batch_groups)" if "buffer_groups" in bad else ""
@@ -138,165 +142,6 @@ class LoopResult:
     counters: dict[str, float]
     output_dir: Path
     curve_path: Path | None
-
-
-# ============================================================================================
-# Turns -> Samples (pure functions: tested directly)
-# ============================================================================================
-
-
-def refuse_reason(turn: Turn) -> str | None:
-    """Why a turn cannot be trained on token-in/token-out, or None when it can."""
-    if not turn.prompt_ids:
-        return "no_prompt_ids"
-    if not turn.response_ids:
-        return "no_response_ids"
-    if len(turn.response_logprobs) != len(turn.response_ids):
-        return "logprobs_mismatch"
-    if not all(math.isfinite(x) for x in turn.response_logprobs):
-        return "nonfinite_logprobs"
-    return None
-
-
-def prm_score(turn: Turn) -> float | None:
-    """The PRM / rule verdict on a turn (any judge but the hint judge), or None if none judged it."""
-    for name, result in turn.judge.items():
-        if name != "hint" and result.source != "error":
-            return float(result.score)
-    return None
-
-
-def build_group(
-    trajectories: Sequence[Trajectory],
-    *,
-    method: str,
-    reward: str = "outcome",
-    prm_coef: float = 1.0,
-    version_offset: int = 0,
-    drop_zero_advantage: bool = True,
-    tools: list[dict[str, Any]] | None = None,
-) -> tuple[SampleGroup | None, collections.Counter]:
-    """One GRPO group's trajectories -> a :class:`SampleGroup` (None if nothing is trainable) + refusals.
-
-    ``reward``: ``outcome`` or ``step_wise`` (see the module docstring). Advantages are computed here,
-    over the whole group, and stored on each Sample (the trainer uses ``Sample.advantage`` as given).
-    """
-    refused: collections.Counter = collections.Counter()
-    if not trajectories:
-        return None, refused
-    group_id = trajectories[0].group_id or new_id()
-    kept: list[Trajectory] = []
-    for trajectory in trajectories:
-        if trajectory.error is not None:
-            refused["episode_error"] += 1
-        elif not trajectory.turns:
-            refused["no_turns"] += 1
-        else:
-            kept.append(trajectory)
-    turns: list[tuple[int, Turn]] = []  # (trajectory index, turn)
-    for index, trajectory in enumerate(kept):
-        for turn in trajectory.turns:
-            reason = refuse_reason(turn)
-            if reason is not None:
-                refused[reason] += 1
-                continue
-            turns.append((index, turn))
-    if not turns:
-        return None, refused
-
-    outcome = [float(t.reward) for t in kept]
-    prm = [prm_score(turn) for _, turn in turns]
-    if reward == "step_wise":
-        if all(p is None for p in prm):
-            raise ValueError("reward 'step_wise' needs a PRM (or rule) judge verdict on the turns")
-        r = losses.step_wise_rewards(
-            _floats([outcome[i] for i, _ in turns]), _floats([p or 0.0 for p in prm]), prm_coef
-        )
-        adv = losses.step_wise_advantages(r, [group_id] * len(turns), [turn.turn_index for _, turn in turns])
-        per_turn_reward = r.tolist()
-        per_turn_adv = adv.tolist()
-    elif reward == "outcome":
-        traj_adv = losses.grpo_advantages(_floats(outcome), [group_id] * len(kept)).tolist()
-        per_turn_reward = [outcome[i] for i, _ in turns]
-        per_turn_adv = [traj_adv[i] for i, _ in turns]
-    else:
-        raise ValueError(f"unknown reward {reward!r}: use 'outcome' or 'step_wise'")
-
-    samples: list[Sample] = []
-    for (index, turn), r_k, a_k, p_k in zip(turns, per_turn_reward, per_turn_adv, prm):
-        hint = chosen_hint(turn.judge.get("hint")) if method in ("opd", "hybrid") else None
-        if method == "opd" and not hint:
-            refused["no_hint"] += 1
-            continue
-        samples.append(
-            Sample(
-                prompt_ids=list(turn.prompt_ids),
-                response_ids=list(turn.response_ids),
-                old_logprobs=list(turn.response_logprobs),
-                reward=float(r_k),
-                advantage=float(a_k),
-                hint=hint,
-                hint_messages=list(turn.context) if hint else None,
-                group_id=group_id,
-                policy_version=int(turn.policy_version) + version_offset,
-                turn_id=turn.turn_id,
-                metadata={
-                    "episode_id": turn.episode_id,
-                    "turn_index": turn.turn_index,
-                    "task_id": turn.task_id,
-                    "prm": p_k,
-                    **({"tools": tools} if tools and hint else {}),
-                },
-            )
-        )
-    if method == "grpo" and drop_zero_advantage and samples and all(s.advantage == 0 for s in samples):
-        refused["zero_advantage_group"] += len(samples)
-        samples = []
-    if not samples:
-        return None, refused
-    judge_s = sum(
-        max(0.0, t.timings.get("judged_at", 0.0) - t.timings.get("queued_at", 0.0))
-        for tr in kept for t in tr.turns if "judged_at" in t.timings
-    )
-    group = SampleGroup(
-        group_id=group_id,
-        samples=samples,
-        task_id=kept[0].task_id,
-        rewards=outcome,
-        successes=[bool(t.success) for t in kept],
-        prm_scores=[p for p in prm if p is not None],
-        judge_s=judge_s,
-    )
-    return group, refused
-
-
-def _floats(values: Sequence[float]) -> Any:
-    import torch
-
-    return torch.tensor([float(v) for v in values], dtype=torch.float32)
-
-
-def apply_staleness(
-    samples: Sequence[Sample], version: int, max_staleness: int, mode: str = "drop"
-) -> tuple[list[Sample], list[Sample]]:
-    """Keep samples at most ``max_staleness`` versions behind ``version``; returns (kept, dropped).
-
-    ``reweight`` keeps older samples with their loss weights scaled by ``max_staleness / staleness``
-    (written into ``loss_mask``, which the trainer uses as per-token weights) instead of dropping them.
-    """
-    kept, dropped = [], []
-    for sample in samples:
-        staleness = version - sample.policy_version
-        if staleness <= max_staleness:
-            kept.append(sample)
-        elif mode == "reweight":
-            weight = max_staleness / staleness if staleness > 0 else 1.0
-            sample.loss_mask = [m * weight for m in sample.loss_mask]
-            sample.metadata["staleness_weight"] = weight
-            kept.append(sample)
-        else:
-            dropped.append(sample)
-    return kept, dropped
 
 
 # ============================================================================================
@@ -391,6 +236,7 @@ class AsyncRLLoop:
         self._stage: JudgeStage | None = None
         self._judged: dict[str, asyncio.Event] = {}
         self._stopping = False
+        self._waiting_for_batch = False  # the train step is waiting for its batch (max_minutes may cancel it)
         self._gate = asyncio.Event()
         self._gate.set()
         self._rollouts = _Clock()
@@ -549,7 +395,11 @@ class AsyncRLLoop:
         tokens_before = self._generated_tokens
 
         t0 = time.perf_counter()
-        groups = await self.buffer.get(c.batch_groups)
+        self._waiting_for_batch = True
+        try:
+            groups = await self.buffer.get(c.batch_groups)
+        finally:
+            self._waiting_for_batch = False
         wait_s = time.perf_counter() - t0
         if c.mode == "sync":
             self._gate.clear()  # no new rollouts until these weights are published
@@ -598,10 +448,10 @@ class AsyncRLLoop:
             "samples_dropped_stale": len(dropped),
             "staleness_mean": float(np.mean(staleness)) if staleness else 0.0,
             "staleness_max": float(max(staleness)) if staleness else 0.0,
-            "prm_pos": float(np.mean([p > 0 for p in prm])) if prm else float("nan"),
-            "prm_neg": float(np.mean([p < 0 for p in prm])) if prm else float("nan"),
-            "prm_zero": float(np.mean([p == 0 for p in prm])) if prm else float("nan"),
-            "prm_mean": float(np.mean(prm)) if prm else float("nan"),
+            "verdict_pos": float(np.mean([p > 0 for p in prm])) if prm else float("nan"),
+            "verdict_neg": float(np.mean([p < 0 for p in prm])) if prm else float("nan"),
+            "verdict_zero": float(np.mean([p == 0 for p in prm])) if prm else float("nan"),
+            "verdict_mean": float(np.mean(prm)) if prm else float("nan"),
             "kl": float(metrics.get("kl", 0.0)),
             "abs_logprob_diff": float(metrics.get("abs_logprob_diff", 0.0)),
             "clip_frac": float(metrics.get("clip_frac", 0.0)),
@@ -696,7 +546,12 @@ class AsyncRLLoop:
                     logger.info("time budget of %.1f min reached after %d steps", c.max_minutes, self.step)
                     break
                 step_task = asyncio.create_task(self._train_one_step())
-                await _first_of(step_task, producers)
+                deadline = None if c.max_minutes is None else started + 60 * c.max_minutes
+                await _first_of(step_task, producers, deadline, lambda: self._waiting_for_batch)
+                if step_task.cancelled():  # the time budget ran out while the step waited for its batch
+                    logger.info("time budget of %.1f min reached while waiting for a batch, after %d steps",
+                                c.max_minutes, self.step)
+                    break
                 out = step_task.result()
                 if out is not None:
                     history.append(out)
@@ -744,12 +599,24 @@ def export_hf(policy: Any, path: Path) -> Path:
     return path
 
 
-async def _first_of(step_task: asyncio.Task, producers: Sequence[asyncio.Task]) -> None:
-    """Wait for the train step; if a producer dies first, cancel the step and raise its error."""
+async def _first_of(step_task: asyncio.Task, producers: Sequence[asyncio.Task], deadline: float | None = None,
+                    waiting: Callable[[], bool] = lambda: False) -> None:
+    """Wait for the train step; if a producer dies first, cancel the step and raise its error.
+
+    Past ``deadline`` (perf_counter) a step still waiting for its batch is cancelled (the time budget
+    holds even when rollouts are slow); a step already training is left to finish.
+    """
     while True:
-        done, _ = await asyncio.wait([step_task, *producers], return_when=asyncio.FIRST_COMPLETED)
+        timeout = None if deadline is None else max(0.0, deadline - time.perf_counter())
+        done, _ = await asyncio.wait([step_task, *producers], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if step_task in done:
             return
+        if not done and deadline is not None:  # the budget ran out
+            if waiting():
+                step_task.cancel()
+                await asyncio.gather(step_task, return_exceptions=True)
+                return
+            deadline = None  # training already: let the step finish, then the loop stops
         for task in done:
             if task.cancelled():
                 continue

@@ -8,7 +8,8 @@ by the current weights the whole time, and nobody ever gets a 503.
 The learning signal is OpenClaw-RL's personal-agent one, without its traps:
 - grpo: the PRM verdict r ∈ {+1, −1} of the turn, used as is (A = r, no group normalisation);
   a 0 verdict (ambiguous) trains nothing (no zero-advantage padding samples);
-- opd / hybrid: the hint judge's chosen hindsight hint makes the teacher prompt;
+- opd / hybrid: the hint judge's chosen hindsight hint makes the teacher prompt; hybrid also trains on
+  the verdict (a PRM judge's, else the hint judge's own vote), so it never silently becomes opd;
 - token in, token out: turns without exact token ids and logprobs are refused and counted;
 - samples older than ``max_staleness`` policy versions are dropped.
 """
@@ -34,6 +35,8 @@ def sample_from_turn(turn: Turn, method: str) -> tuple[Sample | None, str | None
     if reason is not None:
         return None, reason
     score = prm_score(turn)
+    if score is None and method == "hybrid" and "hint" in turn.judge and turn.judge["hint"].source != "error":
+        score = float(turn.judge["hint"].score)  # hint judge only: its vote is the verdict (else hybrid = opd)
     hint = chosen_hint(turn.judge.get("hint")) if method in ("opd", "hybrid") else None
     if method == "opd" and not hint:
         return None, "no_hint"
@@ -111,19 +114,19 @@ class PersonalTrainer:
         self.refused["stale"] += len(batch) - len(fresh)
         if not fresh:
             return {}
-        self.busy = True
+        self.busy = True  # until the step is checkpointed and logged, so a shutdown never loses its record
         try:
             metrics = await asyncio.to_thread(self.trainer.train_step, fresh)  # serving goes on meanwhile
             weights = await asyncio.to_thread(self.trainer.export_weights)
             served_version = await self.policy.update_weights(weights)
+            self.steps += 1
+            await asyncio.to_thread(self.trainer.save_checkpoint, self.out / "checkpoint")
+            record = {"step": self.steps, "samples": len(fresh), "policy_version": served_version,
+                      "trained": [s.turn_id for s in fresh], **{k: float(v) for k, v in metrics.items()
+                                                               if isinstance(v, (int, float))}}
+            write_jsonl(self.out / "train_steps.jsonl", [record])
         finally:
             self.busy = False
-        self.steps += 1
-        await asyncio.to_thread(self.trainer.save_checkpoint, self.out / "checkpoint")
-        record = {"step": self.steps, "samples": len(fresh), "policy_version": served_version,
-                  "trained": [s.turn_id for s in fresh], **{k: float(v) for k, v in metrics.items()
-                                                           if isinstance(v, (int, float))}}
-        write_jsonl(self.out / "train_steps.jsonl", [record])
         if self.on_step is not None:
             self.on_step(record)
         logger.info("personal trainer step %d on %d turns -> policy version %s", self.steps, len(fresh), served_version)

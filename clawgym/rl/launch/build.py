@@ -92,7 +92,13 @@ def build_judges(config: RunConfig, policy: Any) -> tuple[list[Any], Any]:
     parts = judge_parts(config.judge.type)
     judge_policy = None
     if uses_llm_judge(config):
-        if config.judge.model == "policy":
+        if config.judge.backend == "openai":  # a bigger local model or an API behind any OpenAI endpoint
+            from clawgym.rl.policy.openai import OpenAIPolicy
+
+            if not config.judge.base_url or config.judge.model == "policy":
+                raise ConfigError("judge.backend openai needs judge.base_url and judge.model (the served model's name)")
+            judge_policy = OpenAIPolicy(config.judge.model, base_url=config.judge.base_url, api_key=config.judge.api_key)
+        elif config.judge.model == "policy":
             judge_policy = policy
         else:
             from clawgym.rl.policy.hf import HFPolicy
@@ -106,8 +112,14 @@ def _make_judges(config: RunConfig, parts: list[str], judge_policy: Any, make_ju
     sampling = sampling_cls(temperature=config.judge.temperature, max_tokens=config.judge.max_tokens)
     judges: list[Any] = []
     for part in parts:
-        judges += make_judges("rules") if part == "rules" else make_judges(part, judge_policy, m=config.judge.votes,
-                                                                            sampling=sampling)
+        if part == "rules":
+            judges += make_judges("rules")
+        elif part not in ("prob", "probhint"):
+            judges += make_judges(part, judge_policy, m=config.judge.votes, sampling=sampling,
+                                  call_timeout_s=config.judge.timeout_s)
+    prob = [p for p in parts if p in ("prob", "probhint")]
+    if prob:  # one call: prob and probhint share one batched scorer
+        judges += make_judges(",".join(prob), judge_policy)
     return judges
 
 

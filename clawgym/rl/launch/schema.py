@@ -54,10 +54,14 @@ class PolicySection(Section):
 
 
 class JudgeSection(Section):
-    type: str = "none"  # none | rules | prm | hint | rules+prm, comma-joined
+    type: str = "none"  # none | rules | prm | hint | rules+prm | prob | probhint, comma-joined
     votes: int = 3
     model: str = "policy"  # "policy": the serving policy itself; else a model alias or path, served frozen
-    max_tokens: int = 256
+    max_tokens: int = 1024  # room for a full vote (reasoning, then \boxed{}); shorter cuts votes off
+    backend: str = "hf"  # hf (judge.model loaded here) | openai (judge.model served at judge.base_url)
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout_s: float | None = None  # a judge call slower than this counts as the judge being down
     temperature: float = 0.6
     workers: int = 4
 
@@ -264,7 +268,7 @@ def judge_parts(spec: str) -> list[str]:
 
 
 def uses_llm_judge(config: RunConfig) -> bool:
-    return any(p in ("prm", "hint", "rules+prm") for p in judge_parts(config.judge.type))
+    return any(p in ("prm", "hint", "rules+prm", "prob", "probhint") for p in judge_parts(config.judge.type))
 
 
 def validate(config: RunConfig) -> None:
@@ -280,10 +284,15 @@ def validate(config: RunConfig) -> None:
     if config.rollout.executor not in ("local", "asyncio", "ray"):
         problems.append(f"rollout.executor must be local, asyncio or ray, got {config.rollout.executor!r}")
     parts = judge_parts(config.judge.type)
-    bad = [p for p in parts if p not in ("rules", "prm", "hint", "rules+prm")]
+    bad = [p for p in parts if p not in ("rules", "prm", "hint", "rules+prm", "prob", "probhint")]
     if bad:
-        problems.append(f"judge.type: unknown judge(s) {bad}; use none, rules, prm, hint, rules+prm (comma-joined)")
-    if config.method in ("opd", "hybrid") and "hint" not in parts:
+        problems.append(f"judge.type: unknown judge(s) {bad}; use none, rules, prm, hint, rules+prm, prob, probhint (comma-joined)")
+    if config.judge.backend not in ("hf", "openai"):
+        problems.append(f"judge.backend: {config.judge.backend!r}; use hf or openai")
+    elif config.judge.backend == "openai" and any(p in ("prob", "probhint") for p in parts):
+        problems.append("judge.type prob/probhint reads label probabilities from an hf model; with judge.backend "
+                        "openai use prm,hint")
+    if config.method in ("opd", "hybrid") and "hint" not in parts and "probhint" not in parts:
         problems.append(f"method {config.method!r} needs a hint judge: set judge.type to hint (or rules+prm,hint)")
     if config.judge.votes < 1:
         problems.append("judge.votes must be at least 1")

@@ -32,12 +32,11 @@ def hinted_messages(messages: Sequence[Message], hint: str) -> list[Message]:
 
 
 def render_prompt_ids(tokenizer: Any, messages: Sequence[Message], tools: list[dict[str, Any]] | None = None) -> list[int]:
-    """Chat-template ``messages`` with the generation prompt and encode them without extra specials."""
-    kwargs: dict[str, Any] = {"tokenize": False, "add_generation_prompt": True}
-    if tools:
-        kwargs["tools"] = tools
-    text = tokenizer.apply_chat_template(list(messages), **kwargs)
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    """The prompt ids exactly as the policy renders them: the chat template, with its tool fallback
+    (templates without tool support get the schemas as text, so the teacher sees the tools too)."""
+    from clawgym.rl.policy.chat_template import encode_prompt
+
+    return encode_prompt(tokenizer, list(messages), tools or None)
 
 
 def teacher_prompt_ids(tokenizer: Any, sample: Sample) -> list[int]:

@@ -1,0 +1,202 @@
+"""How right and how fast is the judge on the user's next message? Prints agreement, confusion, hints, speed.
+
+The evaluation set below is labelled by hand: every scripted persona's feedback and thanks, plus
+paraphrases written for this benchmark (wrong units, wrong language, "that's not what I asked",
+"perfect, thanks", a terse "ok", ...). It is kept apart from everything used to tune the judge (the
+few-shot examples and threshold in ``clawgym/rl/judge/probe.py`` were chosen without it).
+
+    .venv/bin/python benchmarks/judge_quality.py                       # cues, prob, prob+cues on smollm2-135m
+    .venv/bin/python benchmarks/judge_quality.py --judges prm --limit 12   # the generated-vote PRM (slow)
+
+A correction's hint counts as naming the failed preference when it contains the item's keyword.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from clawgym.envs.openclaw_chat.personas import PERSONAS  # noqa: E402
+from clawgym.rl.types import Turn  # noqa: E402
+
+# (user's next message, label: -1 correction / +1 acceptance, keyword the hint must contain for a correction)
+PARAPHRASES: list[tuple[str, int, str | None]] = [
+    ("That's not what I asked. I wanted the total in kilometres, not miles.", -1, "kilometres"),
+    ("Wrong units, give it in grams please.", -1, "grams"),
+    ("Can you answer in French? I don't read English well.", -1, "french"),
+    ("Reply in German please.", -1, "german"),
+    ("This is way too long, two sentences max.", -1, "two sentences"),
+    ("You didn't include the final answer.", -1, "final answer"),
+    ("Hmm, the number is wrong. 12 times 4 is 48.", -1, "48"),
+    ("Drop the bullet points and write it as a paragraph.", -1, "paragraph"),
+    ("Less formal please, it's for a kid.", -1, "formal"),
+    ("Use his name, Liam, in the comment.", -1, "liam"),
+    ("No headings. Just text.", -1, "headings"),
+    ("I asked for a score out of 10 and you didn't give one.", -1, "score"),
+    ("Why is there LaTeX in this? Plain text only.", -1, "plain text"),
+    ("Could you be a bit warmer? It sounds harsh.", -1, "warmer"),
+    ("Explain why, at least a couple of sentences.", -1, "sentences"),
+    ("Nope, still a numbered list. Sentences only.", -1, "sentences"),
+    ("That's not the question I asked about.", -1, "question"),
+    ("Shorter, please.", -1, "shorter"),
+    ("Remove the bold.", -1, "bold"),
+    ("It needs the correct result in it so she can check hers.", -1, "correct result"),
+    ("Perfect, thanks!", 1, None),
+    ("ok", 1, None),
+    ("Thanks, that works.", 1, None),
+    ("Great, exactly what I needed.", 1, None),
+    ("Looks good to me.", 1, None),
+    ("Brilliant, cheers.", 1, None),
+    ("That's spot on, thank you so much.", 1, None),
+    ("Yes, that's right.", 1, None),
+    ("Awesome. I'll hand that in.", 1, None),
+    ("Nice one, that's clear.", 1, None),
+    ("Okay, got it, thanks.", 1, None),
+    ("Fine, that'll do.", 1, None),
+    ("This is great, I'll use it as is.", 1, None),
+    ("Wonderful, my student will love this.", 1, None),
+    ("That's exactly the tone I wanted.", 1, None),
+]
+# The tuning set: the only items the cue lexicon and the threshold were looked at against (--tune).
+TUNING: list[tuple[str, int, str | None]] = [
+    ("Put it in metres, not feet.", -1, "metres"),
+    ("In Italian, per favore.", -1, "italian"),
+    ("Too wordy. Cut it down.", -1, "cut it down"),
+    ("You left out the student's name.", -1, "name"),
+    ("That's incorrect, the sum is 17.", -1, "17"),
+    ("Skip the markdown, plain sentences only.", -1, "markdown"),
+    ("Be more encouraging.", -1, "encouraging"),
+    ("Where's the grade?", -1, "grade"),
+    ("I need more detail than that.", -1, "detail"),
+    ("Lose the list formatting.", -1, "list"),
+    ("Hmm, it should say 9/10 somewhere.", -1, "9/10"),
+    ("Not quite, I wanted it casual.", -1, "casual"),
+    ("Cheers, that's it.", 1, None),
+    ("ok thanks", 1, None),
+    ("Super, works for me.", 1, None),
+    ("Good, that's what I was after.", 1, None),
+    ("Love it.", 1, None),
+    ("Right, all set now.", 1, None),
+    ("Alright, that's fine.", 1, None),
+    ("Thank you!", 1, None),
+    ("Excellent, nothing to change.", 1, None),
+    ("Yep, done.", 1, None),
+]
+KEYWORDS = {  # the scripted feedback's keyword per preference
+    "gives_answer": "final number", "no_bold_or_headings": "bold", "no_lists": "lists", "no_latex": "latex",
+    "names_student": "name", "friendly": "friendlier", "mentions_result": "correct result", "short": "80 words",
+    "score_out_of_10": "score out of 10", "explains": "two sentences",
+}
+
+
+def evaluation_set() -> list[tuple[str, int, str | None]]:
+    items: list[tuple[str, int, str | None]] = []
+    for persona in PERSONAS.values():
+        for pref in persona.preferences:
+            items.append((pref.feedback, -1, KEYWORDS[pref.name]))
+        items.append((f"{persona.thanks} {persona.done_token}", 1, None))
+    seen: set[str] = set()
+    unique = [i for i in items + PARAPHRASES if not (i[0] in seen or seen.add(i[0]))]
+    return unique
+
+
+def turn_for(reply: str) -> Turn:
+    return Turn(episode_id="bench", turn_index=0, env_id="clawgym/OpenClawChat-v0", context=[{"role": "user", "content": "Help me with my homework."}],
+                action={"role": "assistant", "content": "Here is my answer."},
+                next_state=[{"role": "user", "content": reply}], info={"setting": "chat"})
+
+
+def build_judge(kind: str, policy):  # noqa: ANN001
+    from clawgym.rl.judge import PRMJudge, ProbJudge
+    from clawgym.core.policy import SamplingParams
+
+    if kind == "cues":
+        return ProbJudge(None, hints=True, cues=True)
+    if kind == "prob":
+        return ProbJudge(policy, hints=True, cues=False)
+    if kind == "prob+cues":
+        return ProbJudge(policy, hints=True, cues=True)
+    if kind == "prm":
+        return PRMJudge(policy, m=3, setting="chat", sampling=SamplingParams(temperature=0.6, max_tokens=256))
+    raise SystemExit(f"unknown judge {kind!r}: use cues, prob, prob+cues or prm")
+
+
+async def run(kind: str, policy, items) -> dict:  # noqa: ANN001
+    judge = build_judge(kind, policy)
+    started = time.perf_counter()
+    results = await asyncio.gather(*(judge.judge(turn_for(text)) for text, _, _ in items))
+    wall = time.perf_counter() - started
+    confusion = {(label, pred): 0 for label in (-1, 1) for pred in (-1, 0, 1)}
+    named = corrections = 0
+    for (text, label, keyword), result in zip(items, results):
+        pred = int(result.score) if result is not None else 0
+        confusion[(label, pred)] += 1
+        if label < 0:
+            corrections += 1
+            hint = " ".join(result.hints).lower() if result is not None else ""
+            named += bool(keyword and keyword in hint)
+    right = confusion[(-1, -1)] + confusion[(1, 1)]
+    return {"judge": kind, "n": len(items), "agree": right / len(items), "confusion": confusion,
+            "hint_named": named / max(corrections, 1), "turns_per_s": len(items) / wall}
+
+
+def tune(model: str) -> int:
+    """Margins of the model alone on the tuning set, the cue verdicts, and the threshold that fits best."""
+    from clawgym.rl.judge import ProbScorer, cue_verdict
+    from clawgym.rl.judge.probe import prompt_for
+    from clawgym.rl.policy.hf import HFPolicy
+
+    policy = HFPolicy.from_pretrained(model)
+    scorer = ProbScorer(policy)
+
+    async def margins() -> list[float]:
+        return await asyncio.gather(*(scorer.margin(prompt_for(text)) for text, _, _ in TUNING))
+
+    values = asyncio.run(margins())
+    for (text, label, _), margin in zip(TUNING, values):
+        print(f"{label:+d} cue={cue_verdict(text)} margin={margin:+.3f}  {text}")
+    best = max(sorted(values), key=lambda t: sum((m > t) == (label < 0) for (_, label, _), m in zip(TUNING, values)))
+    right = sum((m > best) == (label < 0) for (_, label, _), m in zip(TUNING, values))
+    print(f"best threshold {best:+.3f}: {right}/{len(TUNING)} on the tuning set (model alone)")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--judges", default="cues,prob,prob+cues")
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N items (0: all)")
+    parser.add_argument("--tune", action="store_true",
+                        help="the tuning set instead: per-item margins and the best threshold (never the evaluation set)")
+    args = parser.parse_args()
+    if args.tune:
+        return tune(args.model)
+    items = evaluation_set()
+    if args.limit:
+        items = items[: args.limit]
+    kinds = [k.strip() for k in args.judges.split(",") if k.strip()]
+    policy = None
+    if any(k != "cues" for k in kinds):
+        from clawgym.rl.policy.hf import HFPolicy
+
+        policy = HFPolicy.from_pretrained(args.model)
+    rows = [asyncio.run(run(kind, policy, items)) for kind in kinds]
+    n_corr = sum(1 for i in items if i[1] < 0)
+    print(f"judge quality on {len(items)} labelled next states ({n_corr} corrections, {len(items) - n_corr} acceptances), "
+          f"model {args.model}")
+    print(f"{'judge':<10} {'agree':>6} {'corr->-1':>8} {'corr->0':>7} {'corr->+1':>8} {'acc->+1':>7} {'acc->0':>6} "
+          f"{'acc->-1':>7} {'hint names pref':>15} {'turns/s':>8}")
+    for r in rows:
+        c = r["confusion"]
+        print(f"{r['judge']:<10} {r['agree']:>6.1%} {c[(-1, -1)]:>8} {c[(-1, 0)]:>7} {c[(-1, 1)]:>8} {c[(1, 1)]:>7} "
+              f"{c[(1, 0)]:>6} {c[(1, -1)]:>7} {r['hint_named']:>15.0%} {r['turns_per_s']:>8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,142 @@
+"""The method table: does the agent learn a person's preferences from the conversation alone?
+
+One invocation runs one persona x method x seed and appends a line to a JSONL file; the table is
+printed from that file (``--table``), so the whole table is built over several sittings and a cell
+that is missing is shown as missing. Every method is scored the same way: the persona's hidden
+checks on the greedy first reply to held-out tasks (the test split; training users bring the train
+split), before and after the same budget of train steps.
+
+- ``base``: the model as it is. ``prompting``: the persona's wishes written into the system prompt.
+- ``oracle_grpo``: GRPO with the persona score as the reward (the offline env; not available live).
+- ``binary`` / ``opd`` / ``hybrid``: the judge-only signal, through the deployed gateway, session
+  tracker, turn log, judge stage and personal trainer (:mod:`clawgym.serve.rehearsal`); the judge is
+  ``prob`` (label-token verdicts) and ``probhint`` (the user's correction as the hint).
+
+    .venv/bin/python benchmarks/learning_from_conversation.py --persona teacher --method hybrid --seed 0
+    .venv/bin/python benchmarks/learning_from_conversation.py --table
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+METHODS = ("base", "prompting", "oracle_grpo", "binary", "opd", "hybrid")
+PERSONAS = ("student", "teacher", "ta")
+JUDGE_FOR = {"binary": ("grpo", "prob"), "opd": ("opd", "probhint"), "hybrid": ("hybrid", "prob,probhint")}
+RESULTS = Path("runs/learning_from_conversation.jsonl")
+
+
+def config_for(method: str, seed: int, steps: int, out: Path):  # noqa: ANN201
+    from clawgym import launchers
+    from clawgym.rl.launch import load_config
+
+    sets = [f"policy.seed={seed}", f"loop.seed={seed}", f"loop.output_dir={out}", f"loop.steps={steps}",
+            "serve.batch_size=8", "judge.model=policy"]
+    if method in JUDGE_FOR:
+        trainer_method, judge = JUDGE_FOR[method]
+        sets += [f"method={trainer_method}", f"judge.type={judge}"]
+    elif method == "oracle_grpo":
+        sets += ["method=grpo", "judge.type=none", "loop.batch_groups=2", "loop.buffer_groups=4",
+                 "loop.eval_every=0", "rollout.workers=8", "rollout.max_tokens=96"]
+    return load_config(launchers.resolve("chat"), sets)
+
+
+async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: int) -> dict:
+    from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT
+    from clawgym.envs.openclaw_chat.personas import PERSONAS as P
+    from clawgym.serve import rehearsal
+
+    out = Path(f"runs/lfc/{persona}-{method}-{seed}")
+    held_out = rehearsal.persona_tasks(persona, "test")[:eval_tasks]
+    config = config_for(method, seed, steps, out)
+    started = time.perf_counter()
+    row = {"persona": persona, "method": method, "seed": seed, "steps_budget": steps}
+    if method in ("base", "prompting"):
+        from clawgym.rl.policy.hf import HFPolicy
+
+        policy = HFPolicy.from_pretrained(config.policy.model, seed=seed)
+        system = SYSTEM_PROMPT if method == "base" else f"{SYSTEM_PROMPT}\nThe user's wishes: {P[persona].description}"
+        score = await rehearsal.score_first_replies(policy, held_out, system_prompt=system)
+        await policy.close()
+        row.update(before=score, after=score, steps=0)
+    elif method == "oracle_grpo":
+        import dataclasses
+
+        from clawgym.rl.launch import build
+
+        config.env.kwargs = {**config.env.kwargs, "personas": [persona]}
+        parts = build(config)
+        parts.loop.config = dataclasses.replace(parts.loop.config, eval_before=False, eval_after=False, plot=False,
+                                                export_final=False)
+        row["before"] = await rehearsal.score_first_replies(parts.policy, held_out)
+        result = await parts.loop.run()
+        row["after"] = await rehearsal.score_first_replies(parts.policy, held_out)
+        row.update(steps=result.steps, refused={k: v for k, v in result.counters.items() if k.startswith("refused/")})
+        await parts.close()
+    else:
+        result = await rehearsal.rehearse(config, persona=persona, steps=steps, eval_tasks=eval_tasks)
+        row.update(before=result.before, after=result.after, steps=result.steps, refused=result.refused,
+                   turns=result.turns, judged=result.judged, judge_lag_s=result.judge_lag_s,
+                   trainer_wait_judge_frac=result.trainer_wait_judge_frac)
+    row["wall_s"] = time.perf_counter() - started
+    return row
+
+
+def table(path: Path) -> str:
+    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    lines = [f"{'method':<12}" + "".join(f"{p:>24}" for p in PERSONAS) + "   (held-out score after, mean ± std over seeds [n], after − before)"]
+    for method in METHODS:
+        cells = []
+        for persona in PERSONAS:
+            got = [r for r in rows if r["method"] == method and r["persona"] == persona]
+            if not got:
+                cells.append(f"{'missing':>24}")
+                continue
+            after = [r["after"] for r in got]
+            gain = [r["after"] - r["before"] for r in got]
+            std = statistics.stdev(after) if len(after) > 1 else 0.0
+            cells.append(f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(got)}] {statistics.mean(gain):+.2f}")
+        lines.append(f"{method:<12}" + "".join(cells))
+    dropped = [r for r in rows if r.get("refused")]
+    if dropped:
+        lines.append("turns not trained (summed over runs): " + json.dumps(
+            {k: sum(r["refused"].get(k, 0) for r in dropped) for k in sorted({k for r in dropped for k in r["refused"]})}))
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--persona", choices=PERSONAS)
+    parser.add_argument("--method", choices=METHODS)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=16)
+    parser.add_argument("--eval-tasks", type=int, default=10, help="held-out tasks scored before/after")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--table", action="store_true", help="only print the table from --results")
+    args = parser.parse_args()
+    if not args.table:
+        if not (args.persona and args.method):
+            parser.error("give --persona and --method (one cell per invocation), or --table")
+        done = [json.loads(line) for line in args.results.read_text().splitlines()] if args.results.exists() else []
+        if any(r["persona"] == args.persona and r["method"] == args.method and r["seed"] == args.seed for r in done):
+            print(f"{args.persona} x {args.method} x seed {args.seed} is already in {args.results}; skipped")
+        else:
+            row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks))
+            args.results.parent.mkdir(parents=True, exist_ok=True)
+            with args.results.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(json.dumps(row))
+    print(table(args.results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

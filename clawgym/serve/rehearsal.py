@@ -1,0 +1,151 @@
+"""Judge-only training offline: simulated people talk to the deployed gateway, and only the judge teaches.
+
+A rehearsal of ``clawgym serve``. :func:`build_serving` makes exactly what the server runs (served
+policy, gateway, session tracker, turn log, judge stage, personal trainer); simulated persona users
+(OpenClawChat's personas and scripted user) then chat with it through the OpenAI API, in process
+(``httpx`` ASGI transport, no port). The trainer sees what the deployed product sees: the judge's
+verdicts and hints on the users' next messages. The persona checks never reach it: they only score
+the first reply on *held-out* tasks (the ``test`` split, disjoint from the ``train`` tasks the users
+bring), before and after, with the served weights (greedy, straight from the policy, not logged).
+
+    result = asyncio.run(rehearse(load_config("chat", ["method=hybrid", "judge.type=prob,probhint"]),
+                                  persona="teacher", steps=16))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from clawgym.core.policy import SamplingParams
+from clawgym.core.tasks import Task
+from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT
+from clawgym.envs.openclaw_chat.personas import PERSONAS, Persona, bundled_tasks
+from clawgym.envs.openclaw_chat.simulator import ScriptedUser
+from clawgym.rl.launch import RunConfig
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RehearsalResult:
+    persona: str
+    method: str
+    steps: int
+    before: float
+    after: float
+    conversations: int = 0
+    turns: int = 0
+    judged: int = 0
+    refused: dict[str, int] = field(default_factory=dict)  # turns the trainer did not use, and why
+    judge_lag_s: float = 0.0  # mean time from a turn's next state to its verdict
+    trainer_wait_judge_frac: float = 0.0  # share of the run the trainer idled with turns still being judged
+    judge_unavailable: int = 0
+    wall_s: float = 0.0
+
+
+def persona_tasks(persona: str, split: str) -> list[Task]:
+    if persona not in PERSONAS:
+        raise ValueError(f"unknown persona {persona!r}; known: {sorted(PERSONAS)}")
+    return [t for t in bundled_tasks() if t.data["persona"] == persona and t.split == split]
+
+
+def opening(persona: Persona, task: Task, system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": persona.opener(task)}]
+
+
+async def score_first_replies(policy: Any, tasks: list[Task], *, max_tokens: int = 96,
+                              system_prompt: str = SYSTEM_PROMPT) -> float:
+    """Mean persona score of the greedy first reply on ``tasks`` (the hidden checks; nothing is logged)."""
+    sampling = SamplingParams(temperature=0.0, max_tokens=max_tokens)
+
+    async def one(task: Task) -> float:
+        persona = PERSONAS[task.data["persona"]]
+        generation = await policy.generate(opening(persona, task, system_prompt), None, sampling)
+        return persona.score(generation.text, task)[0]
+
+    scores = await asyncio.gather(*(one(t) for t in tasks))
+    return sum(scores) / max(len(scores), 1)
+
+
+async def chat(client: Any, model: str, persona: Persona, task: Task, *, max_turns: int, max_tokens: int) -> int:
+    """One simulated conversation through the gateway; returns the number of answered turns."""
+    session = f"rehearsal-{uuid.uuid4().hex[:12]}"
+    messages = opening(persona, task)
+    simulator = ScriptedUser()
+    for turn in range(1, max_turns + 1):
+        response = await client.post("/v1/chat/completions", headers={"X-Session-Id": session}, json={
+            "model": model, "messages": messages, "max_tokens": max_tokens, "temperature": 1.0})
+        response.raise_for_status()
+        reply = response.json()["choices"][0]["message"]["content"] or ""
+        answer, satisfied = simulator.reply(persona, task, messages, reply)
+        messages = messages + [{"role": "assistant", "content": reply}, {"role": "user", "content": answer}]
+        if satisfied or turn == max_turns:
+            break
+    # the person's last message is the next state of the last turn: deliver it (a 1-token closing turn)
+    await client.post("/v1/chat/completions", headers={"X-Session-Id": session, "X-Session-Done": "true"},
+                      json={"model": model, "messages": messages, "max_tokens": 1})
+    return turn
+
+
+async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 4, max_turns: int = 3,
+                   max_tokens: int = 96, max_minutes: float | None = None, eval_tasks: int | None = None) -> RehearsalResult:
+    """Train the served policy for ``steps`` personal-trainer steps on simulated ``persona`` users."""
+    import httpx
+
+    from clawgym.serve.main import build_serving
+
+    if not config.serve.get("train", True):
+        raise ValueError("a rehearsal trains: set serve.train: true")
+    serving = build_serving(config)
+    trainer = serving.trainer
+    held_out = persona_tasks(persona, "test")[: eval_tasks or None]
+    training = itertools.cycle(persona_tasks(persona, "train"))
+    started = time.perf_counter()
+    before = await score_first_replies(serving.policy, held_out, max_tokens=max_tokens)
+    counts = {"conversations": 0, "turns": 0}
+    wait_judge = 0.0
+    stage = serving.gateway.judge_stage
+    transport = httpx.ASGITransport(app=serving.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://rehearsal", timeout=None) as client:
+        async def user_loop() -> None:
+            while trainer.steps < steps:
+                if max_minutes is not None and time.perf_counter() - started > 60 * max_minutes:
+                    return
+                counts["turns"] += await chat(client, serving.gateway.model_name, PERSONAS[persona], next(training),
+                                              max_turns=max_turns, max_tokens=max_tokens)
+                counts["conversations"] += 1
+
+        workers = [asyncio.create_task(user_loop()) for _ in range(users)]
+        while not all(w.done() for w in workers):
+            await asyncio.sleep(0.25)
+            # the trainer is idle, short of a batch, while turns sit in the judge's queue: time lost to the judge
+            if (not trainer.busy and len(trainer.pending) < trainer.batch_size and stage is not None
+                    and stage.stats.submitted - stage.stats.judged - stage.stats.errors > 0):
+                wait_judge += 0.25
+        await asyncio.gather(*workers)
+        # let the steps already due finish (a step is never cut off; the result reports the real count)
+        while trainer.busy or (trainer._task is not None and not trainer._task.done()
+                               and len(trainer.pending) >= trainer.batch_size):
+            await asyncio.sleep(0.1)
+    after = await score_first_replies(serving.policy, held_out, max_tokens=max_tokens)
+    turns = serving.gateway.log.turns()
+    lags = [t.timings["judged_at"] - t.timings["queued_at"] for t in turns
+            if "judged_at" in t.timings and "queued_at" in t.timings]
+    wall = time.perf_counter() - started
+    await trainer.close()
+    if stage is not None:
+        await stage.close(timeout_s=30)  # a judge that is down must not hang the end of the run
+    await serving.gateway.close()
+    await serving.policy.close()
+    return RehearsalResult(
+        persona=persona, method=str(config.method), steps=trainer.steps, before=before, after=after,
+        conversations=counts["conversations"], turns=counts["turns"], judged=sum(bool(t.judge) for t in turns),
+        refused=dict(trainer.refused), judge_lag_s=sum(lags) / max(len(lags), 1),
+        trainer_wait_judge_frac=wait_judge / max(wall, 1e-9),
+        judge_unavailable=stage.stats.unavailable if stage is not None else 0, wall_s=wall)
