@@ -41,8 +41,16 @@ from clawgym.envs.swe import pypi  # noqa: E402
 from clawgym.envs.swe.evaluation import PYTEST_LINE, PYTEST_STATUS, stable_message  # noqa: E402
 from clawgym.envs.swe.patches import make_diff  # noqa: E402
 
+PER_FUNCTION = 2  # at most this many tasks break the same function
+TEST_EVERY = 4  # every n-th task of a project goes to the test split
 DEFAULT_OUT = ROOT / "clawgym" / "envs" / "swe" / "data" / "pypi_tasks.jsonl"
 DURATION = re.compile(r"\s+in [0-9.]+s\b.*$")
+WORK_PATH = re.compile(re.escape(tempfile.gettempdir()) + r"/gen-[\w.-]+?-\w{8}/[\w.-]+/")  # the random work dir
+
+
+def clean(message: str) -> str:
+    """A failure line without the generator's temp-dir names, object addresses and durations."""
+    return stable_message(DURATION.sub("", WORK_PATH.sub("", message)))
 
 
 def run_pytest(work: Path, spec: pypi.PypiProject, python: str, timeout: float, files: list[str] | None = None,
@@ -67,7 +75,7 @@ def run_pytest(work: Path, spec: pypi.PypiProject, python: str, timeout: float, 
             statuses[test_id] = PYTEST_STATUS[match.group(1)]
             rest = line.strip()[match.end():]
             if rest.startswith(" - "):
-                messages[test_id] = stable_message(DURATION.sub("", rest[3:]))
+                messages[test_id] = clean(rest[3:])
     return statuses, messages
 
 
@@ -137,7 +145,7 @@ def write_issue(rng: random.Random, name: str, failures: list[tuple[str, str, st
 
 
 def generate_project(spec: pypi.PypiProject, per_project: int, rng: random.Random, python: str, timeout: float,
-                     max_fail_fraction: float, log) -> list[dict]:
+                     max_fail_fraction: float, log, emit=lambda record: None) -> list[dict]:
     source = pypi.project_root(spec.key)
     with tempfile.TemporaryDirectory(prefix=f"gen-{spec.name}-") as tmp:
         work = Path(tmp) / spec.key
@@ -161,14 +169,14 @@ def generate_project(spec: pypi.PypiProject, per_project: int, rng: random.Rando
         candidates.sort(key=lambda m: (m.file, m.line, m.col, m.operator, m.after))
         rng.shuffle(candidates)
         records: list[dict] = []
-        used: set[str] = set()
+        used: dict[str, int] = {}
         tried = 0
         for mutation in candidates:
             if len(records) >= per_project:
                 break
             key = f"{mutation.file}:{mutation.function}"
             reached_by = covered.get((mutation.file, mutation.line))
-            if key in used or not reached_by:
+            if used.get(key, 0) >= PER_FUNCTION or not reached_by:
                 continue  # no test runs this line: the mutant cannot fail anything
             tried += 1
             original = (work / mutation.file).read_text(encoding="utf-8")
@@ -185,7 +193,7 @@ def generate_project(spec: pypi.PypiProject, per_project: int, rng: random.Rando
             failing = [t for t in passing if statuses.get(t) != "passed"]
             if not failing or len(failing) > max(3, max_fail_fraction * len(passing)):
                 continue
-            used.add(key)
+            used[key] = used.get(key, 0) + 1
             failures = sorted(((t, *test_source(work, t), messages.get(t, "")) for t in failing), key=lambda f: (f[2] is None, f[0]))
             records.append({
                 "id": f"pypi-{spec.name}-{len(records) + 1:03d}",
@@ -202,6 +210,10 @@ def generate_project(spec: pypi.PypiProject, per_project: int, rng: random.Rando
                                  "function": mutation.function, "before": mutation.before, "after": mutation.after},
                 },
             })
+            record = records[-1]
+            record["data"]["instance_id"] = record["id"]
+            record["split"] = "test" if len(records) % TEST_EVERY == 0 else "train"
+            emit(record)
             log(f"  {spec.name} #{len(records)}: {mutation.operator} {mutation.file}:{mutation.line} ({len(failing)} failing)")
         log(f"{spec.key}: {len(records)} tasks from {tried} mutants ({len(candidates)} sites); "
             f"{len(passing)} passing tests, suite {suite_s:.1f} s")
@@ -209,17 +221,14 @@ def generate_project(spec: pypi.PypiProject, per_project: int, rng: random.Rando
 
 
 def generate(seed: int, per_project: int, names: list[str] | None, python: str, timeout: float,
-             max_fail_fraction: float, test_every: int, log=print) -> list[dict]:
+             max_fail_fraction: float, log=print, emit=lambda record: None) -> list[dict]:
+    """Every project's tasks in order; ``emit`` sees each task as soon as it exists (a stopped run keeps a prefix)."""
     records = []
     for spec in pypi.PROJECTS:
         if names and spec.name not in names:
             continue
         rng = random.Random(f"{seed}:{spec.key}")  # adding a project never reshuffles the others
-        project_records = generate_project(spec, per_project, rng, python, timeout, max_fail_fraction, log)
-        for number, record in enumerate(project_records, 1):
-            record["data"]["instance_id"] = record["id"]
-            record["split"] = "test" if number % test_every == 0 else "train"
-        records += project_records
+        records += generate_project(spec, per_project, rng, python, timeout, max_fail_fraction, log, emit)
     return records
 
 
@@ -231,12 +240,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="interpreter with pytest that runs the tests")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per suite run")
     parser.add_argument("--max-fail-fraction", type=float, default=0.2)
-    parser.add_argument("--test-every", type=int, default=4, help="every n-th task of a project goes to the test split")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
-    records = generate(args.seed, args.per_project, args.projects, args.python, args.timeout, args.max_fail_fraction, args.test_every)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    with open(args.out, "w", encoding="utf-8") as out:
+        def emit(record: dict) -> None:
+            out.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
+            out.flush()
+
+        records = generate(args.seed, args.per_project, args.projects, args.python, args.timeout, args.max_fail_fraction,
+                           log=lambda *a: print(*a, flush=True), emit=emit)
     print(f"wrote {len(records)} tasks to {args.out}")
     return 0
 

@@ -8,7 +8,8 @@ out) the diff is evaluated in a fresh sandbox against tests the agent never saw
 PASS_TO_PASS test still passes, else 0. ``info`` carries the per-test report and the final diff.
 
 Tasks: the bundled set (35 bugs seeded into five small projects by ``scripts/gen_swe_tasks.py``),
-or SWE-bench-format instances via :func:`clawgym.envs.swe.loader.load_swebench` with a local git
+``tasks="pypi"`` (bugs seeded into five real PyPI projects, :mod:`clawgym.envs.swe.pypi`, whose own
+pytest suites are the hidden tests; ``pytest_python`` runs them), or SWE-bench-format instances via :func:`clawgym.envs.swe.loader.load_swebench` with a local git
 mirror (``mirror_dir=``) or per-instance Docker images (``sandbox="docker"``, ``image_pattern=``).
 """
 
