@@ -1,6 +1,6 @@
 """SWE-v0 real-project tasks: validate them (no-op earns 0, gold patch earns 1) and time each project's suite.
 
-    python benchmarks/swe_pypi_tasks.py [--per-project N] [--sandbox bwrap]
+    python benchmarks/swe_pypi_tasks.py [--per-project N] [--projects idna-3.10 ...] [--sandbox bwrap]
 
 Every task (or the first N per project) runs twice through the real env: a no-op submission (the base
 tree: its FAIL_TO_PASS tests must fail, so the reward is 0) and the gold patch (reward 1). An
@@ -24,13 +24,15 @@ SUBMIT = {"role": "assistant", "content": None, "tool_calls": [{"id": "s", "type
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-project", type=int, default=0, help="only the first N tasks of each project (0: all)")
+    parser.add_argument("--projects", nargs="*", help="only these projects, e.g. idna-3.10 (default: all)")
     parser.add_argument("--sandbox", default="auto")
     args = parser.parse_args()
 
     env = SWEEnv("pypi", sandbox=args.sandbox, max_turns=5)
     by_project: dict[str, list] = defaultdict(list)
     for task in env.task_set:
-        by_project[task.data["repo"]].append(task)
+        if not args.projects or task.data["repo"] in args.projects:
+            by_project[task.data["repo"]].append(task)
     rows, bad = [], []
     try:
         for project, tasks in sorted(by_project.items()):

@@ -153,8 +153,10 @@ def generate_project(spec: pypi.PypiProject, per_project: int, rng: random.Rando
         started = time.monotonic()
         baseline, _ = run_pytest(work, spec, python, timeout)
         suite_s = time.monotonic() - started
-        run_pytest(work, spec, python, timeout * 4, coverage=True)
-        covered = covering_tests(work, python)
+        covered = None
+        if spec.trace_tests:
+            run_pytest(work, spec, python, timeout * 4, coverage=True)
+            covered = covering_tests(work, python)
         passing = sorted(test for test, status in baseline.items() if status == "passed")
         if not passing:
             raise SystemExit(f"{spec.key}: no test passes on the original code; is pytest installed for {python}?")
@@ -175,7 +177,7 @@ def generate_project(spec: pypi.PypiProject, per_project: int, rng: random.Rando
             if len(records) >= per_project:
                 break
             key = f"{mutation.file}:{mutation.function}"
-            reached_by = covered.get((mutation.file, mutation.line))
+            reached_by = covered.get((mutation.file, mutation.line)) if covered is not None else [spec.tests_dir]
             if used.get(key, 0) >= PER_FUNCTION or not reached_by:
                 continue  # no test runs this line: the mutant cannot fail anything
             tried += 1
@@ -185,7 +187,7 @@ def generate_project(spec: pypi.PypiProject, per_project: int, rng: random.Rando
             try:
                 # Only the test files that reach the line can change outcome; the rest keep their baseline status.
                 statuses, messages = run_pytest(work, spec, python, timeout, reached_by)
-                statuses = {**{t: s for t, s in baseline.items() if t.split("::")[0] not in reached_by}, **statuses}
+                statuses = {**{t: s for t, s in baseline.items() if not t.startswith(tuple(reached_by))}, **statuses}
             finally:
                 (work / mutation.file).write_text(original, encoding="utf-8")
             if not statuses:
