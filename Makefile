@@ -14,7 +14,7 @@ export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test setup system-deps python-deps run-deps bench bench-deps clean
+.PHONY: run test setup system-deps python-deps run-deps swe-projects bench bench-deps clean
 
 run: run-deps
 	$(PY) -m clawgym.demo
@@ -22,7 +22,7 @@ run: run-deps
 test: setup
 	$(PY) -m pytest -ra
 
-setup: system-deps python-deps
+setup: system-deps python-deps swe-projects
 
 system-deps:
 	@bash scripts/system_deps.sh
@@ -52,6 +52,11 @@ $(VENV)/.installed: $(VENV)/.installed-run
 	$(PIP) install -q --no-deps "megatron-core==0.16.1"  # its tensor code runs on CPU in the tests; --no-deps keeps the CPU torch
 	$(PIP) install -q --no-deps "bfcl-eval==2026.3.23"  # BFCL-v0's data, checkers, back ends; its pins (numpy 1.26.4, SDKs, faiss) stay out
 	touch $@
+
+# Real projects for SWE-v0 (clawgym/envs/swe/pypi.py): pinned sdists, sha256-checked, unpacked into
+# ~/.cache/clawgym/swe-projects (or $$CLAWGYM_SWE_PROJECTS). A no-op once they are there.
+swe-projects: python-deps
+	$(PY) -m clawgym.envs.swe.pypi fetch
 
 # The peers the benchmarks compare against: BrowserGym pins an old playwright, so it goes in without its deps.
 # bfcl_parity.py runs bfcl-eval's own eval runner, which also imports these (not its vendor SDKs).

@@ -8,7 +8,8 @@ out) the diff is evaluated in a fresh sandbox against tests the agent never saw
 PASS_TO_PASS test still passes, else 0. ``info`` carries the per-test report and the final diff.
 
 Tasks: the bundled set (35 bugs seeded into five small projects by ``scripts/gen_swe_tasks.py``),
-or SWE-bench-format instances via :func:`clawgym.envs.swe.loader.load_swebench` with a local git
+``tasks="pypi"`` (bugs seeded into five real PyPI projects, :mod:`clawgym.envs.swe.pypi`, whose own
+pytest suites are the hidden tests; ``pytest_python`` runs them), or SWE-bench-format instances via :func:`clawgym.envs.swe.loader.load_swebench` with a local git
 mirror (``mirror_dir=``) or per-instance Docker images (``sandbox="docker"``, ``image_pattern=``).
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -74,6 +76,7 @@ class SWEEnv(AgentEnv):
         image_pattern: str = "swebench/sweb.eval.x86_64.{instance_id_docker}:latest",
         repo_config: dict[str, loader.RepoConfig | dict[str, Any]] | None = None,
         python: str = "python3",
+        pytest_python: str = sys.executable,
         command_timeout_s: float = 60.0,
         memory_mb: int = 2048,
         setup_timeout_s: float = 600.0,
@@ -86,6 +89,7 @@ class SWEEnv(AgentEnv):
         self.image_pattern = image_pattern
         self.repo_config = {repo: (c if isinstance(c, loader.RepoConfig) else loader.RepoConfig(**c)) for repo, c in (repo_config or {}).items()}
         self.python = python
+        self.pytest_python = pytest_python  # real-project tasks run pytest: an interpreter that has it
         self.command_timeout_s = command_timeout_s
         self.memory_mb = memory_mb
         self.setup_timeout_s = setup_timeout_s
@@ -102,6 +106,8 @@ class SWEEnv(AgentEnv):
     def load_tasks(self, source: Any) -> TaskSet:
         if source is None:
             return loader.bundled_tasks()
+        if source == "pypi":
+            return loader.pypi_tasks()
         if isinstance(source, TaskSet):
             return source
         if isinstance(source, (list, tuple)) and source and isinstance(source[0], dict) and "instance_id" in source[0]:
@@ -174,8 +180,8 @@ class SWEEnv(AgentEnv):
 
     def _source(self, task: Task) -> str:
         source = task.data.get("source")
-        if source not in ("bundled", "swebench"):
-            raise ValueError(f"task {task.id!r} has data.source={source!r}; expected 'bundled' or 'swebench'")
+        if source not in ("bundled", "pypi", "swebench"):
+            raise ValueError(f"task {task.id!r} has data.source={source!r}; expected 'bundled', 'pypi' or 'swebench'")
         return source
 
     def _uses_image(self, task: Task) -> bool:
@@ -196,6 +202,10 @@ class SWEEnv(AgentEnv):
     def _plan(self, task: Task) -> Any:
         if self._source(task) == "bundled":
             return loader.bundled_plan(task, self.python, self.projects_dir)
+        if self._source(task) == "pypi":
+            plan = loader.pypi_plan(task, self.pytest_python)
+            plan.timeout_s = self.eval_timeout_s
+            return plan
         plan = loader.swebench_plan(task, self._config(task), self.python)
         plan.timeout_s = self.eval_timeout_s
         return plan
@@ -206,6 +216,8 @@ class SWEEnv(AgentEnv):
         if task.id not in self._tar_cache:
             if self._source(task) == "bundled":
                 self._tar_cache[task.id] = tar_bytes(loader.bundled_base_files(task, self.projects_dir))
+            elif self._source(task) == "pypi":
+                self._tar_cache[task.id] = tar_bytes(loader.pypi_base_files(task))
             else:
                 self._tar_cache[task.id] = loader.mirror_archive(self.mirror_dir, task.data["repo"], task.data["base_commit"])
         return self._tar_cache[task.id]

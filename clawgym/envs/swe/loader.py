@@ -4,6 +4,8 @@ A task's ``data`` says how to build its base tree and how to judge it:
 
 - ``source="bundled"``: a project under ``data/projects`` with the task's ``bug_patch`` applied; the
   project's ``tests/`` directory is hidden and run with clawgym's stdlib runner.
+- ``source="pypi"``: a real project's pinned sdist (:mod:`clawgym.envs.swe.pypi`, unpacked at make
+  time) without its test directory, with ``bug_patch`` applied; the project's own tests run with pytest.
 - ``source="swebench"``: a record with ``instance_id, repo, base_commit, patch, test_patch,
   FAIL_TO_PASS, PASS_TO_PASS, problem_statement`` (from a ``datasets`` dataset or JSONL). The base
   tree comes from a local mirror (``git archive <base_commit>`` of ``<mirror_dir>/<repo>``, so no
@@ -22,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from clawgym.core.tasks import Task, TaskSet
+from clawgym.envs.swe import pypi
 from clawgym.envs.swe.evaluation import TestPlan
 from clawgym.envs.swe.patches import touched_paths
 
 DATA_DIR = Path(__file__).with_name("data")
 PROJECTS_DIR = DATA_DIR / "projects"
 BUNDLED_TASKS = DATA_DIR / "tasks.jsonl"
+PYPI_TASKS = DATA_DIR / "pypi_tasks.jsonl"
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 SWEBENCH_FIELDS = ("instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS", "problem_statement")
 
@@ -129,6 +133,32 @@ def bundled_plan(task: Task, python: str, projects_dir: Path = PROJECTS_DIR) -> 
         test_files=list(task.data["test_files"]),
         hidden_files=hidden,
         hidden_dirs=["tests"],
+        python=python,
+    )
+
+
+# ------------------------------------------------------------------------------------------ real projects
+def pypi_tasks() -> TaskSet:
+    """Tasks generated from real PyPI projects (``scripts/gen_swe_tasks.py --pypi``); load with ``tasks="pypi"``."""
+    return TaskSet.from_jsonl(PYPI_TASKS)
+
+
+def pypi_base_files(task: Task, root: Path | None = None) -> dict[str, bytes]:
+    visible, _ = pypi.split_files(task.data["repo"], root)
+    return apply_unified_diff(visible, task.data["bug_patch"])
+
+
+def pypi_plan(task: Task, python: str, root: Path | None = None) -> TestPlan:
+    spec = pypi.project(task.data["repo"])
+    _, hidden = pypi.split_files(task.data["repo"], root)
+    return TestPlan(
+        fail_to_pass=list(task.data["FAIL_TO_PASS"]),
+        pass_to_pass=list(task.data["PASS_TO_PASS"]),
+        runner="pytest",
+        test_files=list(task.data["test_files"]),
+        hidden_files={path: content.decode("utf-8") for path, content in hidden.items()},
+        hidden_dirs=[spec.tests_dir],
+        test_command=pypi.test_command(spec.key, python),
         python=python,
     )
 
