@@ -74,8 +74,8 @@ def env():
     env.close()
 
 
-def test_nothing_of_one_episode_is_visible_in_the_next(env):
-    clean = probe(env)  # the reference: a probe with no dirty episode before it
+def dirty_episode(env):
+    """An episode that leaves every kind of mess behind (storage, a refused download, history, a late dialog)."""
     env.reset(seed=1, options={"task_id": "dirty"})
     page = env.browser.page
     assert page.evaluate("() => localStorage.getItem('leak')") == "1"  # the mess was really made
@@ -85,15 +85,26 @@ def test_nothing_of_one_episode_is_visible_in_the_next(env):
     next_ref = next(e.ref for e in env.view.elements if e.name == "Next")
     env.step(act("click", ref=next_ref))
     assert env.browser.page.url.endswith("second.html")
-    dirty_page = env.browser.page
+    return env.browser.page
 
-    seen = probe(env)
-    assert env.browser.reused and env.browser.page is dirty_page  # the warm page was reused
-    assert "Dirty" not in seen["back"] and "Second page" not in seen["back"]  # go_back cannot reach it
-    assert seen == clean, json.dumps({"seen": seen, "clean": clean}, indent=1)
-    assert seen["cookie"] == "" and seen["local"] == [] and seen["session"] == [] and seen["cg"] == {}
-    assert seen["name"] == "" and seen["history"] == 2 and "leakdb" not in seen["dbs"] and seen["sws"] == 0
-    assert seen["notes"] == []  # neither the late dialog nor the download shows up
+
+def test_nothing_of_one_episode_is_visible_in_the_next(env):
+    clean = probe(env)  # the reference: a probe with no dirty episode before it
+    reused = 0
+    for _ in range(3):  # isolation must hold on both paths; the warm-page path must be exercised at least once
+        dirty_page = dirty_episode(env)
+        seen = probe(env)
+        if env.browser.reused:  # (a wipe that fails, e.g. on a slow machine, falls back to a new context)
+            assert env.browser.page is dirty_page
+            reused += 1
+        assert "Dirty" not in seen["back"] and "Second page" not in seen["back"]  # go_back cannot reach it
+        assert seen == clean, json.dumps({"seen": seen, "clean": clean}, indent=1)
+        assert seen["cookie"] == "" and seen["local"] == [] and seen["session"] == [] and seen["cg"] == {}
+        assert seen["name"] == "" and seen["history"] == 2 and "leakdb" not in seen["dbs"] and seen["sws"] == 0
+        assert seen["notes"] == []  # neither the late dialog nor the download shows up
+        if reused:
+            break
+    assert reused, "the warm page was never reused: the isolation above was only tested on new contexts"
 
 
 def test_a_broken_page_gets_a_new_context(env):

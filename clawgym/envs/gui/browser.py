@@ -235,7 +235,7 @@ class Browser:
             with self.guard():
                 self._session_script = wipe_page(self.page, self._cdp, origins, self._session_script, self.load_timeout_ms)
         except Exception as exc:
-            log.debug("wiping the warm page failed (%s): opening a new context", exc)
+            log.info("wiping the warm page failed (%s): opening a new context", exc)
             return False
         return True
 
