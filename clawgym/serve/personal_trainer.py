@@ -52,7 +52,48 @@ def sample_from_turn(turn: Turn, method: str) -> tuple[Sample | None, str | None
     ), None
 
 
-class PersonalTrainer:
+class BackgroundTrainer:
+    """The plumbing both personal trainers share: a train task started lazily on the serving loop,
+    woken when a batch is due, stopped by :meth:`close`; each step's record is appended to
+    ``<out>/train_steps.jsonl`` and handed to ``on_step`` (the dashboard)."""
+
+    task_name = "clawgym-trainer"
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.on_step: Any = None
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def _wake_up(self) -> None:
+        if self._task is None:  # started lazily on the serving event loop, where judged turns arrive
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=self.task_name)
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await self._train_due()
+
+    async def _train_due(self) -> None:
+        raise NotImplementedError
+
+    def _record_step(self, record: dict[str, Any]) -> None:
+        write_jsonl(self.out / "train_steps.jsonl", [record])
+        if self.on_step is not None:
+            self.on_step(record)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+
+class PersonalTrainer(BackgroundTrainer):
+    task_name = "clawgym-personal-trainer"
+
     def __init__(self, trainer: Any, policy: Any, *, batch_size: int = 8, max_staleness: int = 2,
                  output_dir: str | Path = "runs/chat") -> None:
         self.trainer = trainer
@@ -60,15 +101,12 @@ class PersonalTrainer:
         self.method = str(trainer.config.method)
         self.batch_size = batch_size
         self.max_staleness = max_staleness
-        self.out = Path(output_dir)
+        super().__init__(Path(output_dir))
         self.out.mkdir(parents=True, exist_ok=True)
         self.pending: list[Sample] = []
         self.refused: collections.Counter = collections.Counter()
         self.steps = 0
-        self._wake = asyncio.Event()
         self.busy = False  # a train step (or a weight swap) is running now
-        self.on_step: Any = None  # called with each step's record (the dashboard)
-        self._task: asyncio.Task | None = None
 
     def _keep(self, turn: Turn) -> bool:
         sample, reason = sample_from_turn(turn, self.method)
@@ -89,23 +127,12 @@ class PersonalTrainer:
         """The gateway's ``on_judged``: keep the turn's sample (if trainable) and wake the trainer."""
         if not self._keep(turn):
             return
-        if self._task is None:  # started lazily on the serving event loop, where judged turns arrive
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="clawgym-personal-trainer")
-        if len(self.pending) >= self.batch_size:
-            self._wake.set()
+        if self._task is None or len(self.pending) >= self.batch_size:
+            self._wake_up()
 
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while len(self.pending) >= self.batch_size:
-                await self.train_once()
+    async def _train_due(self) -> None:
+        while len(self.pending) >= self.batch_size:
+            await self.train_once()
 
     async def train_once(self) -> dict[str, Any]:
         batch, self.pending = self.pending[: self.batch_size], self.pending[self.batch_size:]
@@ -127,7 +154,7 @@ class PersonalTrainer:
             write_jsonl(self.out / "train_steps.jsonl", [record])
         finally:
             self.busy = False
-        if self.on_step is not None:
+        if self.on_step is not None:  # (the record is written inside the busy section: a shutdown cannot lose it)
             self.on_step(record)
         logger.info("personal trainer step %d on %d turns -> policy version %s", self.steps, len(fresh), served_version)
         return record

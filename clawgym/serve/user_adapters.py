@@ -28,8 +28,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from clawgym.rl.types import Sample, Turn, read_jsonl, write_jsonl
-from clawgym.serve.personal_trainer import sample_from_turn
+from clawgym.rl.types import Sample, Turn, read_jsonl
+from clawgym.serve.personal_trainer import BackgroundTrainer, sample_from_turn
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class UserAdapters:
         tmp.replace(self._slots_file)
 
 
-class UserAdapterTrainer:
+class UserAdapterTrainer(BackgroundTrainer):
     """The per-user personal trainer; see the module docstring."""
 
     def __init__(self, trainer: Any, adapters: UserAdapters, *, batch_size: int = 8, max_staleness: int = 2,
@@ -126,15 +126,12 @@ class UserAdapterTrainer:
         self.method = str(trainer.config.method)
         self.batch_size = batch_size
         self.max_staleness = max_staleness
-        self.out = Path(output_dir)
+        super().__init__(Path(output_dir))
         self.pending: dict[str, list[Sample]] = collections.defaultdict(list)
         self.refused: collections.Counter = collections.Counter()
         self.steps: collections.Counter = collections.Counter()
         self.busy = False
-        self.on_step: Any = None  # called with each step's record (the dashboard)
         self._turn_order: collections.deque[str] = collections.deque()
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task | None = None
         self._lock = asyncio.Lock()
         initial = adapters.root / INITIAL / "checkpoint"
         if not initial.exists():
@@ -157,12 +154,8 @@ class UserAdapterTrainer:
 
     def add(self, turn: Turn) -> None:
         """The gateway's ``on_judged``: queue the turn's sample for its user (never blocks)."""
-        if not self._queue(turn):
-            return
-        if self._task is None:  # started lazily on the serving event loop, where judged turns arrive
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="clawgym-user-adapters")
-        if self._turn_order:
-            self._wake.set()
+        if self._queue(turn) and (self._task is None or self._turn_order):
+            self._wake_up()
 
     def recover(self, turns: list[Turn]) -> int:
         """After a restart: queue each user's judged turns that no finished step trained on."""
@@ -179,21 +172,12 @@ class UserAdapterTrainer:
             self._turn_order.remove(user)
         return dropped
 
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._turn_order:
-                user = self._turn_order.popleft()  # round-robin: one step per user per turn
-                await self.train_user(user)
-                if len(self.pending.get(user, [])) >= self.batch_size:
-                    self._turn_order.append(user)
+    async def _train_due(self) -> None:
+        while self._turn_order:
+            user = self._turn_order.popleft()  # round-robin: one step per user per turn
+            await self.train_user(user)
+            if len(self.pending.get(user, [])) >= self.batch_size:
+                self._turn_order.append(user)
 
     async def train_user(self, user: str) -> dict[str, Any]:
         """One train step on ``user``'s pending samples; publishes only their adapter."""
@@ -220,8 +204,6 @@ class UserAdapterTrainer:
             record = {"user": user, "step": self.steps[user], "samples": len(fresh), "adapter_version": served,
                       "trained": [s.turn_id for s in fresh],
                       **{k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}}
-            write_jsonl(self.out / "train_steps.jsonl", [record])
-            if self.on_step is not None:
-                self.on_step(record)
+            self._record_step(record)
             logger.info("user %s: adapter step %d on %d turns -> adapter v%d", user, self.steps[user], len(fresh), served)
             return record
