@@ -57,6 +57,7 @@ from transformers import DynamicCache
 from clawgym.core.messages import Message, parse_action
 from clawgym.core.policy import Generation, SamplingParams, VersionedPolicy
 from clawgym.rl.policy.chat_template import encode_prompt, stop_token_ids
+from clawgym.rl.policy.kv_buffer import KVBuffer
 from clawgym.rl.policy.models import load_model
 from clawgym.rl.policy.prefix_cache import PrefixCache
 from clawgym.rl.policy.streaming import StreamItem, TextDelta
@@ -119,9 +120,7 @@ class HFPolicy(VersionedPolicy):
         self._thread: threading.Thread | None = None
         # running batch (touched only by the worker thread)
         self._rows: list[_Request] = []
-        self._keys: list[torch.Tensor] = []
-        self._values: list[torch.Tensor] = []
-        self._mask: torch.Tensor | None = None
+        self._kv: KVBuffer | None = None  # the running rows' keys and values
 
     @classmethod
     def from_pretrained(
@@ -298,7 +297,7 @@ class HFPolicy(VersionedPolicy):
             self._waiting.clear()
         for request in leftover:
             self._deliver(request, closed)
-        self._rows, self._keys, self._values, self._mask = [], [], [], None
+        self._rows, self._kv = [], None
 
     def _forward(self, input_ids: torch.Tensor, **kwargs: Any) -> tuple[torch.Tensor, Any, int]:
         with self._weights_lock:
@@ -364,13 +363,7 @@ class HFPolicy(VersionedPolicy):
         keys = [layer.keys.index_select(0, index) for layer in cache.layers]
         values = [layer.values.index_select(0, index) for layer in cache.layers]
         mask = torch.ones(len(running), length, dtype=torch.long, device=self.device)
-        if not self._rows:
-            self._keys, self._values, self._mask = keys, values, mask
-        else:
-            width = max(self._mask.shape[1], length)
-            self._keys = [torch.cat([_pad_left(a, width), _pad_left(b, width)]) for a, b in zip(self._keys, keys)]
-            self._values = [torch.cat([_pad_left(a, width), _pad_left(b, width)]) for a, b in zip(self._values, values)]
-            self._mask = torch.cat([_pad_left_2d(self._mask, width), _pad_left_2d(mask, width)])
+        self._kv = KVBuffer(keys, values, mask) if self._kv is None else self._kv.merge(keys, values, mask)
         self._rows.extend(requests[i] for i in running)
 
     def _decode_step(self) -> None:
@@ -378,24 +371,21 @@ class HFPolicy(VersionedPolicy):
         rows = self._rows
         input_ids = torch.tensor([[r.response_ids[-1]] for r in rows], dtype=torch.long, device=self.device)
         positions = torch.tensor([[r.length] for r in rows], dtype=torch.long, device=self.device)
-        mask = torch.cat([self._mask, torch.ones(len(rows), 1, dtype=torch.long, device=self.device)], dim=1)
-        cache = DynamicCache(ddp_cache_data=list(zip(self._keys, self._values)))
+        mask = torch.cat([self._kv.mask, torch.ones(len(rows), 1, dtype=torch.long, device=self.device)], dim=1)
         try:
-            logits, cache, version = self._forward(
-                input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache
+            logits, _, version = self._forward(
+                input_ids, attention_mask=mask, position_ids=positions, past_key_values=self._kv.cache(1)
             )
         except Exception as exc:
             logger.exception("decode step failed; failing %d running requests", len(rows))
             for request in rows:
                 request.finish_reason = "error"
                 self._deliver(request, exc)
-            self._rows, self._keys, self._values, self._mask = [], [], [], None
+            self._rows, self._kv = [], None
             return
         self.stats["decode_passes"] += 1
         self.stats["max_batch_rows"] = max(self.stats["max_batch_rows"], len(rows))
-        self._keys = [layer.keys for layer in cache.layers]
-        self._values = [layer.values for layer in cache.layers]
-        self._mask = mask
+        self._kv.advance(1, mask)
         logprobs = torch.log_softmax(logits, dim=-1)
         for index, request in enumerate(rows):
             request.length += 1
@@ -408,14 +398,9 @@ class HFPolicy(VersionedPolicy):
             return
         self._rows = [self._rows[i] for i in keep]
         if not self._rows:
-            self._keys, self._values, self._mask = [], [], None
+            self._kv = None
             return
-        index = torch.tensor(keep, dtype=torch.long, device=self.device)
-        mask = self._mask.index_select(0, index)
-        first = int(mask.any(dim=0).nonzero()[0])  # leading columns that are padding for every row
-        self._mask = mask[:, first:]
-        self._keys = [k.index_select(0, index)[:, :, first:] for k in self._keys]
-        self._values = [v.index_select(0, index)[:, :, first:] for v in self._values]
+        self._kv = self._kv.select(torch.tensor(keep, dtype=torch.long, device=self.device))
 
     # ------------------------------------------------------------------ sampling and stopping
 
@@ -488,22 +473,6 @@ class HFPolicy(VersionedPolicy):
             self._emit(request, TextDelta(text[request.emitted :], request.response_ids[-1:], request.logprobs[-1:]))
             request.emitted = len(text)
         self._deliver(request, generation)
-
-
-def _pad_left(tensor: torch.Tensor, width: int) -> torch.Tensor:
-    """Left-pad a ``[B, H, T, D]`` cache tensor with zeros to ``T == width``."""
-    missing = width - tensor.shape[2]
-    if missing == 0:
-        return tensor
-    pad = tensor.new_zeros(tensor.shape[0], tensor.shape[1], missing, tensor.shape[3])
-    return torch.cat([pad, tensor], dim=2)
-
-
-def _pad_left_2d(mask: torch.Tensor, width: int) -> torch.Tensor:
-    missing = width - mask.shape[1]
-    if missing == 0:
-        return mask
-    return torch.cat([mask.new_zeros(mask.shape[0], missing), mask], dim=1)
 
 
 def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:

@@ -1,0 +1,89 @@
+"""Decoding speed of SmolLM2-135M at OpenClaw-sized contexts: growing cache vs preallocated buffer.
+
+A later OpenClaw turn reuses a ~4k-token prefix and then decodes up to ``maxTokens`` tokens, one
+forward pass each, so the cost of a decoding step at a long context is the turn's latency. Two ways
+to hold the running batch's keys and values, side by side in one process, alternating rounds so that
+load on a shared machine hits both alike:
+
+- ``dynamic``: transformers' ``DynamicCache`` rebuilt from the batch's tensors at every step and grown
+  by ``torch.cat`` (what ``HFPolicy`` did before): the whole cache is copied twice per token;
+- ``buffer``: :class:`clawgym.rl.policy.kv_buffer.KVBuffer` (what ``HFPolicy`` does now): a step writes
+  only the new column.
+
+Both produce the same logits (checked here). Prints ms per decoding step (median over rounds).
+
+    OMP_NUM_THREADS=2 .venv/bin/python benchmarks/decode_speed.py [--contexts 256 4096 8000] [--rows 1 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import torch
+from transformers import DynamicCache
+
+from clawgym.rl.policy.kv_buffer import KVBuffer
+from clawgym.rl.policy.models import load_model
+
+
+def decode(model, keys, values, mask, steps: int, use_buffer: bool) -> tuple[float, torch.Tensor]:
+    """Seconds per step of ``steps`` decoding steps from a prefilled batch, and the last logits."""
+    rows, width = mask.shape
+    buffer = KVBuffer(keys, values, mask) if use_buffer else None
+    start = time.perf_counter()
+    for step in range(steps):
+        mask = torch.cat([mask, torch.ones(rows, 1, dtype=torch.long)], dim=1)
+        if use_buffer:
+            cache = buffer.cache(1)
+        else:
+            cache = DynamicCache(ddp_cache_data=list(zip(keys, values)))
+        out = model(input_ids=torch.full((rows, 1), 42), position_ids=torch.full((rows, 1), width + step),
+                    attention_mask=mask, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        if use_buffer:
+            buffer.advance(1, mask)
+        else:
+            keys = [layer.keys for layer in out.past_key_values.layers]
+            values = [layer.values for layer in out.past_key_values.layers]
+    return (time.perf_counter() - start) / steps, out.logits
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--contexts", type=int, nargs="+", default=[256, 4096, 8000])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--steps", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    model, _ = load_model(args.model)
+    model.eval()
+    print(f"model {args.model}, torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}")
+    print("| context | rows | dynamic (ms/step) | buffer (ms/step) | speed-up | same logits |")
+    print("|---:|---:|---:|---:|---:|:---:|")
+    generator = torch.Generator().manual_seed(0)
+    with torch.inference_mode():
+        for context in args.contexts:
+            for rows in args.rows:
+                ids = torch.randint(100, 40000, (1, context), generator=generator).expand(rows, context)
+                cache = model(input_ids=ids, use_cache=True, logits_to_keep=1).past_key_values
+                keys = [layer.keys.contiguous() for layer in cache.layers]
+                values = [layer.values.contiguous() for layer in cache.layers]
+                mask = torch.ones(rows, context, dtype=torch.long)
+                times: dict[bool, list[float]] = {False: [], True: []}
+                logits = {}
+                for _ in range(args.rounds):
+                    for use_buffer in (False, True):
+                        seconds, logits[use_buffer] = decode(model, keys, values, mask, args.steps, use_buffer)
+                        times[use_buffer].append(seconds)
+                dynamic, buffer = statistics.median(times[False]) * 1e3, statistics.median(times[True]) * 1e3
+                same = torch.allclose(logits[False], logits[True], atol=1e-4)
+                print(f"| {context} | {rows} | {dynamic:.1f} | {buffer:.1f} | {dynamic / buffer:.2f}x | {'yes' if same else 'NO'} |",
+                      flush=True)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""The preallocated KV buffer decodes exactly like transformers' growing DynamicCache."""
+
+from __future__ import annotations
+
+import torch
+
+from clawgym.rl.policy import kv_buffer
+from clawgym.rl.policy.kv_buffer import KVBuffer
+from clawgym.rl.policy.models import load_model
+
+torch.set_num_threads(1)
+
+
+def _prefill(model, ids: torch.Tensor):
+    out = model(input_ids=ids, use_cache=True)
+    cache = out.past_key_values
+    return [layer.keys for layer in cache.layers], [layer.values for layer in cache.layers], cache
+
+
+def test_decoding_past_the_spare_room_matches_the_dynamic_cache(monkeypatch):
+    monkeypatch.setattr(kv_buffer, "SPARE_COLUMNS", 3)  # force several reallocations in a few steps
+    model, _ = load_model("tiny-random")
+    ids = torch.randint(5, 1000, (2, 9), generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        keys, values, reference = _prefill(model, ids)
+        buffer = KVBuffer(keys, values, torch.ones(2, 9, dtype=torch.long))
+        for step in range(8):
+            token = torch.full((2, 1), 7 + step)
+            expected = model(input_ids=token, past_key_values=reference, use_cache=True).logits
+            mask = torch.cat([buffer.mask, torch.ones(2, 1, dtype=torch.long)], dim=1)
+            got = model(input_ids=token, attention_mask=mask, position_ids=torch.full((2, 1), 9 + step),
+                        past_key_values=buffer.cache(1), use_cache=True).logits
+            buffer.advance(1, mask)
+            assert torch.allclose(got, expected, atol=1e-5), step
+    assert buffer.width == 17
+    assert torch.equal(buffer.keys(0), reference.layers[0].keys)
+
+
+def test_merge_left_pads_and_select_drops_shared_padding():
+    a = [torch.ones(1, 2, 5, 4)]
+    b = [torch.full((2, 2, 3, 4), 2.0)]
+    buffer = KVBuffer(a, [x.clone() for x in a], torch.ones(1, 5, dtype=torch.long))
+    merged = buffer.merge(b, [x.clone() for x in b], torch.ones(2, 3, dtype=torch.long))
+    assert merged.rows == 3 and merged.width == 5
+    assert merged.mask.tolist() == [[1] * 5, [0, 0, 1, 1, 1], [0, 0, 1, 1, 1]]
+    assert torch.equal(merged.keys(0)[1, :, :2], torch.zeros(2, 2, 4))  # padding is zeros, hidden by the mask
+    assert torch.equal(merged.keys(0)[1, :, 2:], torch.full((2, 3, 4), 2.0))
+    kept = merged.select(torch.tensor([1, 2]))  # the long row left: its padding columns go too
+    assert kept.width == 3 and kept.mask.tolist() == [[1, 1, 1], [1, 1, 1]]
+    assert torch.equal(kept.values(0), torch.full((2, 2, 3, 4), 2.0))
