@@ -1,16 +1,17 @@
-"""Decoding speed of SmolLM2-135M at OpenClaw-sized contexts: growing cache vs preallocated buffer.
+"""Decoding speed of SmolLM2-135M at OpenClaw-sized contexts: what HFPolicy did before vs now.
 
 A later OpenClaw turn reuses a ~4k-token prefix and then decodes up to ``maxTokens`` tokens, one
-forward pass each, so the cost of a decoding step at a long context is the turn's latency. Two ways
-to hold the running batch's keys and values, side by side in one process, alternating rounds so that
-load on a shared machine hits both alike:
+forward pass each, so the cost of a decoding step at a long context is the turn's latency. Three
+variants, side by side in one process, alternating rounds so that load on a shared machine hits all
+alike:
 
 - ``dynamic``: transformers' ``DynamicCache`` rebuilt from the batch's tensors at every step and grown
-  by ``torch.cat`` (what ``HFPolicy`` did before): the whole cache is copied twice per token;
-- ``buffer``: :class:`clawgym.rl.policy.kv_buffer.KVBuffer` (what ``HFPolicy`` does now): a step writes
-  only the new column.
+  by ``torch.cat``, transformers' SDPA (what ``HFPolicy`` did before): the cache is copied twice a token;
+- ``buffer``: :class:`clawgym.rl.policy.kv_buffer.KVBuffer`: a step writes only the new column;
+- ``buffer+gqa``: the buffer plus :mod:`clawgym.rl.policy.attention` (attention on the key/value heads
+  without repeating them): what ``HFPolicy`` does now.
 
-Both produce the same logits (checked here). Prints ms per decoding step (median over rounds).
+All produce the same logits (checked here). Prints ms per decoding step (median over rounds).
 
     OMP_NUM_THREADS=2 .venv/bin/python benchmarks/decode_speed.py [--contexts 256 4096 8000] [--rows 1 8]
 """
@@ -25,6 +26,7 @@ import time
 import torch
 from transformers import DynamicCache
 
+from clawgym.rl.policy.attention import GQA_DECODE
 from clawgym.rl.policy.kv_buffer import KVBuffer
 from clawgym.rl.policy.models import load_model
 
@@ -61,8 +63,9 @@ def main() -> None:
     model, _ = load_model(args.model)
     model.eval()
     print(f"model {args.model}, torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}")
-    print("| context | rows | dynamic (ms/step) | buffer (ms/step) | speed-up | same logits |")
-    print("|---:|---:|---:|---:|---:|:---:|")
+    print("| context | rows | dynamic (ms/step) | buffer (ms/step) | buffer+gqa (ms/step) | speed-up | same logits |")
+    print("|---:|---:|---:|---:|---:|---:|:---:|")
+    variants = {"dynamic": (False, "sdpa"), "buffer": (True, "sdpa"), "buffer+gqa": (True, GQA_DECODE)}
     generator = torch.Generator().manual_seed(0)
     with torch.inference_mode():
         for context in args.contexts:
@@ -72,16 +75,17 @@ def main() -> None:
                 keys = [layer.keys.contiguous() for layer in cache.layers]
                 values = [layer.values.contiguous() for layer in cache.layers]
                 mask = torch.ones(rows, context, dtype=torch.long)
-                times: dict[bool, list[float]] = {False: [], True: []}
+                times: dict[str, list[float]] = {name: [] for name in variants}
                 logits = {}
                 for _ in range(args.rounds):
-                    for use_buffer in (False, True):
-                        seconds, logits[use_buffer] = decode(model, keys, values, mask, args.steps, use_buffer)
-                        times[use_buffer].append(seconds)
-                dynamic, buffer = statistics.median(times[False]) * 1e3, statistics.median(times[True]) * 1e3
-                same = torch.allclose(logits[False], logits[True], atol=1e-4)
-                print(f"| {context} | {rows} | {dynamic:.1f} | {buffer:.1f} | {dynamic / buffer:.2f}x | {'yes' if same else 'NO'} |",
-                      flush=True)
+                    for name, (use_buffer, attention) in variants.items():
+                        model.set_attn_implementation(attention)
+                        seconds, logits[name] = decode(model, keys, values, mask, args.steps, use_buffer)
+                        times[name].append(seconds)
+                ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
+                same = all(torch.allclose(logits["dynamic"], other, atol=1e-4) for other in logits.values())
+                print(f"| {context} | {rows} | {ms['dynamic']:.1f} | {ms['buffer']:.1f} | {ms['buffer+gqa']:.1f} "
+                      f"| {ms['dynamic'] / ms['buffer+gqa']:.2f}x | {'yes' if same else 'NO'} |", flush=True)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

@@ -48,3 +48,23 @@ def test_merge_left_pads_and_select_drops_shared_padding():
     kept = merged.select(torch.tensor([1, 2]))  # the long row left: its padding columns go too
     assert kept.width == 3 and kept.mask.tolist() == [[1, 1, 1], [1, 1, 1]]
     assert torch.equal(kept.values(0), torch.full((2, 2, 3, 4), 2.0))
+
+
+def test_gqa_decode_attention_equals_transformers_sdpa_with_padding():
+    from clawgym.rl.policy.attention import GQA_DECODE, use_gqa_decode
+
+    model, _ = load_model("tiny-random")
+    assert model.config.num_key_value_heads < model.config.num_attention_heads  # the grouped case is exercised
+    ids = torch.randint(5, 1000, (2, 6), generator=torch.Generator().manual_seed(1))
+    mask = torch.tensor([[0, 0, 1, 1, 1, 1, 1], [1] * 7])  # row 0 is left-padded
+
+    def step():
+        with torch.inference_mode():
+            cache = model(input_ids=ids, attention_mask=mask[:, :6], use_cache=True).past_key_values
+            return model(input_ids=torch.tensor([[9], [9]]), attention_mask=mask, position_ids=torch.tensor([[4], [6]]),
+                         past_key_values=cache, use_cache=True).logits
+
+    expected = step()
+    assert use_gqa_decode(model) and model.config._attn_implementation == GQA_DECODE
+    assert torch.allclose(step(), expected, atol=1e-5)
+    assert not use_gqa_decode(model)  # already switched: a no-op

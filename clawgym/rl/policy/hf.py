@@ -56,6 +56,7 @@ from transformers import DynamicCache
 
 from clawgym.core.messages import Message, parse_action
 from clawgym.core.policy import Generation, SamplingParams, VersionedPolicy
+from clawgym.rl.policy.attention import use_gqa_decode
 from clawgym.rl.policy.chat_template import encode_prompt, stop_token_ids
 from clawgym.rl.policy.kv_buffer import KVBuffer
 from clawgym.rl.policy.models import load_model
@@ -103,6 +104,7 @@ class HFPolicy(VersionedPolicy):
         prefix_cache: PrefixCache | None = None,
     ) -> None:
         self.model = model.eval()
+        use_gqa_decode(model)
         self.prefix_cache = prefix_cache if prefix_cache is not None else PrefixCache()
         self.tokenizer = tokenizer
         self.name = name
