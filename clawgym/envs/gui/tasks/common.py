@@ -1,10 +1,13 @@
-"""Shared pieces of the bundled tasks: word lists, seeded picks, and the page shell."""
+"""Shared pieces of the bundled tasks: word lists, seeded picks, the page shell, and the task kinds
+(``one_of`` params, ``then_submit`` oracles) that let most tasks be one row of a table."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from clawgym.envs.gui.task import Oracle, Params, plan
 
 WORDS = [
     "apple", "river", "stone", "cloud", "tiger", "maple", "ocean", "piano", "lemon", "eagle", "candle", "forest",
@@ -47,3 +50,20 @@ def page(script: str, body: str = "", title: str = "Task") -> str:
 def st(s: dict[str, Any], key: str, default: Any = None) -> Any:
     """A value the page recorded with CG.set."""
     return s.get("state", {}).get(key, default)
+
+
+def one_of(pool: Sequence[Any], k: int | tuple[int, int], prompt: str, key: str = "labels") -> Callable[[np.random.Generator], Params]:
+    """The commonest generator: ``k`` items of ``pool`` (a ``(low, high)`` range is drawn per episode) under ``key``,
+    one of them the ``target``; ``prompt`` is formatted with ``{target}``."""
+
+    def generate(rng: np.random.Generator) -> Params:
+        items = sample(rng, pool, k if isinstance(k, int) else int(rng.integers(*k)))
+        target = choice(rng, items)
+        return {"prompt": prompt.format(target=target), key: items, "target": target}
+
+    return generate
+
+
+def then_submit(*steps: tuple) -> Oracle:
+    """An oracle that does ``steps``, then presses Submit and ends."""
+    return plan(*steps, ("click", "button", "Submit"), ("done",))
