@@ -11,3 +11,13 @@ def docker_engine():
     from tests.docker_engine import docker_engine_fixture
 
     yield from docker_engine_fixture()
+
+
+@pytest.fixture
+def tcp_server():
+    """A TCP server on 127.0.0.1 that records what each connection sent (see tests/tcp_server.py)."""
+    from tests.tcp_server import TcpServer
+
+    server = TcpServer()
+    yield server
+    server.close()

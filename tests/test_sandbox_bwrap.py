@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -34,37 +33,20 @@ def ns_processes(sb) -> list[int]:
     return procs.namespace_members(sb._namespace) if sb._namespace else []
 
 
-class TcpServer:
-    """A TCP server on 127.0.0.1 OUTSIDE the sandbox that records what each connection sent."""
+@pytest.fixture
+def limited():
+    """Factory for bwrap sandboxes with cgroup limits (skips where cgroups are not writable); closed after the test."""
+    made = []
 
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.received: list[bytes] = []
-        self.stop = False
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+    def make(**limits):
+        made.append(make_sandbox("bwrap", SandboxConfig(**limits)))
+        if not made[-1].limits_enforced:
+            pytest.skip(f"cgroups not writable here: {made[-1].cgroup_error}")
+        return made[-1]
 
-    def _serve(self):
-        while not self.stop:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(2)
-                try:
-                    self.received.append(conn.recv(100))
-                except OSError:
-                    self.received.append(b"")
-
-    def close(self):
-        self.stop = True
-        self.thread.join(2)
-        self.sock.close()
+    yield make
+    for sb in made:
+        sb.close()
 
 
 def test_auto_is_bwrap_and_basic_run(sandbox):
@@ -152,31 +134,23 @@ def test_cannot_read_another_sandboxes_files():
         b.close()
 
 
-def test_network_off_by_default_on_when_asked():
-    server = TcpServer()
-    probe = f"exec 3<>/dev/tcp/127.0.0.1/{server.port} && echo hello >&3 && echo connected"
+def test_network_off_by_default_on_when_asked(tcp_server):
+    off = make_sandbox("bwrap")
     try:
-        off = make_sandbox("bwrap")
-        try:
-            r = off.run(probe, timeout=10)
-            assert r.exit_code != 0 and "connected" not in r.stdout
-            assert "Connection refused" in r.stderr  # its own loopback, nothing listening
-            assert "lo" in off.run("ls /sys/class/net").stdout
-        finally:
-            off.close()
-        assert server.received == []
-        on = make_sandbox("bwrap", SandboxConfig(network=True))
-        try:
-            r = on.run(probe, timeout=10)
-            assert r.exit_code == 0 and r.stdout == "connected\n"
-        finally:
-            on.close()
-        deadline = time.monotonic() + 5
-        while not server.received and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert server.received == [b"hello\n"]
+        r = off.run(tcp_server.probe, timeout=10)
+        assert r.exit_code != 0 and "connected" not in r.stdout
+        assert "Connection refused" in r.stderr  # its own loopback, nothing listening
+        assert "lo" in off.run("ls /sys/class/net").stdout
     finally:
-        server.close()
+        off.close()
+    assert tcp_server.received == []
+    on = make_sandbox("bwrap", SandboxConfig(network=True))
+    try:
+        r = on.run(tcp_server.probe, timeout=10)
+        assert r.exit_code == 0 and r.stdout == "connected\n"
+    finally:
+        on.close()
+    assert tcp_server.wait_received() == [b"hello\n"]
 
 
 def test_timeout_kills_command_keeps_shell_state(sandbox):
@@ -221,37 +195,25 @@ def test_stdin_is_not_inherited(sandbox):
     assert os.readlink(f"/proc/{sandbox._shell_host_pid}/fd/0").startswith("pipe:")
 
 
-def test_fork_bomb_is_contained():
-    sb = make_sandbox("bwrap", SandboxConfig(pids_max=64))
-    if not sb.limits_enforced:
-        sb.close()
-        pytest.skip(f"cgroups not writable here: {sb.cgroup_error}")
-    try:
-        bomb = sb.run(":(){ :|:& };:", timeout=5)
-        time.sleep(0.3)
-        r = sb.run("ls / | wc -l", timeout=20)
-        assert r.exit_code == 0 and int(r.stdout) > 5
-        assert "process limit (64)" in bomb.stderr + r.stderr  # caught after the bomb's command or before the next
-        alive = [p for p in ns_processes(sb) if not procs._is_zombie(p)]
-        assert alive == [sb._shell_host_pid]  # only the shell is left
-        assert sb.run("echo fine").stdout == "fine\n"
-    finally:
-        sb.close()
+def test_fork_bomb_is_contained(limited):
+    sb = limited(pids_max=64)
+    bomb = sb.run(":(){ :|:& };:", timeout=5)
+    time.sleep(0.3)
+    r = sb.run("ls / | wc -l", timeout=20)
+    assert r.exit_code == 0 and int(r.stdout) > 5
+    assert "process limit (64)" in bomb.stderr + r.stderr  # caught after the bomb's command or before the next
+    alive = [p for p in ns_processes(sb) if not procs._is_zombie(p)]
+    assert alive == [sb._shell_host_pid]  # only the shell is left
+    assert sb.run("echo fine").stdout == "fine\n"
 
 
-def test_memory_bomb_is_killed_and_sandbox_survives():
-    sb = make_sandbox("bwrap", SandboxConfig(memory_mb=128))
-    if not sb.limits_enforced:
-        sb.close()
-        pytest.skip(f"cgroups not writable here: {sb.cgroup_error}")
-    try:
-        sb.run("export KEEP=mem")
-        r = sb.run("python3 -c 'x = bytearray(1 << 30); print(len(x))'", timeout=30)
-        assert r.exit_code == 137 and r.stdout == ""
-        assert "out of memory" in r.stderr
-        assert sb.run("echo $KEEP").stdout == "mem\n"
-    finally:
-        sb.close()
+def test_memory_bomb_is_killed_and_sandbox_survives(limited):
+    sb = limited(memory_mb=128)
+    sb.run("export KEEP=mem")
+    r = sb.run("python3 -c 'x = bytearray(1 << 30); print(len(x))'", timeout=30)
+    assert r.exit_code == 137 and r.stdout == ""
+    assert "out of memory" in r.stderr
+    assert sb.run("echo $KEEP").stdout == "mem\n"
 
 
 def test_endless_output_is_capped_with_marker():

@@ -10,7 +10,6 @@ import pytest
 
 from clawgym.sandbox import SandboxConfig, SandboxUnavailable, make_sandbox
 from clawgym.sandbox import procs
-from tests.test_sandbox_bwrap import TcpServer
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
@@ -68,23 +67,15 @@ def test_writes_outside_workdir_stay_in_the_container(new):
     assert "4242" not in r.stdout and "4242" in a.run("ps -ef").stdout  # only its own processes are visible
 
 
-def test_network_none_by_default_host_when_asked(new):
-    server = TcpServer()
-    probe = f"exec 3<>/dev/tcp/127.0.0.1/{server.port} && echo hello >&3 && echo connected"
-    try:
-        off = new()
-        r = off.run(probe, timeout=10)
-        assert r.exit_code != 0 and "connected" not in r.stdout
-        assert off.run("ls /sys/class/net").stdout.split() == ["lo"]
-        assert server.received == []
-        on = new(network=True)
-        assert on.run(probe, timeout=10).stdout == "connected\n"
-        deadline = time.monotonic() + 5
-        while not server.received and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert server.received == [b"hello\n"]
-    finally:
-        server.close()
+def test_network_none_by_default_host_when_asked(new, tcp_server):
+    off = new()
+    r = off.run(tcp_server.probe, timeout=10)
+    assert r.exit_code != 0 and "connected" not in r.stdout
+    assert off.run("ls /sys/class/net").stdout.split() == ["lo"]
+    assert tcp_server.received == []
+    on = new(network=True)
+    assert on.run(tcp_server.probe, timeout=10).stdout == "connected\n"
+    assert tcp_server.wait_received() == [b"hello\n"]
 
 
 def test_timeout_kills_command_keeps_state(new):

@@ -9,6 +9,9 @@ A setting subclasses :class:`AgentEnv` and fills in a handful of hooks (``make_t
 ``system_prompt``, ``setup``, ``score``, ``teardown``). The base class owns the episode loop: task
 choice and seeding, action parsing, tool dispatch (every failure becomes a tool error message the
 agent reads), turn limits, the transcript (``self.messages``), rendering and idempotent ``close``.
+A setting's constructor takes its own keywords and passes the episode options every setting shares
+(:class:`EpisodeOptions`: ``split``, ``max_turns``, ``time_limit_s``, ``render_mode``) through as
+``**episode`` to ``super().__init__``, so they are declared once, here.
 
 Determinism: the task and any randomised start state come from ``self.np_random`` at reset;
 ``step`` never draws from it, so the same seed and the same actions give the same episode.
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any, SupportsFloat
+from typing import Any, SupportsFloat, TypedDict
 
 import gymnasium as gym
 
@@ -30,6 +33,15 @@ from clawgym.core.tools import Tool, ToolResult
 
 class EpisodeOver(RuntimeError):
     """``step`` was called with no episode running (before ``reset`` or after the episode ended)."""
+
+
+class EpisodeOptions(TypedDict, total=False):
+    """The keywords every setting accepts and hands to :class:`AgentEnv` (``**episode: Unpack[EpisodeOptions]``)."""
+
+    split: str | None
+    max_turns: int | None
+    time_limit_s: float | None
+    render_mode: str | None
 
 
 class AgentEnv(gym.Env[list, Any]):
@@ -228,4 +240,4 @@ def format_transcript(messages: list[Message]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["AgentEnv", "EpisodeOver", "InvalidAction", "format_transcript"]
+__all__ = ["AgentEnv", "EpisodeOptions", "EpisodeOver", "InvalidAction", "format_transcript"]

@@ -97,6 +97,16 @@ class Tool:
         """Release what the tool holds (an interpreter, a browser page). Safe to call twice."""
 
 
+def prop(kind: str | list[str], description: str | None = None, **extra: Any) -> dict[str, Any]:
+    """One argument's JSON schema: its type, what it means, and any extra keywords (``enum``, ``items``)."""
+    return {"type": kind, **({"description": description} if description is not None else {}), **extra}
+
+
+def arguments_schema(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
+    """A tool's ``parameters``: an object with these properties, the ``required`` ones, and no others."""
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
 class FunctionTool(Tool):
     """A tool from a plain Python function: ``FunctionTool(fn, name, description, parameters)``."""
 

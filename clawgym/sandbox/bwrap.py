@@ -77,11 +77,7 @@ class _Resources:
     def kill_process(self, proc: subprocess.Popen) -> int | None:
         """Kill the sandbox's pid 1 first (its namespace dies with it and bwrap reaps it), then bwrap's group."""
         if proc.poll() is None:
-            for child in procs.children_of(proc.pid):
-                try:
-                    os.kill(child, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            procs.signal_pids(procs.children_of(proc.pid), signal.SIGKILL)
             try:
                 proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
@@ -121,6 +117,9 @@ class BwrapSandbox(ShellSandbox):
         self._finalizer = weakref.finalize(self, self._res.release)
         self.limits_enforced = False
         self.cgroup_error: str | None = None
+        self._shell_proc: subprocess.Popen | None = None
+        self._shell_host_pid: int | None = None
+        self._namespace: str | None = None
         try:
             root = sandboxes_root()
             _sweep_stale_dirs(root)
@@ -132,15 +131,10 @@ class BwrapSandbox(ShellSandbox):
             self.host_tmp.mkdir()
             self.host_tmp.chmod(0o1777)
             self._make_cgroup()
-            for path, content in self.config.files.items():
-                self.write_file(path, content)
-            self._shell_proc: subprocess.Popen | None = None
-            self._shell_host_pid: int | None = None
-            self._namespace: str | None = None
-            self._open_shell()
         except BaseException:
             self.close()
             raise
+        self._write_files_and_open_shell()
 
     # -- setup -----------------------------------------------------------------------------------
     def _make_cgroup(self) -> None:
@@ -267,13 +261,7 @@ class BwrapSandbox(ShellSandbox):
 
     def _signal_shell(self, sig: int) -> None:
         if self._shell_host_pid is not None:
-            try:
-                os.kill(self._shell_host_pid, sig)
-            except ProcessLookupError:
-                pass
-
-    def _now_tick(self) -> int:
-        return procs.boot_ticks()
+            procs.signal_pids([self._shell_host_pid], sig)
 
     def _pids_limit_hits(self) -> int:
         return self._res.cgroup.pids_limit_hits() if self._res.cgroup is not None else 0
@@ -340,8 +328,7 @@ class BwrapSandbox(ShellSandbox):
         the work dir as cwd and the config's environment; stdin/stdout (and stderr) are binary pipes.
         Killing the returned process's group kills it; ``close()`` kills it too.
         """
-        if self.closed:
-            raise RuntimeError("the sandbox is closed")
+        self._check_open()
         if not argv:
             raise ValueError("spawn needs a non-empty argv")
         proc, _ = self._popen(list(argv), as_pid_1=False, stderr=stderr)
@@ -357,13 +344,5 @@ class BwrapSandbox(ShellSandbox):
 
     def close(self) -> None:
         """Kill every process (shell, helpers), remove the cgroup and the private dirs. Idempotent."""
-        self.closed = True
-        self._session = None
         self._shell_proc = None
-        self._finalizer()
-
-    def __enter__(self) -> "BwrapSandbox":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        super().close()

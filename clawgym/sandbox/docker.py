@@ -147,6 +147,8 @@ class DockerSandbox(ShellSandbox):
         self._res = _Resources()
         self._finalizer = weakref.finalize(self, self._res.release)
         self.workdir = posixpath.normpath(self.config.workdir)
+        self._exec_id: str | None = None
+        self._shell_host_pid: int | None = None
         try:
             mem = f"{self.config.memory_mb}m"
             self.container = self.client.containers.run(
@@ -158,14 +160,10 @@ class DockerSandbox(ShellSandbox):
             self._locate()
             self._pids_hits = self._pids_limit_hits()
             self._ooms = self._oom_kills()
-            for path, content in self.config.files.items():
-                self.write_file(path, content)
-            self._exec_id: str | None = None
-            self._shell_host_pid: int | None = None
-            self._open_shell()
         except BaseException:
             self.close()
             raise
+        self._write_files_and_open_shell()
 
     # -- ShellSandbox hooks ----------------------------------------------------------------------
     def _start_shell(self, token: str) -> ShellSession:
@@ -216,15 +214,9 @@ class DockerSandbox(ShellSandbox):
 
     def _signal_shell(self, sig: int) -> None:
         if self._shell_host_pid is not None:
-            try:
-                os.kill(self._shell_host_pid, sig)
-            except ProcessLookupError:
-                pass
+            procs.signal_pids([self._shell_host_pid], sig)
         elif self._session is not None and self._session.shell_pid:
             self._exec(["kill", f"-{signal.Signals(sig).name[3:]}", str(self._session.shell_pid)])
-
-    def _now_tick(self) -> int:
-        return procs.boot_ticks()
 
     def _pids_limit_hits(self) -> int:
         return procs.read_counter(self._pids_events, "max")
@@ -304,8 +296,7 @@ class DockerSandbox(ShellSandbox):
         Needs the ``docker`` CLI; the process runs in the same container (limits, files, network).
         Closing its stdin ends most programs; ``close()`` removes the container and everything in it.
         """
-        if self.closed:
-            raise RuntimeError("the sandbox is closed")
+        self._check_open()
         if not argv:
             raise ValueError("spawn needs a non-empty argv")
         cli = shutil.which("docker")
@@ -317,17 +308,6 @@ class DockerSandbox(ShellSandbox):
         self._res.processes.append(proc)
         return proc
 
-    def close(self) -> None:
-        """Remove the container (every process in it) and close the socket. Idempotent."""
-        self.closed = True
-        self._session = None
-        self._finalizer()
-
-    def __enter__(self) -> "DockerSandbox":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _read(path: str) -> str:

@@ -30,11 +30,7 @@ WARNING = "LocalSandbox is NOT a sandbox: commands run unisolated on the host (d
 def _release(processes: list[subprocess.Popen], host_dir: str) -> None:
     for proc in processes:
         if proc.poll() is None:
-            for pid in procs.session_members(proc.pid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            procs.signal_pids(procs.session_members(proc.pid), signal.SIGKILL)
             proc.kill()
         proc.wait()
         for stream in (proc.stdin, proc.stdout, proc.stderr):
@@ -61,13 +57,7 @@ class LocalSandbox(ShellSandbox):
         self._processes: list[subprocess.Popen] = []
         self._finalizer = weakref.finalize(self, _release, self._processes, self.host_dir)
         self._shell: subprocess.Popen | None = None
-        try:
-            for path, content in self.config.files.items():
-                self.write_file(path, content)
-            self._open_shell()
-        except BaseException:
-            self.close()
-            raise
+        self._write_files_and_open_shell()
 
     def _env(self) -> dict[str, str]:
         return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.workdir, "LANG": "C.UTF-8",
@@ -100,9 +90,6 @@ class LocalSandbox(ShellSandbox):
         if self._shell is not None and self._shell.poll() is None:
             os.kill(self._shell.pid, sig)
 
-    def _now_tick(self) -> int:
-        return procs.boot_ticks()
-
     def _path(self, path: str) -> Path:
         return Path(path if os.path.isabs(path) else os.path.join(self.workdir, path))
 
@@ -115,20 +102,9 @@ class LocalSandbox(ShellSandbox):
         return self._path(path).read_bytes()
 
     def spawn(self, argv: list[str], *, stderr: int | None = subprocess.PIPE) -> subprocess.Popen:
-        if self.closed:
-            raise RuntimeError("the sandbox is closed")
+        self._check_open()
         proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                 cwd=self.workdir, env=self._env(), start_new_session=True)
         self._processes.append(proc)
         return proc
 
-    def close(self) -> None:
-        self.closed = True
-        self._session = None
-        self._finalizer()
-
-    def __enter__(self) -> "LocalSandbox":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

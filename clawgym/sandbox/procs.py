@@ -19,6 +19,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Iterable
 
 log = logging.getLogger(__name__)
 
@@ -141,12 +142,7 @@ def kill_namespace(namespace: str, keep: set[int], since_tick: int | None = None
                 fresh.append(pid)
             if not fresh:
                 break
-            for pid in fresh:
-                try:
-                    os.kill(pid, signal.SIGSTOP)
-                    stopped.add(pid)
-                except ProcessLookupError:
-                    pass
+            stopped |= signal_pids(fresh, signal.SIGSTOP)
         if not stopped:
             quiet += 1
             if quiet == 2:
@@ -154,13 +150,20 @@ def kill_namespace(namespace: str, keep: set[int], since_tick: int | None = None
             time.sleep(0.005)
             continue
         quiet = 0
-        for pid in stopped:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
-            except ProcessLookupError:
-                pass
+        killed |= signal_pids(stopped, signal.SIGKILL)
     return len(killed)
+
+
+def signal_pids(pids: Iterable[int], sig: int) -> set[int]:
+    """Send ``sig`` to each pid, skipping those already gone; returns the pids it reached."""
+    reached = set()
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+            reached.add(pid)
+        except ProcessLookupError:
+            pass
+    return reached
 
 
 def _is_zombie(pid: int) -> bool:

@@ -28,8 +28,13 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
+from clawgym.sandbox import procs
 from clawgym.sandbox.base import ExecResult, SandboxConfig
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 log = logging.getLogger(__name__)
 
@@ -264,10 +269,12 @@ class ShellSandbox:
 
     Subclasses provide the shell process (``_start_shell``/``_stop_shell``) and the levers a
     timeout needs (``_kill_started_since``, ``_signal_shell``), plus optional counters
-    (``_pids_limit_hits``, ``_oom_kills``).
+    (``_pids_limit_hits``, ``_oom_kills``), and set ``_finalizer``: a ``weakref.finalize`` that
+    releases what the backend holds, so ``close()`` and garbage collection free it the same way.
     """
 
     config: SandboxConfig
+    _finalizer: Callable[[], Any]
     kill_grace_s = 2.0  # after SIGUSR1 + killing the command's processes, how long before the shell is replaced
 
     def _init_shell_state(self) -> None:
@@ -295,7 +302,8 @@ class ShellSandbox:
         raise NotImplementedError
 
     def _now_tick(self) -> int:
-        raise NotImplementedError
+        """The clock ``_kill_started_since`` compares process start times with (host boot ticks)."""
+        return procs.boot_ticks()
 
     def _pids_limit_hits(self) -> int:
         return 0
@@ -327,6 +335,34 @@ class ShellSandbox:
         self._session = None
         self._open_shell()
         return status
+
+    # -- lifetime --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Kill every process and release what the backend holds (``_finalizer``). Idempotent."""
+        self.closed = True
+        self._session = None
+        self._finalizer()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _write_files_and_open_shell(self) -> None:
+        """A backend's last start step: the config's files into the work dir, then the shell; a failure
+        releases everything the backend started before it is raised."""
+        try:
+            for path, content in self.config.files.items():
+                self.write_file(path, content)
+            self._open_shell()
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("the sandbox is closed")
 
     # -- the protocol ----------------------------------------------------------------------------
     def run(self, command: str, timeout: float | None = None) -> ExecResult:

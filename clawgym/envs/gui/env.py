@@ -25,18 +25,21 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import Any, Callable, SupportsFloat
+from typing import TYPE_CHECKING, Any, Callable, SupportsFloat
 
 import numpy as np
 
-from clawgym.core.env import AgentEnv
+from clawgym.core.env import AgentEnv, EpisodeOptions
 from clawgym.core.messages import Message, user
 from clawgym.core.tasks import Task, TaskSet
-from clawgym.core.tools import FunctionTool, Tool, ToolResult
+from clawgym.core.tools import FunctionTool, Tool, ToolResult, arguments_schema, prop
 from clawgym.envs.gui.browser import Browser, PageBroken, origin_of
 from clawgym.envs.gui.observe import PageView
 from clawgym.envs.gui.server import TaskServer
 from clawgym.envs.gui.task import PageTask, act, normalise
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +56,7 @@ class ActionError(Exception):
     """The action could not be carried out (bad ref, option, URL): shown to the agent as an error."""
 
 
-def _prop(kind: str, description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": kind, "description": description, **extra}
-
-
-def _schema(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-
-REF = _prop("integer", "The element's ref, the number in [brackets] in the latest page.")
+REF = prop("integer", "The element's ref, the number in [brackets] in the latest page.")
 
 
 class GUIEnv(AgentEnv):
@@ -72,10 +67,6 @@ class GUIEnv(AgentEnv):
         self,
         tasks: Any = None,
         *,
-        split: str | None = None,
-        max_turns: int | None = None,
-        time_limit_s: float | None = None,
-        render_mode: str | None = None,
         chromium: str | None = None,
         viewport: tuple[int, int] = (800, 600),
         screenshots: bool = False,
@@ -84,8 +75,9 @@ class GUIEnv(AgentEnv):
         action_timeout_ms: int = 3000,
         max_elements: int = 400,
         reuse_pages: bool = True,
+        **episode: Unpack[EpisodeOptions],
     ) -> None:
-        super().__init__(tasks, split=split, max_turns=max_turns, time_limit_s=time_limit_s, render_mode=render_mode)
+        super().__init__(tasks, **episode)
         self.screenshots = screenshots
         self.allowed_origins = [origin_of(o) for o in allowed_origins]
         self.browser = Browser(chromium, viewport=viewport, hang_timeout_s=hang_timeout_s,
@@ -241,26 +233,26 @@ class GUIEnv(AgentEnv):
     # ---------------------------------------------------------------- tools
     def make_tools(self) -> list[Tool]:
         return [
-            FunctionTool(self._click, "click", "Click an element.", _schema(["ref"], ref=REF)),
+            FunctionTool(self._click, "click", "Click an element.", arguments_schema(["ref"], ref=REF)),
             FunctionTool(self._type, "type", "Replace the text of a field with `text`; submit=true then presses Enter.",
-                         _schema(["ref", "text"], ref=REF, text=_prop("string", "The text to enter."),
-                                 submit=_prop("boolean", "Press Enter afterwards."))),
+                         arguments_schema(["ref", "text"], ref=REF, text=prop("string", "The text to enter."),
+                                 submit=prop("boolean", "Press Enter afterwards."))),
             FunctionTool(self._select, "select", "Choose an option of a dropdown by its label.",
-                         _schema(["ref", "option"], ref=REF, option=_prop("string", "The option's label."))),
+                         arguments_schema(["ref", "option"], ref=REF, option=prop("string", "The option's label."))),
             FunctionTool(self._check, "check", "Tick (checked=true, the default) or untick a checkbox, radio or switch.",
-                         _schema(["ref"], ref=REF, checked=_prop("boolean", "The state to set."))),
-            FunctionTool(self._hover, "hover", "Move the mouse over an element.", _schema(["ref"], ref=REF)),
+                         arguments_schema(["ref"], ref=REF, checked=prop("boolean", "The state to set."))),
+            FunctionTool(self._hover, "hover", "Move the mouse over an element.", arguments_schema(["ref"], ref=REF)),
             FunctionTool(self._press, "press", "Press a key or chord on the focused element (Enter, Tab, ArrowDown, Control+A).",
-                         _schema(["key"], key=_prop("string", "The key, in Playwright's key names."))),
+                         arguments_schema(["key"], key=prop("string", "The key, in Playwright's key names."))),
             FunctionTool(self._scroll, "scroll", "Scroll the page.",
-                         _schema(["direction"], direction=_prop("string", "Where to scroll.", enum=["up", "down", "left", "right"]))),
+                         arguments_schema(["direction"], direction=prop("string", "Where to scroll.", enum=["up", "down", "left", "right"]))),
             FunctionTool(self._goto, "goto", "Open a URL (absolute, or relative to the current page) on the allowed sites.",
-                         _schema(["url"], url=_prop("string", "The URL."))),
-            FunctionTool(self._go_back, "go_back", "Go back to the previous page.", _schema([])),
+                         arguments_schema(["url"], url=prop("string", "The URL."))),
+            FunctionTool(self._go_back, "go_back", "Go back to the previous page.", arguments_schema([])),
             FunctionTool(self._wait, "wait", "Wait for the page to update (up to 5000 ms).",
-                         _schema([], ms=_prop("integer", "Milliseconds to wait, default 500."))),
+                         arguments_schema([], ms=prop("integer", "Milliseconds to wait, default 500."))),
             FunctionTool(self._done, "done", "Finish the task; pass the answer if the task asks a question.",
-                         _schema([], answer=_prop("string", "The answer, if any."))),
+                         arguments_schema([], answer=prop("string", "The answer, if any."))),
         ]
 
     def _run(self, fn: Callable[[Any], None]) -> ToolResult:

@@ -19,15 +19,18 @@ import logging
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from clawgym.core.env import AgentEnv
+from clawgym.core.env import AgentEnv, EpisodeOptions
 from clawgym.core.tasks import Task, TaskSet
-from clawgym.core.tools import SubmitTool, Tool
+from clawgym.core.tools import SubmitTool, Tool, arguments_schema, prop
 from clawgym.envs.swe import loader
 from clawgym.envs.swe.evaluation import EvalResult, EvaluationError, evaluate, extract_diff, prepare_repo, tar_bytes
 from clawgym.envs.swe.patches import make_diff  # noqa: F401  (re-exported for task authors)
 from clawgym.envs.swe.tools import BashTool, EditorTool
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +49,7 @@ configuration or files outside the repository are ignored. You may write and run
 
 class SWESubmitTool(SubmitTool):
     description = "Submit your changes to the repository for evaluation by the hidden tests and end the episode."
-    parameters = {
-        "type": "object",
-        "properties": {"summary": {"type": "string", "description": "Optional: a one-line summary of the fix."}},
-        "required": [],
-        "additionalProperties": False,
-    }
+    parameters = arguments_schema([], summary=prop("string", "Optional: a one-line summary of the fix."))
 
     def run(self, summary: str = "") -> Any:  # type: ignore[override]
         return super().run(answer=str(summary))
@@ -66,10 +64,6 @@ class SWEEnv(AgentEnv):
         self,
         tasks: Any = None,
         *,
-        split: str | None = None,
-        max_turns: int | None = None,
-        time_limit_s: float | None = None,
-        render_mode: str | None = None,
         sandbox: str | SandboxFactory = "auto",
         repo_dir: str | None = None,
         mirror_dir: str | Path | dict[str, str] | None = None,
@@ -82,6 +76,7 @@ class SWEEnv(AgentEnv):
         setup_timeout_s: float = 600.0,
         eval_timeout_s: float = 300.0,
         projects_dir: str | Path | None = None,
+        **episode: Unpack[EpisodeOptions],
     ) -> None:
         self.sandbox_kind = sandbox
         self.repo_dir_option = repo_dir
@@ -100,7 +95,7 @@ class SWEEnv(AgentEnv):
         self._repo_dir = ""
         self._tar_cache: dict[str, bytes] = {}
         self.last_eval: EvalResult | None = None
-        super().__init__(tasks, split=split, max_turns=max_turns, time_limit_s=time_limit_s, render_mode=render_mode)
+        super().__init__(tasks, **episode)
 
     # ------------------------------------------------------------------ hooks
     def load_tasks(self, source: Any) -> TaskSet:

@@ -12,7 +12,7 @@ import posixpath
 import shlex
 from typing import Any, Callable
 
-from clawgym.core.tools import Tool, ToolError, ToolResult
+from clawgym.core.tools import Tool, ToolError, ToolResult, arguments_schema, prop
 
 MAX_OUTPUT_CHARS = 16_000
 SNIPPET_LINES = 4
@@ -33,15 +33,9 @@ class BashTool(Tool):
         "Run a bash command in the repository's sandbox (a persistent shell: the working directory and "
         "exported variables carry over). No network. Use it to explore, run code and run your own tests."
     )
-    parameters = {
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "description": "The command to run."},
-            "timeout": {"type": "number", "description": "Seconds before the command is killed (default 60, at most 600)."},
-        },
-        "required": ["command"],
-        "additionalProperties": False,
-    }
+    parameters = arguments_schema(
+        ["command"], command=prop("string", "The command to run."),
+        timeout=prop("number", "Seconds before the command is killed (default 60, at most 600)."))
 
     def __init__(self, sandbox: Callable[[], Any], default_timeout: float = 60.0) -> None:
         self._sandbox = sandbox
@@ -70,20 +64,16 @@ class EditorTool(Tool):
         "inserts at the top), `undo_edit` (revert the last edit of a file). Paths are relative to the "
         "repository root or absolute inside it."
     )
-    parameters = {
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "undo_edit"]},
-            "path": {"type": "string", "description": "File or directory in the repository."},
-            "file_text": {"type": "string", "description": "`create`: the content of the new file."},
-            "old_str": {"type": "string", "description": "`str_replace`: the exact text to replace."},
-            "new_str": {"type": "string", "description": "`str_replace` / `insert`: the new text."},
-            "insert_line": {"type": "integer", "description": "`insert`: the line after which to insert (0 = top)."},
-            "view_range": {"type": "array", "description": "`view`: [start, end] lines, 1-based; end -1 means to the end."},
-        },
-        "required": ["command", "path"],
-        "additionalProperties": False,
-    }
+    parameters = arguments_schema(
+        ["command", "path"],
+        command=prop("string", enum=["view", "create", "str_replace", "insert", "undo_edit"]),
+        path=prop("string", "File or directory in the repository."),
+        file_text=prop("string", "`create`: the content of the new file."),
+        old_str=prop("string", "`str_replace`: the exact text to replace."),
+        new_str=prop("string", "`str_replace` / `insert`: the new text."),
+        insert_line=prop("integer", "`insert`: the line after which to insert (0 = top)."),
+        view_range=prop("array", "`view`: [start, end] lines, 1-based; end -1 means to the end."),
+    )
 
     def __init__(self, sandbox: Callable[[], Any], repo_dir: Callable[[], str]) -> None:
         self._sandbox = sandbox

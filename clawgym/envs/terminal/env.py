@@ -25,13 +25,17 @@ import json
 import logging
 import subprocess
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clawgym.core import AgentEnv, SubmitTool, Task, TaskSet, Tool, ToolError, ToolResult
+from clawgym.core import AgentEnv, EpisodeOptions, SubmitTool, Task, TaskSet, Tool, ToolError, ToolResult
+from clawgym.core.tools import arguments_schema, prop
 from clawgym.envs.terminal.image import prepare
 from clawgym.envs.terminal.scoring import CheckReport, check_script, parse_check_output, parse_hidden, setup_command
 from clawgym.envs.terminal.taskset import load_terminal_tasks
 from clawgym.sandbox.base import ExecResult, SandboxConfig
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 logger = logging.getLogger(__name__)
 
@@ -57,12 +61,7 @@ class BashTool(Tool):
         "Run a bash command (or a multi-line script) in a persistent shell: the working directory and "
         "exported variables carry over between calls. Returns the exit code and the combined output."
     )
-    parameters = {
-        "type": "object",
-        "properties": {"command": {"type": "string", "description": "The bash command to run."}},
-        "required": ["command"],
-        "additionalProperties": False,
-    }
+    parameters = arguments_schema(["command"], command=prop("string", "The bash command to run."))
 
     def __init__(self, env: "TerminalEnv") -> None:
         self.env = env
@@ -90,10 +89,7 @@ class TerminalEnv(AgentEnv):
         max_output_chars: int = 10_000,
         submit_tool: bool = True,
         partial_credit: bool = False,
-        split: str | None = None,
-        max_turns: int | None = None,
-        time_limit_s: float | None = 900.0,
-        render_mode: str | None = None,
+        **episode: Unpack[EpisodeOptions],
     ) -> None:
         if command_timeout_s <= 0 or check_timeout_s <= 0:
             raise ValueError("command_timeout_s and check_timeout_s must be positive")
@@ -113,8 +109,9 @@ class TerminalEnv(AgentEnv):
         self.hidden: dict[str, str] = {}
         self.setup_files: dict[str, str] = {}
         self.setup_script = ""
-        self.default_time_limit_s = time_limit_s
-        super().__init__(tasks, split=split, max_turns=max_turns, time_limit_s=time_limit_s, render_mode=render_mode)
+        episode.setdefault("time_limit_s", 900.0)  # a shell task that never ends would hold its sandbox forever
+        self.default_time_limit_s = episode["time_limit_s"]
+        super().__init__(tasks, **episode)
 
     # ---------------------------------------------------------------- AgentEnv hooks
     def load_tasks(self, source: Any) -> TaskSet:

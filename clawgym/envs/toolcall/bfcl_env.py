@@ -20,9 +20,9 @@ the checker is told the same (see :mod:`clawgym.envs.toolcall.bfcl_checker`).
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clawgym.core.env import AgentEnv
+from clawgym.core.env import AgentEnv, EpisodeOptions
 from clawgym.core.messages import Message, ToolCall, text_of, tool_result, user
 from clawgym.core.spaces import AssistantMessage
 from clawgym.core.tasks import Task, TaskSet
@@ -30,6 +30,9 @@ from clawgym.core.tools import Tool, ToolError
 from clawgym.envs.toolcall import bfcl_checker as checker
 from clawgym.envs.toolcall import bfcl_data as data
 from clawgym.envs.toolcall import bfcl_oracle as oracle
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 SYSTEM_PROMPT = (
     "You are an expert in composing functions. You are given a question and a set of possible functions. "
@@ -58,13 +61,12 @@ class BFCLEnv(AgentEnv):
     default_max_turns = 200  # multi-turn tasks have up to 7 user turns of up to 21 steps each
 
     def __init__(self, tasks: Any = None, *, category: Any = "all", per_category: int | None = None,
-                 split: str | None = None, max_turns: int | None = None, time_limit_s: float | None = None,
-                 render_mode: str | None = None) -> None:
+                 **episode: Unpack[EpisodeOptions]) -> None:
         self.categories = data.resolve_categories(category)
         self.per_category = per_category
         self._backends: checker.Backends | None = None
         self._entry: dict[str, Any] = {}
-        super().__init__(tasks, split=split, max_turns=max_turns, time_limit_s=time_limit_s, render_mode=render_mode)
+        super().__init__(tasks, **episode)
 
     # ------------------------------------------------------------------ hooks
     def load_tasks(self, source: Any) -> TaskSet:

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from clawgym.core.env import AgentEnv
+from clawgym.core.env import AgentEnv, EpisodeOptions
 from clawgym.core.messages import Message, text_of
 from clawgym.core.tasks import Record, Task, TaskSet, default_from_record
 from clawgym.core.tools import Tool
 from clawgym.envs.toolcall.answer import answers_match, extract_answer, gsm8k_final, last_boxed
 from clawgym.envs.toolcall.interpreter import Launcher, PythonInterpreter
 from clawgym.envs.toolcall.tools import CalculatorTool, PythonTool, SubmitAnswerTool
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +74,6 @@ class ToolCallEnv(AgentEnv):
         self,
         tasks: Any = None,
         *,
-        split: str | None = None,
-        max_turns: int | None = None,
-        time_limit_s: float | None = None,
-        render_mode: str | None = None,
         sandbox: str | SandboxFactory = "auto",
         python: str | None = None,
         python_timeout_s: float = 10.0,
@@ -82,9 +81,10 @@ class ToolCallEnv(AgentEnv):
         memory_mb: int = 1024,
         output_limit: int = 4000,
         calculator: bool = True,
+        **episode: Unpack[EpisodeOptions],
     ) -> None:
-        if tasks is None and split is None:
-            split = "train"  # the bundled set's test split stays held out unless asked for
+        if tasks is None and episode.get("split") is None:
+            episode["split"] = "train"  # the bundled set's test split stays held out unless asked for
         self.sandbox_kind = sandbox
         self.python = python
         self.python_timeout_s = float(python_timeout_s)
@@ -94,7 +94,7 @@ class ToolCallEnv(AgentEnv):
         self.use_calculator = calculator
         self._python_tool = PythonTool(self.python_timeout_s)
         self._sandbox: Any = None
-        super().__init__(tasks, split=split, max_turns=max_turns, time_limit_s=time_limit_s, render_mode=render_mode)
+        super().__init__(tasks, **episode)
 
     # ------------------------------------------------------------------ hooks
     def load_tasks(self, source: Any) -> TaskSet:

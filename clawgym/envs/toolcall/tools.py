@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from clawgym.core.tools import SubmitTool, Tool, ToolError, ToolResult
+from clawgym.core.tools import SubmitTool, Tool, ToolError, ToolResult, arguments_schema, prop
 from clawgym.envs.toolcall.calculator import CalculatorError, evaluate, format_number
 from clawgym.envs.toolcall.interpreter import InterpreterError, PythonInterpreter, describe
 
@@ -15,12 +13,7 @@ class PythonTool(Tool):
     """Runs code in the episode's interpreter. The env attaches a fresh interpreter at each reset."""
 
     name = "python"
-    parameters = {
-        "type": "object",
-        "properties": {"code": {"type": "string", "description": "Python source to run."}},
-        "required": ["code"],
-        "additionalProperties": False,
-    }
+    parameters = arguments_schema(["code"], code=prop("string", "Python source to run."))
 
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
@@ -65,12 +58,7 @@ class CalculatorTool(Tool):
         "and parentheses, functions sqrt, exp, log, log10, log2, sin, cos, tan, floor, ceil, round, abs, "
         "min, max, factorial, gcd, lcm, comb, perm, and constants pi, e. Example: 'comb(10, 3) * 2**5'."
     )
-    parameters = {
-        "type": "object",
-        "properties": {"expression": {"type": "string", "description": "An arithmetic expression."}},
-        "required": ["expression"],
-        "additionalProperties": False,
-    }
+    parameters = arguments_schema(["expression"], expression=prop("string", "An arithmetic expression."))
 
     def run(self, expression: str) -> str:
         try:
@@ -83,9 +71,4 @@ class SubmitAnswerTool(SubmitTool):
     """``submit(answer)``: ends the episode; numbers are accepted as well as strings."""
 
     description = "Submit your final answer (just the answer, e.g. '42' or '3/4') and end the episode."
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {"answer": {"type": ["string", "number"], "description": "The final answer."}},
-        "required": ["answer"],
-        "additionalProperties": False,
-    }
+    parameters = arguments_schema(["answer"], answer=prop(["string", "number"], "The final answer."))
