@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from clawgym.core.tasks import write_or_check  # noqa: E402
 from clawgym.envs.swe.evaluation import stable_message  # noqa: E402
 from clawgym.envs.swe.patches import make_diff  # noqa: E402
 
@@ -483,14 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     records = generate(args.seed, args.per_project, args.python, args.timeout, args.max_fail_fraction, args.test_every)
     text = "".join(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n" for record in records)
-    if args.check:
-        same = args.out.exists() and args.out.read_text(encoding="utf-8") == text
-        print(f"{args.out}: {'up to date' if same else 'DIFFERS from a fresh generation'} ({len(records)} tasks)")
-        return 0 if same else 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
-    print(f"wrote {len(records)} tasks to {args.out}")
-    return 0
+    return write_or_check(args.out, text, args.check, f"{len(records)} tasks")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,10 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's clawgym, installed or not
+
+from clawgym.core.tasks import write_or_check  # noqa: E402
+
 OUT = Path(__file__).resolve().parents[1] / "clawgym" / "envs" / "terminal" / "tasks" / "terminal.jsonl"
 TASKS: list[dict] = []
 
@@ -24,6 +28,13 @@ TASKS: list[dict] = []
 def task(id: str, category: str, prompt: str, setup: str, check: str, solution: str, files: dict | None = None) -> None:
     TASKS.append({"id": id, "category": category, "prompt": prompt.strip(), "setup": setup.strip() + "\n",
                   "check": check.strip() + "\n", "solution": solution.strip() + "\n", "files": files or {}})
+
+
+def script_task(id: str, category: str, script: str, executable: bool, prompt: str, check: str, solution: str) -> None:
+    """A task whose answer is a script the agent writes: the start state is a TODO note, and an executable
+    script must have its x bit before anything else is checked."""
+    check = f"check executable test -x {script}\n{check}" if executable else check
+    task(id, category, prompt, f'echo "write {script}" > TODO', check, solution)
 
 
 # Deterministic git history: fixed identity and dates, so $ORIG rebuilds the same hashes.
@@ -441,34 +452,29 @@ same draft_still_modified " M draft.txt" "$(git -C repo status --porcelain 2>/de
      r"""cd repo && git add keep.txt && git commit -qm keep && cd ..""")
 
 # ------------------------------------------------------------------------------------------ scripting
-task("py-sum-stdin", "scripting",
-     "Write a Python script `sum.py` that reads integers from standard input (one per line, possibly negative) "
-     "and prints their sum.",
-     r"""echo "write sum.py" > TODO""",
-     r"""nums=$(for i in $(seq 20); do echo $(( (SEED * i * 7919) % 1000 - 400 )); done)
+script_task("py-sum-stdin", "scripting", "sum.py", False,
+            "Write a Python script `sum.py` that reads integers from standard input (one per line, possibly negative) "
+            "and prints their sum.",
+            r"""nums=$(for i in $(seq 20); do echo $(( (SEED * i * 7919) % 1000 - 400 )); done)
 same sum "$(echo "$nums" | awk '{s+=$1} END {print s}')" "$(echo "$nums" | timeout 10 python3 sum.py 2>/dev/null)"
 same empty_ok 0 "$(printf '' | timeout 10 python3 sum.py 2>/dev/null)" """,
-     r"""printf 'import sys\nprint(sum(int(l) for l in sys.stdin if l.strip()))\n' > sum.py""")
+            r"""printf 'import sys\nprint(sum(int(l) for l in sys.stdin if l.strip()))\n' > sum.py""")
 
-task("sh-greet-args", "scripting",
+script_task("sh-greet-args", "scripting", "greet.sh", True,
      "Write an executable bash script `greet.sh` that prints `Hello, NAME!` on its own line for each "
      "command-line argument NAME, in order.",
-     r"""echo "write greet.sh" > TODO""",
-     r"""check executable test -x greet.sh
-w="w$SEED"
+     r"""w="w$SEED"
 same greets "$(printf 'Hello, %s!\n' "$w" "two words" x)" "$(timeout 10 ./greet.sh "$w" "two words" x 2>/dev/null)" """,
      r"""printf '#!/bin/bash\nfor n in "$@"; do echo "Hello, $n!"; done\n' > greet.sh && chmod +x greet.sh""")
 
-task("sh-isprime", "scripting",
-     "Write an executable script `isprime.sh` that takes one integer N (N >= 2) and exits with status 0 if N is "
-     "prime and 1 otherwise.",
-     r"""echo "write isprime.sh" > TODO""",
-     r"""check executable test -x isprime.sh
-ok=1; for n in 2 3 4 9 17 21 97 $((SEED % 500 + 2)) 7919 7917; do
+script_task("sh-isprime", "scripting", "isprime.sh", True,
+            "Write an executable script `isprime.sh` that takes one integer N (N >= 2) and exits with status 0 if N is "
+            "prime and 1 otherwise.",
+            r"""ok=1; for n in 2 3 4 9 17 21 97 $((SEED % 500 + 2)) 7919 7917; do
   exp=$(python3 -c "import sys; n=int(sys.argv[1]); print(0 if all(n % d for d in range(2, int(n**0.5) + 1)) else 1)" $n)
   timeout 10 ./isprime.sh $n >/dev/null 2>&1; got=$?; [ "$got" = "$exp" ] || ok=0; done
 same verdicts 1 $ok""",
-     r"""cat > isprime.sh <<'EOF'
+            r"""cat > isprime.sh <<'EOF'
 #!/bin/bash
 n=$1; for ((d = 2; d * d <= n; d++)); do (( n % d == 0 )) && exit 1; done; exit 0
 EOF
@@ -528,21 +534,18 @@ check make_runs timeout 20 make -s build
 same output "$(cat "$ORIG"/src/part1.txt "$ORIG"/src/part2.txt "$ORIG"/src/part3.txt "$ORIG"/src/part5.txt)" "$(cat build/out.txt 2>/dev/null)" """,
      r"""printf 'build:\n\tmkdir -p build\n\tcat $$(ls src/*.txt | sort) > build/out.txt\n' > Makefile""")
 
-task("sh-fib", "scripting",
-     "Write an executable script `fib.sh` that prints the N-th Fibonacci number for its argument N "
-     "(F(0)=0, F(1)=1, 0 <= N <= 90).",
-     r"""echo "write fib.sh" > TODO""",
-     r"""check executable test -x fib.sh
-ok=1; for n in 0 1 2 10 $((SEED % 60 + 20)) 90; do exp=$(python3 -c "a,b=0,1
+script_task("sh-fib", "scripting", "fib.sh", True,
+            "Write an executable script `fib.sh` that prints the N-th Fibonacci number for its argument N "
+            "(F(0)=0, F(1)=1, 0 <= N <= 90).",
+            r"""ok=1; for n in 0 1 2 10 $((SEED % 60 + 20)) 90; do exp=$(python3 -c "a,b=0,1
 for _ in range($n): a,b=b,a+b
 print(a)"); [ "$(timeout 10 ./fib.sh $n 2>/dev/null)" = "$exp" ] || ok=0; done
 same values 1 $ok""",
-     r"""printf '#!/bin/bash\na=0; b=1\nfor ((i = 0; i < $1; i++)); do t=$((a + b)); a=$b; b=$t; done\necho $a\n' > fib.sh && chmod +x fib.sh""")
+            r"""printf '#!/bin/bash\na=0; b=1\nfor ((i = 0; i < $1; i++)); do t=$((a + b)); a=$b; b=$t; done\necho $a\n' > fib.sh && chmod +x fib.sh""")
 
-task("py-word-freq-json", "scripting",
+script_task("py-word-freq-json", "scripting", "wordfreq.py", False,
      "Write `wordfreq.py` which prints, as a JSON object, how often each word occurs in the file given as its "
      "first argument (words are separated by whitespace; keep case).",
-     r"""echo "write wordfreq.py" > TODO""",
      r"""t=$(mktemp); for i in $(seq 30); do echo "w$(( (SEED + i * i) % 7 )) x$(( i % 3 ))"; done > "$t"
 check counts python3 -c 'import collections,json,subprocess,sys
 out=subprocess.run(["python3","wordfreq.py",sys.argv[1]],capture_output=True,text=True,timeout=10).stdout
@@ -669,19 +672,17 @@ a=$(stat -c %s ticker.log 2>/dev/null); sleep 0.3; b=$(stat -c %s ticker.log 2>/
 same stopped "$a" "$b" """,
      r"""p=$(pgrep -f 'bash ticker.sh' | head -1); kill $p; echo $p > pid.txt; sleep 0.1""")
 
-task("proc-trap-term", "processes",
-     "Write an executable script `trap.sh` that runs until it is stopped; when it receives SIGTERM it must write "
-     "`graceful` to the file `stopped.txt` (in the current directory) and exit with status 0.",
-     r"""echo "write trap.sh" > TODO""",
-     r"""check executable test -x trap.sh
-rm -f stopped.txt; ./trap.sh >/dev/null 2>&1 & p=$!; sleep 0.3
+script_task("proc-trap-term", "processes", "trap.sh", True,
+            "Write an executable script `trap.sh` that runs until it is stopped; when it receives SIGTERM it must write "
+            "`graceful` to the file `stopped.txt` (in the current directory) and exit with status 0.",
+            r"""rm -f stopped.txt; ./trap.sh >/dev/null 2>&1 & p=$!; sleep 0.3
 check still_running kill -0 $p
 kill -TERM $p 2>/dev/null; for i in $(seq 30); do kill -0 $p 2>/dev/null || break; sleep 0.1; done
 wait $p; code=$?
 same exit_status 0 $code
 same wrote_file graceful "$(trim stopped.txt)"
 kill -9 $p 2>/dev/null; true""",
-     r"""printf '#!/bin/bash\ntrap '"'"'echo graceful > stopped.txt; exit 0'"'"' TERM\nwhile :; do sleep 0.05; done\n' > trap.sh && chmod +x trap.sh""")
+            r"""printf '#!/bin/bash\ntrap '"'"'echo graceful > stopped.txt; exit 0'"'"' TERM\nwhile :; do sleep 0.05; done\n' > trap.sh && chmod +x trap.sh""")
 
 task("proc-split-streams", "processes",
      "Run `./pipeline.sh`, saving its standard output to `out.log` and its standard error to `err.log`.",
@@ -739,17 +740,7 @@ def main() -> int:
         record = {"id": t["id"], "prompt": t["prompt"], "split": "test" if index % 5 == 4 else "train",
                   "data": {k: t[k] for k in ("category", "files", "setup", "check", "solution")}}
         lines.append(json.dumps(record, ensure_ascii=False))
-    text = "\n".join(lines) + "\n"
-    if args.check:
-        current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
-        if current != text:
-            print(f"{OUT} is stale: run python scripts/gen_terminal_tasks.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {len(TASKS)} tasks to {OUT}")
-    return 0
+    return write_or_check(OUT, "\n".join(lines) + "\n", args.check, f"{len(TASKS)} tasks")
 
 
 if __name__ == "__main__":

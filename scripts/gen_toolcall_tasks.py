@@ -24,6 +24,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Callable
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's clawgym, installed or not
+
+from clawgym.core.tasks import write_or_check  # noqa: E402
+
 OUTPUT = Path(__file__).resolve().parents[1] / "clawgym" / "envs" / "toolcall" / "tasks.jsonl"
 PER_FAMILY = 13
 TEST_PER_FAMILY = 3  # the last ones of each family form the test split
@@ -495,26 +499,20 @@ def divisors(rng: random.Random) -> Task:
     if rng.random() < 0.5:
         answer = math.prod(e + 1 for e in factors.values())
         prompt = f"How many positive divisors does {n} have?"
-        code = f"""n = {n}
-count = 0
-d = 1
-while d * d <= n:
-    if n % d == 0:
-        count += 1 if d * d == n else 2
-    d += 1
-print(count)
-"""
+        name, step = "count", "1 if d * d == n else 2"
     else:
         answer = math.prod((p ** (e + 1) - 1) // (p - 1) for p, e in factors.items())
         prompt = f"What is the sum of all positive divisors of {n} (including 1 and {n})?"
-        code = f"""n = {n}
-total = 0
+        name, step = "total", "d if d * d == n else d + n // d"
+    # the oracle walks the divisor pairs d, n // d up to sqrt(n)
+    code = f"""n = {n}
+{name} = 0
 d = 1
 while d * d <= n:
     if n % d == 0:
-        total += d if d * d == n else d + n // d
+        {name} += {step}
     d += 1
-print(total)
+print({name})
 """
     return {"prompt": prompt, "answer": str(answer), "code": code}
 
@@ -795,15 +793,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if --out differs from a fresh generation")
     args = parser.parse_args(argv)
     text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in generate(args.seed))
-    if args.check:
-        same = args.out.exists() and args.out.read_text(encoding="utf-8") == text
-        print(f"{args.out}: {'up to date' if same else 'DIFFERS from a fresh generation'}")
-        return 0 if same else 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
     counts = {split: text.count(f'"split": "{split}"') for split in ("train", "test")}
-    print(f"wrote {len(text.splitlines())} tasks to {args.out} ({counts})")
-    return 0
+    return write_or_check(args.out, text, args.check, f"{len(text.splitlines())} tasks {counts}")
 
 
 if __name__ == "__main__":

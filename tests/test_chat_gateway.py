@@ -3,7 +3,6 @@ recording exactly once, restarts, and every kind of bad input."""
 
 import asyncio
 import json
-import time
 
 import httpx
 import openai
@@ -17,6 +16,7 @@ from clawgym.core.policy import Generation
 from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.policy.streaming import TextDelta
 from clawgym.rl.server import BackgroundServer
+from tests.waiting import wait_for
 
 KEY = "sk-gateway-test"
 
@@ -95,15 +95,6 @@ def gateway_server(tmp_path):
 
 def client(server):
     return openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0)
-
-
-def wait_for(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_openai_sdk_streaming_and_plain_with_sessions(gateway_server, tmp_path):

@@ -26,15 +26,16 @@ class ThanksIsGood(RuleJudge):
         return None
 
 
-def config_file(tmp_path, **serve):
+def config_file(tmp_path, trainer=None, serve_base=None, **serve):
+    """A serve config on the tiny model; ``trainer``/``serve_base`` replace the single-user defaults."""
     data = {
         "method": "grpo",
         "env": {"id": "clawgym/OpenClawChat-v0"},
         "policy": {"backend": "hf", "model": "tiny-random", "device": "cpu"},
         "judge": {"type": "rules"},
-        "trainer": {"lr": 1e-3, "micro_batch_size": 2, "lora": {"enabled": False}},
+        "trainer": trainer or {"lr": 1e-3, "micro_batch_size": 2, "lora": {"enabled": False}},
         "loop": {"output_dir": str(tmp_path / "run")},
-        "serve": {"api_key": "k", "batch_size": 2, "max_tokens": 8, **serve},
+        "serve": {**(serve_base or {"api_key": "k"}), "batch_size": 2, "max_tokens": 8, **serve},
     }
     path = tmp_path / "chat.yaml"
     path.write_text(yaml.safe_dump(data))

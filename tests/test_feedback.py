@@ -3,7 +3,6 @@ the documented rule, and every bad body / unknown id / duplicate refused with a 
 
 from __future__ import annotations
 
-import time
 
 import httpx
 
@@ -15,6 +14,7 @@ from clawgym.serve.app import build_gateway_app
 from clawgym.serve.gateway import ChatGateway, PolicyResponder
 from clawgym.serve.turn_log import TurnLog
 from clawgym.serve.users import UserDirectory
+from tests.waiting import wait_for
 
 
 class AlwaysGood(RuleJudge):
@@ -38,13 +38,6 @@ def ask(client, key, session, messages):
     return response.json()
 
 
-def wait_for(condition, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def test_feedback_beats_the_judge_and_late_feedback_trains_on_its_own(tmp_path):
     gateway, app, received = stack(tmp_path)
     alice = {"Authorization": "Bearer k-alice"}
@@ -57,7 +50,7 @@ def test_feedback_beats_the_judge_and_late_feedback_trains_on_its_own(tmp_path):
         assert ok.status_code == 200 and ok.json()["route"] == "replaces the judge's verdict"
         ask(client, "k-alice", "s1", [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "an answer"},
                                       {"role": "user", "content": "hmm"}])
-        wait_for(lambda: any(t.turn_id == turn_id for t in received))
+        wait_for(lambda: any(t.turn_id == turn_id for t in received), timeout=20.0)
         judged = next(t for t in received if t.turn_id == turn_id)
         assert judged.judge["prm"].score == -1.0 and judged.judge["prm"].source == "feedback"
         assert judged.judge["hint"].hints == ["The user's correction: Answer in French, please."]
@@ -89,7 +82,7 @@ def test_feedback_beats_the_judge_and_late_feedback_trains_on_its_own(tmp_path):
         ask(client, "k-alice", "s1", [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "an answer"},
                                       {"role": "user", "content": "hmm"}, {"role": "assistant", "content": "an answer"},
                                       {"role": "user", "content": "fine"}])
-        wait_for(lambda: any(t.turn_id == second_id and t.judge.get("prm") for t in received))
+        wait_for(lambda: any(t.turn_id == second_id and t.judge.get("prm") for t in received), timeout=20.0)
         late = client.post("/v1/feedback", headers=alice, json={"response_id": second_id, "thumb": "up"}).json()
         assert late["route"].startswith("sent to the trainer on its own")
         extra = [t for t in received if t.turn_id == second_id and "feedback" in t.judge]

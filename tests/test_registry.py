@@ -19,17 +19,13 @@ def test_every_id_is_registered_with_gymnasium():
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_check_env(env_id):
-    env = gym.make(env_id)
-    try:
+    with gym.make(env_id) as env:
         check_env(env.unwrapped)
-    finally:
-        env.close()
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_seeds_pick_tasks_and_start_states_deterministically(env_id):
-    env = gym.make(env_id)
-    try:
+    with gym.make(env_id) as env:
         first = [env.reset(seed=seed) for seed in (1, 2, 3, 4, 5, 6)]
         again = [env.reset(seed=seed) for seed in (1, 2, 3, 4, 5, 6)]
         for (obs_a, info_a), (obs_b, info_b) in zip(first, again):
@@ -37,19 +33,14 @@ def test_seeds_pick_tasks_and_start_states_deterministically(env_id):
             assert obs_a == obs_b
         if len(env.unwrapped.task_set) > 1:
             assert len({info["task_id"] for _, info in first}) > 1, "different seeds should give different tasks"
-    finally:
-        env.close()
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_oracle_solves_the_seeded_task(env_id):
-    env = gym.make(env_id)
-    try:
+    with gym.make(env_id) as env:
         env.reset(seed=0, options=ORACLE_OPTIONS.get(env_id))
         done, reward = False, 0.0
         while not done:
             _, reward, terminated, truncated, info = env.step(env.unwrapped.oracle_action())
             done = terminated or truncated
         assert reward == 1.0 and info["success"] is True
-    finally:
-        env.close()

@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from clawgym.sandbox import SandboxConfig, SandboxUnavailable, make_sandbox
 from clawgym.sandbox import procs
+from tests.threads import run_in_threads
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap needs Linux"),
@@ -318,25 +318,15 @@ def test_workdir_that_does_not_exist_on_the_host():
 
 def test_concurrent_sandboxes_do_not_interfere():
     results: dict[int, list[str]] = {}
-    errors: list[BaseException] = []
 
     def worker(i: int) -> None:
-        try:
-            with make_sandbox("bwrap") as sb:
-                sb.write_file("id.txt", f"sandbox-{i}")
-                sb.run(f"export ME={i}; cd /tmp; echo {i} > mine")
-                outs = [sb.run("echo $ME $(cat /tmp/mine) $(cat /work/id.txt); find /tmp -maxdepth 1 -type f | wc -l").stdout
-                        for _ in range(5)]
-                results[i] = outs
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
+        with make_sandbox("bwrap") as sb:
+            sb.write_file("id.txt", f"sandbox-{i}")
+            sb.run(f"export ME={i}; cd /tmp; echo {i} > mine")
+            results[i] = [sb.run("echo $ME $(cat /tmp/mine) $(cat /work/id.txt); find /tmp -maxdepth 1 -type f | wc -l").stdout
+                          for _ in range(5)]
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
+    run_in_threads(worker, 16, join_s=120)
     for i in range(16):
         assert results[i] == [f"{i} {i} sandbox-{i}\n1\n"] * 5
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import pytest
 
 from clawgym.sandbox import SandboxConfig, SandboxUnavailable, make_sandbox
 from clawgym.sandbox import procs
+from tests.threads import run_in_threads
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
@@ -162,22 +162,14 @@ def test_close_removes_container_and_processes(new, docker_engine):
 
 
 def test_concurrent_sandboxes(new):
-    results, errors = {}, []
+    results = {}
 
     def worker(i: int) -> None:
-        try:
-            sb = new()
-            sb.run(f"export ME={i}; echo {i} > /tmp/mine")
-            results[i] = [sb.run("echo $ME $(cat /tmp/mine)").stdout for _ in range(5)]
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
+        sb = new()
+        sb.run(f"export ME={i}; echo {i} > /tmp/mine")
+        results[i] = [sb.run("echo $ME $(cat /tmp/mine)").stdout for _ in range(5)]
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(240)
-    assert not errors, errors
+    run_in_threads(worker, 8, join_s=240)
     assert results == {i: [f"{i} {i}\n"] * 5 for i in range(8)}
 
 

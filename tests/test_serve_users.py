@@ -3,41 +3,29 @@ real Chromium, forgetting a user durably, and a restart."""
 
 from __future__ import annotations
 
-import time
 
 import httpx
 import pytest
 import torch
-import yaml
 
 from clawgym.rl.launch import load_config
 from clawgym.rl.server import BackgroundServer
 from clawgym.serve.main import build_serving
-from tests.test_chat_serve import ThanksIsGood
+from tests.test_chat_serve import ThanksIsGood, config_file
+from tests.waiting import wait_for
 
 KEYS = {"k-alice": "alice", "k-bob": "bob"}
 ADMIN = "k-admin"
 
 
-def config_file(tmp_path, **serve):
-    data = {
-        "method": "grpo",
-        "env": {"id": "clawgym/OpenClawChat-v0"},
-        "policy": {"backend": "hf", "model": "tiny-random", "device": "cpu"},
-        "judge": {"type": "rules"},
-        "trainer": {"lr": 5e-2, "micro_batch_size": 2, "advantage": "raw",
-                    "lora": {"enabled": True, "r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]}},
-        "loop": {"output_dir": str(tmp_path / "run")},
-        "serve": {"adapters": "per_user", "users": KEYS, "admin_key": ADMIN, "batch_size": 2, "max_tokens": 8,
-                  "max_users": 4, **serve},
-    }
-    path = tmp_path / "chat.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+TRAINER = {"lr": 5e-2, "micro_batch_size": 2, "advantage": "raw",
+           "lora": {"enabled": True, "r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]}}
 
 
 def serve(tmp_path):
-    serving = build_serving(load_config(config_file(tmp_path)))
+    config = config_file(tmp_path, trainer=TRAINER, serve_base={"adapters": "per_user", "users": KEYS, "admin_key": ADMIN},
+                         max_users=4)
+    serving = build_serving(load_config(config))
     serving.gateway.judge_stage.judges = [ThanksIsGood()]
     return serving
 
@@ -56,13 +44,6 @@ def conversation(client, key, session, replies):
     chat(client, key, session, messages)
 
 
-def wait_for(condition, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def test_each_users_turns_train_only_their_adapter_and_forgetting_is_durable(tmp_path):
     serving = serve(tmp_path)
     with BackgroundServer(serving.app) as url, httpx.Client(base_url=url, timeout=60) as client:
@@ -76,7 +57,7 @@ def test_each_users_turns_train_only_their_adapter_and_forgetting_is_durable(tmp
         bob_slot = serving.adapters.slot("bob")
         bob_before = serving.policy.bank.state(bob_slot)
         conversation(client, "k-alice", "a1", ["thanks!", "thanks again"])  # alice: two +1 turns -> a step
-        wait_for(lambda: serving.trainer.steps["alice"] == 1)
+        wait_for(lambda: serving.trainer.steps["alice"] == 1, timeout=60.0)
         alice = serving.policy.bank.state(serving.adapters.slot("alice"))
         assert any(torch.count_nonzero(v) for k, v in alice.items() if "lora_B" in k)
         bob_after = serving.policy.bank.state(bob_slot)

@@ -145,14 +145,11 @@ def write_replayable_task(root: Path, install: str = "bash coreutils") -> Path:
 
 def test_bwrap_replays_a_dockerfile_the_host_satisfies(tmp_path):
     write_replayable_task(tmp_path)
-    env = gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(tmp_path))
-    try:
+    with gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(tmp_path)) as env:
         assert run_episode(env, "greet", oracle=True)[0] == 1.0
         reward, info = run_episode(env, "greet", oracle=False)
         assert reward == 0.0 and {c["name"]: c["passed"] for c in info["tests"]["checks"]} == {
             "appended": False, "cleaned_up": True, "quoted_run": True}
-    finally:
-        env.close()
 
 
 def test_bwrap_refuses_a_package_install_naming_the_line(tmp_path):
@@ -169,30 +166,21 @@ def test_bwrap_refuses_a_package_install_naming_the_line(tmp_path):
     with pytest.raises(DockerfileNotReplayable, match="Dockerfile:2: .*installs software"):
         replay_dockerfile(task / "Dockerfile", task, "/app")
     (task / "Dockerfile").write_text("FROM debian\nRUN apt-get install -y clawgym-no-such-package-xyz\n")
-    env = gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(tmp_path))
-    try:
+    with gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(tmp_path)) as env:
         with pytest.raises(DockerfileNotReplayable, match="Dockerfile:2"):
             env.reset(seed=0)
-    finally:
-        env.close()
-    env = gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(HARBOR))
-    try:
+    with gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(HARBOR)) as env:
         with pytest.raises(DockerfileNotReplayable, match="Harbor tasks .* use sandbox='docker'"):
             env.reset(seed=0)
-    finally:
-        env.close()
 
 
 def test_docker_sandbox_without_an_engine_says_so(tmp_path):
     from clawgym.sandbox.base import SandboxUnavailable
 
-    env = gym.make("clawgym/Terminal-v0", tasks=str(TBENCH), sandbox="docker",
-                   sandbox_options={"base_url": f"unix://{tmp_path}/no-docker.sock"})
-    try:
+    with gym.make("clawgym/Terminal-v0", tasks=str(TBENCH), sandbox="docker",
+                   sandbox_options={"base_url": f"unix://{tmp_path}/no-docker.sock"}) as env:
         with pytest.raises(SandboxUnavailable, match="no Docker Engine answers .* to build .*Dockerfile"):
             env.reset(seed=0)
-    finally:
-        env.close()
 
 
 # ------------------------------------------------------------------------------------------ on Docker
@@ -260,10 +248,7 @@ def test_tests_that_install_packages_get_the_network_on_docker(docker_engine, tm
     (task / "run-tests.sh").write_text(  # terminal-bench's usual runner installs its test deps at test time
         "pip install --no-cache-dir -q pytest-timeout==2.3.1\n"
         'python3 -m pytest --timeout 30 "$TEST_DIR/test_outputs.py" -rA -p no:cacheprovider\n')
-    env = gym.make("clawgym/Terminal-v0", tasks=str(tmp_path), sandbox="docker",
-                   sandbox_options={"base_url": docker_engine.base_url})
-    try:
+    with gym.make("clawgym/Terminal-v0", tasks=str(tmp_path), sandbox="docker",
+                   sandbox_options={"base_url": docker_engine.base_url}) as env:
         assert run_episode(env, "top-words", oracle=True)[0] == 1.0
         assert run_episode(env, "top-words", oracle=False)[0] == 0.0
-    finally:
-        env.close()

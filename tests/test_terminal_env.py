@@ -39,11 +39,8 @@ def env():
 
 # ------------------------------------------------------------------------------------ contract
 def test_check_env_passes():
-    environment = make()
-    try:
+    with make() as environment:
         check_env(environment.unwrapped, skip_render_check=True)
-    finally:
-        environment.close()
 
 
 def test_reset_observation_tools_and_render(env):
@@ -55,13 +52,10 @@ def test_reset_observation_tools_and_render(env):
     observation, reward, terminated, truncated, info = env.step(bash("cat name.txt; false"))
     assert observation[0]["role"] == "tool" and observation[0]["content"].startswith("exit code: 1\n")
     assert (reward, terminated, truncated) == (0.0, False, False)
-    text = gym.make("clawgym/Terminal-v0", sandbox="bwrap", render_mode="ansi").unwrapped
-    try:
+    with gym.make("clawgym/Terminal-v0", sandbox="bwrap", render_mode="ansi").unwrapped as text:
         text.reset(seed=0, options={"task_id": "files-create-nested"})
         text.step(bash("echo rendered-output"))
         assert "rendered-output" in text.render()
-    finally:
-        text.close()
 
 
 def test_shell_state_persists_between_calls(env):
@@ -73,8 +67,7 @@ def test_shell_state_persists_between_calls(env):
 
 
 def test_seeding_is_deterministic(env):
-    other = make()
-    try:
+    with make() as other:
         digest = "find . -type f | sort | xargs md5sum"
         env.reset(seed=11, options={"task_id": "text-grep-count"})
         other.reset(seed=11, options={"task_id": "text-grep-count"})
@@ -85,8 +78,6 @@ def test_seeding_is_deterministic(env):
         assert other.step(bash(digest))[0][0]["content"] != a
         # the same seed also picks the same task
         assert env.reset(seed=5)[1]["task_id"] == other.reset(seed=5)[1]["task_id"]
-    finally:
-        other.close()
 
 
 # ------------------------------------------------------------------------------------ scoring
@@ -104,27 +95,21 @@ def test_oracle_scores_one_and_info_reports_each_check(env):
 
 def test_partial_work_gets_zero_reward_but_a_pass_fraction():
     for partial, expected in ((False, 0.0), (True, pytest.approx(1 / 3))):
-        environment = make(partial_credit=partial)
-        try:
+        with make(partial_credit=partial) as environment:
             environment.reset(seed=0, options={"task_id": "perm-modes-exact"})
             environment.step(bash("touch private.txt && chmod 640 private.txt"))
             _, reward, _, _, info = environment.step("done")
             assert reward == expected
             assert info["tests"]["passed"] == 1 and info["tests"]["total"] == 3 and not info["success"]
-        finally:
-            environment.close()
 
 
 def test_work_done_before_truncation_is_scored():
-    environment = make(max_turns=1)
-    try:
+    with make(max_turns=1) as environment:
         task = environment.unwrapped.task_set.by_id("text-grep-count")
         environment.reset(seed=4, options={"task_id": task.id})
         _, reward, terminated, truncated, info = environment.step(bash(task.data["solution"]))
         assert (reward, terminated, truncated) == (1.0, False, True)
         assert info["truncated_by"] == "max_turns" and info["tests"]["pass_fraction"] == 1.0
-    finally:
-        environment.close()
 
 
 def test_check_is_hidden_and_shell_tricks_do_not_fool_it(env):
@@ -162,8 +147,7 @@ def test_bad_tool_calls_become_errors_and_the_episode_goes_on(env):
 
 
 def test_huge_output_is_clipped_keeping_head_and_tail():
-    environment = make(max_output_chars=2000)
-    try:
+    with make(max_output_chars=2000) as environment:
         environment.reset(seed=0, options={"task_id": "files-create-nested"})
         observation, *_ = environment.step(bash("echo HEAD-MARK; seq 1 2000000; echo TAIL-MARK"))
         content = observation[0]["content"]
@@ -172,13 +156,10 @@ def test_huge_output_is_clipped_keeping_head_and_tail():
         assert "characters omitted" in content and "output clipped" in content
         observation, *_ = environment.step(bash("echo ok"))
         assert observation[0]["content"] == "exit code: 0\nok\n"
-    finally:
-        environment.close()
 
 
 def test_command_timeout_kills_the_command_not_the_shell():
-    environment = make(command_timeout_s=1.0)
-    try:
+    with make(command_timeout_s=1.0) as environment:
         environment.reset(seed=0, options={"task_id": "files-create-nested"})
         environment.step(bash("export KEEP=yes"))
         observation, _, done, _, _ = environment.step(bash("echo started; sleep 20"))
@@ -186,19 +167,14 @@ def test_command_timeout_kills_the_command_not_the_shell():
         assert content.startswith("exit code: 124\nstarted") and "timed out after 1" in content and not done
         observation, *_ = environment.step(bash('echo "alive $KEEP"'))
         assert observation[0]["content"] == "exit code: 0\nalive yes\n"
-    finally:
-        environment.close()
 
 
 def test_episode_time_budget_truncates_and_still_scores():
-    environment = make(time_limit_s=1.0)
-    try:
+    with make(time_limit_s=1.0) as environment:
         environment.reset(seed=0, options={"task_id": "files-create-nested"})
         observation, _, terminated, truncated, info = environment.step(bash("sleep 10"))
         assert truncated and not terminated and info["truncated_by"] == "time_limit"
         assert "timed out" in observation[0]["content"] and "tests" in info
-    finally:
-        environment.close()
 
 
 def test_huge_final_answer_is_scored_without_error(env):
@@ -314,8 +290,7 @@ def test_terminal_bench_loader_parses_layouts(tmp_path):
 
 def test_terminal_bench_tasks_run_in_the_env(tmp_path):
     write_tbench_task(tmp_path, "reverse")
-    environment = gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(tmp_path))
-    try:
+    with gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(tmp_path)) as environment:
         assert len(environment.unwrapped.task_set) == 1
         environment.reset(seed=0, options={"task_id": "reverse"})
         observation, *_ = environment.step(bash("pwd; ls"))
@@ -328,8 +303,6 @@ def test_terminal_bench_tasks_run_in_the_env(tmp_path):
         environment.step(bash(task.data["solution"]))
         _, reward, _, _, info = environment.step("done")
         assert reward == 1.0 and info["tests"]["passed"] == 2
-    finally:
-        environment.close()
 
 
 # ------------------------------------------------------------------------------------ docker backend
@@ -337,9 +310,8 @@ def test_terminal_bench_tasks_run_in_the_env(tmp_path):
 @pytest.mark.slow
 def test_tasks_score_the_same_on_docker(docker_engine):
     """The same tasks, scripts and scoring on the Docker backend (tasks that need only bash + coreutils)."""
-    environment = gym.make("clawgym/Terminal-v0", sandbox="docker", sandbox_config={"image": docker_engine.image},
-                           sandbox_options={"base_url": docker_engine.base_url})
-    try:
+    with gym.make("clawgym/Terminal-v0", sandbox="docker", sandbox_config={"image": docker_engine.image},
+                           sandbox_options={"base_url": docker_engine.base_url}) as environment:
         for task_id in ("files-create-nested", "text-grep-count", "text-answer-max"):
             task = environment.unwrapped.task_set.by_id(task_id)
             environment.reset(seed=3, options={"task_id": task_id})
@@ -350,5 +322,3 @@ def test_tasks_score_the_same_on_docker(docker_engine):
             environment.reset(seed=3, options={"task_id": task_id})
             _, reward, _, _, info = environment.step("done")
             assert reward == 0.0, (task_id, info["tests"])
-    finally:
-        environment.close()

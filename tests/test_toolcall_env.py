@@ -6,8 +6,6 @@ Every episode runs a real interpreter inside the real (bubblewrap) sandbox; noth
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 
 import gymnasium as gym
@@ -215,31 +213,12 @@ def test_memory_bomb_does_not_take_the_env_down():
         environment.close()
 
 
-def test_network_access_from_python_is_blocked(env):
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    port = server.getsockname()[1]
-    accepted = []
-
-    def accept() -> None:
-        deadline = time.monotonic() + 4
-        while time.monotonic() < deadline:
-            try:
-                accepted.append(server.accept()[0])
-            except OSError:
-                pass
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        code = (f"import urllib.request\ntry:\n    urllib.request.urlopen('http://127.0.0.1:{port}/', timeout=2)\n"
-                "    print('REACHED')\nexcept OSError as exc:\n    print('BLOCKED', type(exc).__name__)")
-        observation, *_ = env.step(call("python", code=code))
-        thread.join()
-    finally:
-        server.close()
+def test_network_access_from_python_is_blocked(env, tcp_server):
+    code = (f"import urllib.request\ntry:\n    urllib.request.urlopen('http://127.0.0.1:{tcp_server.port}/', timeout=2)\n"
+            "    print('REACHED')\nexcept OSError as exc:\n    print('BLOCKED', type(exc).__name__)")
+    observation, *_ = env.step(call("python", code=code))
     assert "BLOCKED" in observation[0]["content"] and "REACHED" not in observation[0]["content"]
-    assert accepted == []
+    assert tcp_server.wait_received(timeout_s=3.0) == []  # no connection reached the host
 
 
 def test_step_after_termination_and_before_reset_raise_episode_over():

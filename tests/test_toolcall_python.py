@@ -6,8 +6,6 @@ two-stage timeouts, memory and output caps, crash recovery and (with the bwrap s
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 
 import pytest
@@ -62,11 +60,16 @@ def test_errors_are_tracebacks_and_the_interpreter_goes_on(interp):
     assert interp.execute("y").value == "1"
 
 
+def timed(interp, code):
+    """Run ``code``; return the outcome and the seconds it took."""
+    start = time.monotonic()
+    outcome = interp.execute(code)
+    return outcome, time.monotonic() - start
+
+
 def test_pure_python_infinite_loop_is_interrupted_and_variables_survive(interp):
     interp.execute("counter = 0")
-    start = time.monotonic()
-    outcome = interp.execute("while True:\n    counter += 1")
-    elapsed = time.monotonic() - start
+    outcome, elapsed = timed(interp, "while True:\n    counter += 1")
     assert outcome.interrupted and not outcome.state_lost
     assert TIMEOUT * 0.9 < elapsed < TIMEOUT + GRACE
     assert "interrupted" in describe(outcome, TIMEOUT)
@@ -78,9 +81,7 @@ def test_pure_python_infinite_loop_is_interrupted_and_variables_survive(interp):
 
 def test_code_ignoring_the_interrupt_is_killed_and_the_interpreter_restarts(interp):
     interp.execute("kept = 'before'")
-    start = time.monotonic()
-    outcome = interp.execute("import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass")
-    elapsed = time.monotonic() - start
+    outcome, elapsed = timed(interp, "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass")
     assert outcome.killed and outcome.state_lost and not outcome.interrupted
     assert elapsed < TIMEOUT + GRACE + 2.0
     assert "all variables and imports were lost" in describe(outcome, TIMEOUT)
@@ -120,37 +121,15 @@ def test_huge_outputs_are_capped_with_a_marker(interp):
     assert interp.execute("print('small')").stdout == "small\n"  # the capture is reset per call
 
 
-def test_network_is_blocked(interp):
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(1)
-    server.settimeout(0.2)
-    port = server.getsockname()[1]
-    accepted = []
-
-    def accept() -> None:
-        deadline = time.monotonic() + 4
-        while time.monotonic() < deadline:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            accepted.append(conn)
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        outcome = interp.execute(
-            "import socket\ns = socket.socket()\ns.settimeout(2)\n"
-            f"try:\n    s.connect(('127.0.0.1', {port}))\n    print('CONNECTED')\n"
-            "except OSError as exc:\n    print('BLOCKED', type(exc).__name__)",
-            timeout=5,
-        )
-        thread.join()
-    finally:
-        server.close()
+def test_network_is_blocked(interp, tcp_server):
+    outcome = interp.execute(
+        "import socket\ns = socket.socket()\ns.settimeout(2)\n"
+        f"try:\n    s.connect(('127.0.0.1', {tcp_server.port}))\n    print('CONNECTED')\n"
+        "except OSError as exc:\n    print('BLOCKED', type(exc).__name__)",
+        timeout=5,
+    )
     assert "BLOCKED" in outcome.stdout and "CONNECTED" not in outcome.stdout
-    assert accepted == []
+    assert tcp_server.wait_received(timeout_s=3.0) == []  # no connection reached the host
 
 
 def test_startup_failure_is_a_clear_error(sandbox):

@@ -170,3 +170,17 @@ def write_jsonl(path: str | Path, records: Iterable[Record]) -> None:
     with path.open("w", encoding="utf-8") as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def write_or_check(path: str | Path, text: str, check: bool, what: str) -> int:
+    """A task generator's last step: write ``text`` (the generated JSONL) to ``path``, or with ``check`` only
+    say whether the committed file equals it. Returns the script's exit status: 1 when the file is stale."""
+    path = Path(path)
+    if check:
+        same = path.exists() and path.read_text(encoding="utf-8") == text
+        print(f"{path}: {'up to date' if same else 'DIFFERS from a fresh generation; run the generator'} ({what})")
+        return 0 if same else 1
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {what} to {path}")
+    return 0
