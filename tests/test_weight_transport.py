@@ -50,6 +50,13 @@ def server_weights(url: str) -> dict:
     return torch.load(io.BytesIO(base64.b64decode(data)), weights_only=True)
 
 
+def tensor_policy(url: str, tokenizer, **transport) -> SGLangPolicy:
+    """A policy on the fake server at ``url`` that publishes weights as tensors (colocated SGLang)."""
+    policy = SGLangPolicy("tiny-random", base_url=url, tokenizer=tokenizer)
+    policy.transport = TensorTransport(policy.post, device="cpu", **transport)
+    return policy
+
+
 def test_buckets_split_by_bytes_and_keep_order():
     named = [(f"w{i}", torch.zeros(n)) for i, n in enumerate([10, 10, 30, 5, 100])]  # float32: 4 bytes each
     groups = list(buckets(iter(named), bucket_bytes=80))
@@ -80,9 +87,7 @@ def test_tensor_transport_sends_buckets_in_the_serving_dtype_exactly(trained):
     app, seen = fake_sglang(tokenizer)
     with BackgroundServer(app) as url:
         async def main():
-            policy = SGLangPolicy("tiny-random", base_url=url, tokenizer=tokenizer)
-            policy.transport = TensorTransport(policy.post, device="cpu", dtype=torch.bfloat16, tp_ranks=2,
-                                               bucket_bytes=64 << 10)
+            policy = tensor_policy(url, tokenizer, dtype=torch.bfloat16, tp_ranks=2, bucket_bytes=64 << 10)
             try:
                 return await policy.update_weights(trainer.export_weights())
             finally:
@@ -105,8 +110,7 @@ def test_tensor_transport_reports_a_refusal(trained):
     app, _ = fake_sglang(tokenizer)
     with BackgroundServer(app) as url:
         async def main():
-            policy = SGLangPolicy("tiny-random", base_url=url, tokenizer=tokenizer)
-            policy.transport = TensorTransport(policy.post, device="cpu", dtype=torch.float32)  # server wants bf16
+            policy = tensor_policy(url, tokenizer, dtype=torch.float32)  # the server wants bf16
             try:
                 with pytest.raises(SGLangError, match="serving dtype"):
                     await policy.update_weights(trainer.export_weights())

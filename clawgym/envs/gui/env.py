@@ -132,16 +132,26 @@ class GUIEnv(AgentEnv):
         self.browser.new_episode(allowed)
         try:
             self.browser.goto(url)
+            return self._first_view()
+        except PageBroken as exc:
+            return self._broken(exc)
+        except Exception as exc:  # an unreachable URL task, a page that never loads
+            self._fatal = f"the task page did not load: {_short(exc)}"
+            return [user(f"Error: {self._fatal}. Any action ends the episode.")]
+
+    def _first_view(self) -> list[Message]:
+        """The loaded page as the episode's first observation; a broken page ends the episode at the next action."""
+        try:
             self.view = self.browser.snapshot()
             if self.browser.broken:
                 raise PageBroken(self.browser.broken)
         except PageBroken as exc:
-            self._fatal = str(exc)
-            return [user(f"Error: the task page could not be shown: {exc}. Any action ends the episode.")]
-        except Exception as exc:  # an unreachable URL task, a page that never loads
-            self._fatal = f"the task page did not load: {_short(exc)}"
-            return [user(f"Error: {self._fatal}. Any action ends the episode.")]
+            return self._broken(exc)
         return [user(self.view.text())]
+
+    def _broken(self, exc: PageBroken) -> list[Message]:
+        self._fatal = str(exc)
+        return [user(f"Error: the task page could not be shown: {exc}. Any action ends the episode.")]
 
     def score(self, answer: str | None) -> tuple[float, dict[str, Any]]:
         if self._fatal:

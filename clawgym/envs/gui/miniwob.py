@@ -206,14 +206,7 @@ class MiniWoBEnv(GUIEnv):
     def setup(self, task: Task) -> list[Message]:
         if self._fatal:
             return [user(f"Error: {self._fatal}. Any action ends the episode.")]
-        try:
-            self.view = self.browser.snapshot()
-            if self.browser.broken:
-                raise PageBroken(self.browser.broken)
-        except PageBroken as exc:
-            self._fatal = str(exc)
-            return [user(f"Error: the task page could not be shown: {exc}. Any action ends the episode.")]
-        return [user(self.view.text())]
+        return self._first_view()
 
     def page_end(self) -> dict[str, Any] | None:
         """The page's first ending of this episode (raw, discounted, reason), or None while it runs."""
