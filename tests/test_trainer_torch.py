@@ -11,15 +11,8 @@ import torch
 from clawgym.rl.policy.models import build_tiny_random, load_tokenizer
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
 from clawgym.rl.trainer import checkpoint as ckpt
-from clawgym.rl.trainer.torch_trainer import (
-    HINT_HEADER,
-    _collate,
-    gather_logprobs,
-    hinted_messages,
-    render_prompt_ids,
-    response_logits,
-    teacher_prompt_ids,
-)
+from clawgym.rl.trainer.batching import collate, gather_logprobs, response_logits
+from clawgym.rl.trainer.samples import HINT_HEADER, hinted_messages, render_prompt_ids, teacher_prompt_ids
 from clawgym.rl.types import Sample
 
 CONTEXT = [
@@ -51,7 +44,7 @@ def encode(tokenizer, text: str) -> list[int]:
 @torch.no_grad()
 def current_logprobs(trainer: TorchTrainer, prompt: list[int], response: list[int]) -> list[float]:
     """What the serving side would report for ``response``: the policy's own logprobs (on-policy)."""
-    batch = _collate([prompt], [response], trainer.pad_id, trainer.device)
+    batch = collate([prompt], [response], trainer.pad_id, trainer.device)
     return gather_logprobs(response_logits(trainer.model, batch), batch.targets)[0].tolist()
 
 
@@ -243,7 +236,7 @@ def test_lora_trains_only_adapters_and_exports_merged_weights(tokenizer):
     # the exported weights serve: a fresh HF model loaded with them matches the trained policy
     fresh = tiny(tokenizer, seed=1)
     fresh.load_state_dict(exported)
-    batch = _collate([prompt], [good], trainer.pad_id, trainer.device)
+    batch = collate([prompt], [good], trainer.pad_id, trainer.device)
     with torch.no_grad():
         torch.testing.assert_close(response_logits(fresh, batch), response_logits(trainer.model, batch), rtol=1e-4, atol=1e-4)
 
@@ -259,7 +252,7 @@ def test_lora_teacher_is_base_model_with_adapters_disabled(tokenizer):
     sample = make_sample(trainer, prompt, response, 1.0, hint="Be brief.", hint_messages=CONTEXT)
     trainer.compute_teacher_logprobs([sample])
     hinted = teacher_prompt_ids(tokenizer, sample)
-    batch = _collate([hinted], [response], trainer.pad_id, trainer.device)
+    batch = collate([hinted], [response], trainer.pad_id, trainer.device)
     with torch.no_grad():
         expected = gather_logprobs(response_logits(reference, batch), batch.targets)[0].tolist()
     assert sample.teacher_logprobs == pytest.approx(expected, abs=1e-5)
@@ -354,7 +347,7 @@ def test_current_teacher_uses_the_trained_policy_and_hybrid_skips_unhinted(token
     assert plain.teacher_logprobs is None and len(hinted.teacher_logprobs) == len(response)
     probe = make_sample(trainer, prompt, response, 0.0, hint="Be brief.", hint_messages=CONTEXT)
     trainer.compute_teacher_logprobs([probe])
-    batch = _collate([teacher_prompt_ids(tokenizer, probe)], [response], trainer.pad_id, trainer.device)
+    batch = collate([teacher_prompt_ids(tokenizer, probe)], [response], trainer.pad_id, trainer.device)
     with torch.no_grad():
         expected = gather_logprobs(response_logits(trainer.model, batch), batch.targets)[0].tolist()
     assert probe.teacher_logprobs == pytest.approx(expected, abs=1e-6)  # the updated weights, not the initial ones

@@ -1,9 +1,13 @@
 """Trainers: ``torch_trainer`` (HF model, optional LoRA; CPU or one GPU) and ``megatron`` (GPU partition).
 
+``config`` (what a step depends on), ``batching`` (padded batches, response log-probs) and ``lora`` (peft
+adapters) are the torch trainer's parts; ``samples``, ``checkpoint`` and ``transport`` serve both.
+
 Both optimise the same losses (:mod:`clawgym.rl.losses`). The megatron module is not imported here:
 it needs megatron-core and CUDA, which the CPU install does not have.
 """
 
-from clawgym.rl.trainer.torch_trainer import LoraSettings, TorchTrainer, TrainerConfig
+from clawgym.rl.trainer.config import LoraSettings, TrainerConfig
+from clawgym.rl.trainer.torch_trainer import TorchTrainer
 
 __all__ = ["LoraSettings", "TorchTrainer", "TrainerConfig"]

@@ -26,24 +26,22 @@ uses the current policy (no grad) instead.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 import math
 import time
 from collections.abc import Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Iterator
 
 import torch
 from torch import nn
 
 from clawgym.rl import losses
-from clawgym.rl.methods import canonical_method
 from clawgym.rl.trainer import checkpoint as ckpt
-from clawgym.rl.types import Sample
-
+from clawgym.rl.trainer.batching import Batch, collate, gather_logprobs, pad_rows, response_logits
+from clawgym.rl.trainer.config import LoraSettings, TrainerConfig  # noqa: F401  (re-exported: importers of the trainer's config)
+from clawgym.rl.trainer.lora import merged_lora_state_dict, wrap_lora
 from clawgym.rl.trainer.samples import (  # noqa: F401  (re-exported: the trainers' shared sample code)
     HINT_HEADER,
     hinted_messages,
@@ -52,127 +50,11 @@ from clawgym.rl.trainer.samples import (  # noqa: F401  (re-exported: the traine
     teacher_prompt_ids,
     validate_samples,
 )
+from clawgym.rl.types import Sample
+
+_collate = collate  # the name megatron's equivalence test script imports from here
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class LoraSettings:
-    """LoRA adapters (peft) on the named linear layers; only they are trained."""
-
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.0
-    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-
-@dataclass
-class TrainerConfig:
-    """Everything a train step depends on. Defaults follow OpenClaw-RL's launch scripts where they exist."""
-
-    method: Literal["grpo", "opd", "hybrid", "opd_topk"] = "grpo"
-    lr: float = 1e-5
-    weight_decay: float = 0.0
-    betas: tuple[float, float] = (0.9, 0.98)
-    eps_clip: float = 0.2
-    eps_clip_high: float = 0.28
-    kl_coef: float = 0.0
-    w_rl: float = 1.0
-    w_opd: float = 1.0
-    topk: int = 50
-    micro_batch_size: int = 4
-    grad_accum: int = 1
-    max_grad_norm: float = 1.0
-    lora: LoraSettings | None = None
-    aggregation: Literal["token", "sequence"] = "token"
-    advantage: Literal["grpo", "raw"] = "grpo"
-    teacher: Literal["initial", "current"] = "initial"
-    temperature: float = 1.0  # the sampling temperature the old logprobs were computed at
-    gradient_checkpointing: bool = False
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if isinstance(self.lora, dict):
-            self.lora = LoraSettings(**self.lora)
-        if self.lora is not None:
-            self.lora.target_modules = tuple(self.lora.target_modules)
-        self.betas = tuple(self.betas)  # type: ignore[assignment]
-        self.method = canonical_method(self.method)  # type: ignore[assignment]
-        checks = {
-            "method": self.method in ("grpo", "opd", "hybrid", "opd_topk"),
-            "aggregation": self.aggregation in ("token", "sequence"),
-            "advantage": self.advantage in ("grpo", "raw"),
-            "teacher": self.teacher in ("initial", "current"),
-            "micro_batch_size": self.micro_batch_size >= 1,
-            "grad_accum": self.grad_accum >= 1,
-            "temperature": self.temperature > 0,
-            "lr": self.lr >= 0,
-        }
-        bad = [name for name, ok in checks.items() if not ok]
-        if bad:
-            raise ValueError(f"invalid TrainerConfig fields: {', '.join(f'{n}={getattr(self, n)!r}' for n in bad)}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TrainerConfig":
-        return cls(**data)
-
-
-# --------------------------------------------------------------------------------------------
-# Hinted teacher prompt (OPD)
-# --------------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------------
-# Batching and log-probs
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Batch:
-    input_ids: torch.Tensor  # [B, L] right-padded
-    attention_mask: torch.Tensor  # [B, L]
-    positions: torch.Tensor  # [B, T] index of the hidden state that predicts each response token
-    targets: torch.Tensor  # [B, T] response token ids (0 where padded)
-    response_mask: torch.Tensor  # [B, T] 1 for real response tokens
-
-
-def _collate(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> _Batch:
-    lengths = [len(p) + len(r) for p, r in zip(prompts, responses)]
-    width, depth = max(lengths), max(len(r) for r in responses)
-    batch = len(prompts)
-    input_ids = torch.full((batch, width), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((batch, width), dtype=torch.long)
-    positions = torch.zeros((batch, depth), dtype=torch.long)
-    targets = torch.zeros((batch, depth), dtype=torch.long)
-    response_mask = torch.zeros((batch, depth), dtype=torch.float32)
-    for i, (prompt, response) in enumerate(zip(prompts, responses)):
-        n_prompt, n_resp = len(prompt), len(response)
-        input_ids[i, : n_prompt + n_resp] = torch.tensor(list(prompt) + list(response), dtype=torch.long)
-        attention_mask[i, : n_prompt + n_resp] = 1
-        positions[i, :n_resp] = torch.arange(n_prompt - 1, n_prompt - 1 + n_resp)
-        targets[i, :n_resp] = torch.tensor(list(response), dtype=torch.long)
-        response_mask[i, :n_resp] = 1.0
-    return _Batch(
-        input_ids.to(device), attention_mask.to(device), positions.to(device), targets.to(device), response_mask.to(device)
-    )
-
-
-def response_logits(model: nn.Module, batch: _Batch, temperature: float = 1.0) -> torch.Tensor:
-    """Float32 logits ``[B, T, V]`` at the response positions only, divided by the sampling temperature."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    decoder, head = base.get_decoder(), base.get_output_embeddings()
-    hidden = decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False).last_hidden_state
-    index = batch.positions[..., None].expand(-1, -1, hidden.shape[-1])
-    logits = head(hidden.gather(1, index)).float()
-    return logits / temperature if temperature != 1.0 else logits
-
-
-def gather_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """log softmax(logits)[target] without materialising the full log-softmax."""
-    return logits.gather(-1, targets[..., None]).squeeze(-1) - torch.logsumexp(logits, dim=-1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -202,7 +84,7 @@ class TorchTrainer:
                 self._frozen = copy.deepcopy(model).eval().requires_grad_(False)
             self.model = model
         else:
-            self.model = self._wrap_lora(model, self.config.lora)
+            self.model = wrap_lora(model, self.config.lora, self.config.seed)
         if self.config.gradient_checkpointing:
             self.model.gradient_checkpointing_enable()
             if self.config.lora is not None:
@@ -216,21 +98,6 @@ class TorchTrainer:
         )
 
     # ---- setup ---------------------------------------------------------------------------------
-
-    def _wrap_lora(self, model: nn.Module, lora: LoraSettings) -> nn.Module:
-        from peft import LoraConfig, get_peft_model
-
-        peft_config = LoraConfig(
-            r=lora.r,
-            lora_alpha=lora.alpha,
-            lora_dropout=lora.dropout,
-            target_modules=list(lora.target_modules),
-            bias="none",
-            task_type="CAUSAL_LM",
-        )
-        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
-            torch.manual_seed(self.config.seed)  # adapter init is reproducible; global RNG left as it was
-            return get_peft_model(model, peft_config)
 
     @contextmanager
     def _initial_weights(self) -> Iterator[nn.Module]:
@@ -265,7 +132,7 @@ class TorchTrainer:
             for start in range(0, len(todo), mbs):
                 chunk = todo[start : start + mbs]
                 prompts = [teacher_prompt_ids(self.tokenizer, s) for s in chunk]
-                batch = _collate(prompts, [s.response_ids for s in chunk], self.pad_id, self.device)
+                batch = collate(prompts, [s.response_ids for s in chunk], self.pad_id, self.device)
                 logprobs = gather_logprobs(response_logits(teacher, batch, self.config.temperature), batch.targets)
                 for row, s in zip(logprobs.cpu(), chunk):
                     s.teacher_logprobs = row[: len(s.response_ids)].tolist()
@@ -323,10 +190,10 @@ class TorchTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         for start in range(0, len(samples), cfg.micro_batch_size):
             part = samples[start : start + cfg.micro_batch_size]
-            batch = _collate([s.prompt_ids for s in part], [s.response_ids for s in part], self.pad_id, self.device)
+            batch = collate([s.prompt_ids for s in part], [s.response_ids for s in part], self.pad_id, self.device)
             tokens += int(batch.attention_mask.sum())
-            mask = _pad_rows([s.loss_mask for s in part], batch.targets.shape[1], self.device)
-            old = _pad_rows([s.old_logprobs for s in part], batch.targets.shape[1], self.device)
+            mask = pad_rows([s.loss_mask for s in part], batch.targets.shape[1], self.device)
+            old = pad_rows([s.old_logprobs for s in part], batch.targets.shape[1], self.device)
             adv_rl = rl_adv[start : start + len(part)].to(self.device)
 
             logits = response_logits(self.model, batch, cfg.temperature)
@@ -336,7 +203,7 @@ class TorchTrainer:
             if cfg.method == "grpo":
                 advantages = adv_rl[:, None].expand_as(logprobs)
             elif cfg.method in ("opd", "hybrid"):
-                teacher = _pad_rows(
+                teacher = pad_rows(
                     [s.teacher_logprobs if s.teacher_logprobs is not None else s.old_logprobs for s in part],
                     batch.targets.shape[1],
                     self.device,
@@ -397,14 +264,14 @@ class TorchTrainer:
         }
 
     @torch.no_grad()
-    def _reference_logprobs(self, batch: _Batch) -> torch.Tensor:
+    def _reference_logprobs(self, batch: Batch) -> torch.Tensor:
         with self._initial_weights() as reference:
             return gather_logprobs(response_logits(reference, batch, self.config.temperature), batch.targets)
 
     @torch.no_grad()
     def _teacher_full_logprobs(self, part: Sequence[Sample], depth: int) -> torch.Tensor:
         prompts = [teacher_prompt_ids(self.tokenizer, s) for s in part]
-        batch = _collate(prompts, [s.response_ids for s in part], self.pad_id, self.device)
+        batch = collate(prompts, [s.response_ids for s in part], self.pad_id, self.device)
         with self._teacher() as teacher:
             return torch.log_softmax(response_logits(teacher, batch, self.config.temperature), -1)[:, :depth]
 
@@ -423,7 +290,7 @@ class TorchTrainer:
         if self.config.lora is None:
             state = self.model.state_dict()
         else:
-            state = _merged_lora_state_dict(self.model)
+            state = merged_lora_state_dict(self.model)
         return {k: v.detach().to(device=device, dtype=dtype or v.dtype).clone() for k, v in state.items()}
 
     state_dict_for_serving = export_weights
@@ -476,27 +343,3 @@ class TorchTrainer:
         self.step, self.version = int(state["step"]), int(state["version"])
 
 
-def _pad_rows(rows: Sequence[Sequence[float]], width: int, device: torch.device) -> torch.Tensor:
-    out = torch.zeros((len(rows), width), dtype=torch.float32)
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = torch.tensor(list(row), dtype=torch.float32)
-    return out.to(device)
-
-
-def _merged_lora_state_dict(peft_model: nn.Module) -> dict[str, torch.Tensor]:
-    """HF-named weights with W + scale * B @ A for every LoRA layer, computed without merging in place."""
-    from peft.tuners.lora import LoraLayer
-
-    base = peft_model.get_base_model()
-    state = {}
-    deltas: dict[str, torch.Tensor] = {}
-    for name, module in base.named_modules():
-        if isinstance(module, LoraLayer):
-            delta = sum(module.get_delta_weight(a) for a in module.active_adapters if a in module.lora_A)
-            deltas[f"{name}.weight"] = delta
-    for key, value in base.state_dict().items():
-        if "lora_" in key:
-            continue
-        clean = key.replace(".base_layer.", ".")
-        state[clean] = value + deltas[clean].to(value.dtype) if clean in deltas else value
-    return state

@@ -1,0 +1,63 @@
+"""Sequences to tensors and response log-probs: right-padded batches with an attention mask (no packing),
+and logits computed only at the response positions, so long agent prompts cost no ``[L, V]`` logits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class Batch:
+    input_ids: torch.Tensor  # [B, L] right-padded
+    attention_mask: torch.Tensor  # [B, L]
+    positions: torch.Tensor  # [B, T] index of the hidden state that predicts each response token
+    targets: torch.Tensor  # [B, T] response token ids (0 where padded)
+    response_mask: torch.Tensor  # [B, T] 1 for real response tokens
+
+
+def collate(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> Batch:
+    lengths = [len(p) + len(r) for p, r in zip(prompts, responses)]
+    width, depth = max(lengths), max(len(r) for r in responses)
+    batch = len(prompts)
+    input_ids = torch.full((batch, width), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((batch, width), dtype=torch.long)
+    positions = torch.zeros((batch, depth), dtype=torch.long)
+    targets = torch.zeros((batch, depth), dtype=torch.long)
+    response_mask = torch.zeros((batch, depth), dtype=torch.float32)
+    for i, (prompt, response) in enumerate(zip(prompts, responses)):
+        n_prompt, n_resp = len(prompt), len(response)
+        input_ids[i, : n_prompt + n_resp] = torch.tensor(list(prompt) + list(response), dtype=torch.long)
+        attention_mask[i, : n_prompt + n_resp] = 1
+        positions[i, :n_resp] = torch.arange(n_prompt - 1, n_prompt - 1 + n_resp)
+        targets[i, :n_resp] = torch.tensor(list(response), dtype=torch.long)
+        response_mask[i, :n_resp] = 1.0
+    return Batch(
+        input_ids.to(device), attention_mask.to(device), positions.to(device), targets.to(device), response_mask.to(device)
+    )
+
+
+def response_logits(model: nn.Module, batch: Batch, temperature: float = 1.0) -> torch.Tensor:
+    """Float32 logits ``[B, T, V]`` at the response positions only, divided by the sampling temperature."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    decoder, head = base.get_decoder(), base.get_output_embeddings()
+    hidden = decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False).last_hidden_state
+    index = batch.positions[..., None].expand(-1, -1, hidden.shape[-1])
+    logits = head(hidden.gather(1, index)).float()
+    return logits / temperature if temperature != 1.0 else logits
+
+
+def gather_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """log softmax(logits)[target] without materialising the full log-softmax."""
+    return logits.gather(-1, targets[..., None]).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+
+
+def pad_rows(rows: Sequence[Sequence[float]], width: int, device: torch.device) -> torch.Tensor:
+    """Per-token rows (loss masks, old logprobs) as one zero-padded float32 ``[B, width]`` tensor."""
+    out = torch.zeros((len(rows), width), dtype=torch.float32)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.tensor(list(row), dtype=torch.float32)
+    return out.to(device)

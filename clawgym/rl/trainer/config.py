@@ -1,0 +1,74 @@
+"""What a trainer step depends on: ``TrainerConfig`` (method, optimiser, clipping, KL, OPD weights) and
+``LoraSettings``; shared by the torch and Megatron trainers and by the launch configs."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from clawgym.rl.methods import canonical_method
+
+
+@dataclass
+class LoraSettings:
+    """LoRA adapters (peft) on the named linear layers; only they are trained."""
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.0
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass
+class TrainerConfig:
+    """Everything a train step depends on. Defaults follow OpenClaw-RL's launch scripts where they exist."""
+
+    method: Literal["grpo", "opd", "hybrid", "opd_topk"] = "grpo"
+    lr: float = 1e-5
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.98)
+    eps_clip: float = 0.2
+    eps_clip_high: float = 0.28
+    kl_coef: float = 0.0
+    w_rl: float = 1.0
+    w_opd: float = 1.0
+    topk: int = 50
+    micro_batch_size: int = 4
+    grad_accum: int = 1
+    max_grad_norm: float = 1.0
+    lora: LoraSettings | None = None
+    aggregation: Literal["token", "sequence"] = "token"
+    advantage: Literal["grpo", "raw"] = "grpo"
+    teacher: Literal["initial", "current"] = "initial"
+    temperature: float = 1.0  # the sampling temperature the old logprobs were computed at
+    gradient_checkpointing: bool = False
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.lora, dict):
+            self.lora = LoraSettings(**self.lora)
+        if self.lora is not None:
+            self.lora.target_modules = tuple(self.lora.target_modules)
+        self.betas = tuple(self.betas)  # type: ignore[assignment]
+        self.method = canonical_method(self.method)  # type: ignore[assignment]
+        checks = {
+            "method": self.method in ("grpo", "opd", "hybrid", "opd_topk"),
+            "aggregation": self.aggregation in ("token", "sequence"),
+            "advantage": self.advantage in ("grpo", "raw"),
+            "teacher": self.teacher in ("initial", "current"),
+            "micro_batch_size": self.micro_batch_size >= 1,
+            "grad_accum": self.grad_accum >= 1,
+            "temperature": self.temperature > 0,
+            "lr": self.lr >= 0,
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError(f"invalid TrainerConfig fields: {', '.join(f'{n}={getattr(self, n)!r}' for n in bad)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrainerConfig":
+        return cls(**data)
