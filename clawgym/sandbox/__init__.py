@@ -10,18 +10,21 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from clawgym.sandbox.base import ExecResult, Sandbox, SandboxConfig, SandboxUnavailable
+from clawgym.sandbox.base import ExecResult, Sandbox, SandboxConfig, SandboxFactory, SandboxUnavailable
 
 KINDS = ("auto", "bwrap", "docker", "local")
 
 
-def make_sandbox(kind: str = "auto", config: SandboxConfig | None = None, **backend_options: Any) -> Sandbox:
+def make_sandbox(kind: str | SandboxFactory = "auto", config: SandboxConfig | None = None, **backend_options: Any) -> Sandbox:
     """Start a sandbox of ``kind``; ``backend_options`` go to the backend (e.g. docker's ``client=``).
 
-    ``auto`` is bubblewrap on Linux; it never falls back to the unsandboxed ``local`` backend.
+    ``auto`` is bubblewrap on Linux; it never falls back to the unsandboxed ``local`` backend. A callable
+    ``kind`` is a factory a setting was given (``sandbox=`` of ToolCall-v0, SWE-v0): it gets the config.
     Raises :class:`SandboxUnavailable` with install/start instructions when the backend cannot run.
     """
     config = config or SandboxConfig()
+    if callable(kind):
+        return kind(config, **backend_options)
     if kind not in KINDS:
         raise ValueError(f"unknown sandbox kind {kind!r}; choose one of {', '.join(KINDS)}")
     if kind == "auto":
@@ -41,4 +44,4 @@ def make_sandbox(kind: str = "auto", config: SandboxConfig | None = None, **back
     return LocalSandbox(config, **backend_options)
 
 
-__all__ = ["ExecResult", "KINDS", "Sandbox", "SandboxConfig", "SandboxUnavailable", "make_sandbox"]
+__all__ = ["ExecResult", "KINDS", "Sandbox", "SandboxConfig", "SandboxFactory", "SandboxUnavailable", "make_sandbox"]

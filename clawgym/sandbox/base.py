@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 
 @dataclass
@@ -74,6 +74,9 @@ class Sandbox(Protocol):
     def close(self) -> None:
         """Kill every process and remove every directory. Safe to call twice."""
         ...
+
+
+SandboxFactory = Callable[..., Any]  # SandboxConfig -> a Sandbox (or, for ToolCall-v0, anything with spawn and close)
 
 
 class SandboxUnavailable(RuntimeError):

@@ -19,7 +19,7 @@ import logging
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from clawgym.core.env import AgentEnv, EpisodeOptions
 from clawgym.core.tasks import Task, TaskSet
@@ -32,9 +32,10 @@ from clawgym.envs.swe.tools import BashTool, EditorTool
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from clawgym.sandbox.base import SandboxFactory
+
 log = logging.getLogger(__name__)
 
-SandboxFactory = Callable[[Any], Any]
 
 SYSTEM_PROMPT = """You are a software engineer working in a code repository at {repo_dir} (a git repository; \
 your shell starts there). A user reported the issue below. Find the cause and fix it in the source code.
@@ -232,8 +233,6 @@ class SWEEnv(AgentEnv):
             env={"HOME": "/tmp", "PAGER": "cat", "GIT_PAGER": "cat", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8",
                  "PATH": "/usr/bin:/bin:/usr/local/bin:/usr/sbin:/sbin"},
         )
-        if callable(self.sandbox_kind):
-            return self.sandbox_kind(config)
         kind = self.sandbox_kind
         if self._uses_image(task) and kind == "auto":
             kind = "docker"

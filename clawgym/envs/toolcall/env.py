@@ -16,18 +16,20 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from clawgym.core.env import AgentEnv, EpisodeOptions
 from clawgym.core.messages import Message, text_of
 from clawgym.core.tasks import Record, Task, TaskSet, default_from_record
 from clawgym.core.tools import Tool
 from clawgym.envs.toolcall.answer import answers_match, extract_answer, gsm8k_final, last_boxed
-from clawgym.envs.toolcall.interpreter import Launcher, PythonInterpreter
+from clawgym.envs.toolcall.interpreter import Launcher
 from clawgym.envs.toolcall.tools import CalculatorTool, PythonTool, SubmitAnswerTool
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
+
+    from clawgym.sandbox.base import SandboxFactory
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +46,6 @@ Compute rather than guess. When you are done, call submit with just the answer, 
 # host interpreter that lives under /work (as this repository's virtualenv does).
 SANDBOX_WORKDIR = "/sandbox"
 
-SandboxFactory = Callable[[Any], Any]  # SandboxConfig -> an object with spawn(argv) and close()
 
 
 def toolcall_record(record: Record) -> Task:
@@ -92,7 +93,8 @@ class ToolCallEnv(AgentEnv):
         self.memory_mb = int(memory_mb)
         self.output_limit = int(output_limit)
         self.use_calculator = calculator
-        self._python_tool = PythonTool(self.python_timeout_s)
+        self._python_tool = PythonTool(self.python_timeout_s, python=self.python, grace_s=self.python_grace_s,
+                                       memory_mb=self.memory_mb, output_limit=self.output_limit)
         self._sandbox: Any = None
         super().__init__(tasks, **episode)
 
@@ -117,17 +119,8 @@ class ToolCallEnv(AgentEnv):
         return SYSTEM_PROMPT
 
     def setup(self, task: Task) -> list[Message]:
-        self._python_tool.stats = PythonTool.fresh_stats()
         self._sandbox = self._make_sandbox()
-        self._python_tool.interpreter = PythonInterpreter(
-            self._sandbox,
-            python=self.python,
-            timeout_s=self.python_timeout_s,
-            grace_s=self.python_grace_s,
-            memory_mb=self.memory_mb,
-            output_limit=self.output_limit,
-        )
-        self._python_tool.interpreter.start()  # boots while the agent thinks; the first call waits for it
+        self._python_tool.start(self._sandbox)
         return []
 
     def on_message(self, message: Message) -> tuple[list[Message], bool, str | None]:
@@ -179,14 +172,8 @@ class ToolCallEnv(AgentEnv):
             env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
                  "HOME": "/tmp", "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
         )
-        if callable(self.sandbox_kind):
-            return self.sandbox_kind(config)
-        try:
-            from clawgym.sandbox import make_sandbox
-        except ImportError as exc:
-            raise RuntimeError(
-                f"ToolCall-v0 needs clawgym.sandbox.make_sandbox for sandbox={self.sandbox_kind!r}: {exc}"
-            ) from exc
+        from clawgym.sandbox import make_sandbox
+
         return make_sandbox(self.sandbox_kind, config)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from clawgym.core.tools import SubmitTool, Tool, ToolError, ToolResult, arguments_schema, prop
 from clawgym.envs.toolcall.calculator import CalculatorError, evaluate, format_number
 from clawgym.envs.toolcall.interpreter import InterpreterError, PythonInterpreter, describe
@@ -15,8 +17,9 @@ class PythonTool(Tool):
     name = "python"
     parameters = arguments_schema(["code"], code=prop("string", "Python source to run."))
 
-    def __init__(self, timeout_s: float) -> None:
+    def __init__(self, timeout_s: float, **interpreter_options: Any) -> None:
         self.timeout_s = timeout_s
+        self.interpreter_options = interpreter_options  # PythonInterpreter's python, grace_s, memory_mb, output_limit
         self.description = (
             "Run Python 3 code in a persistent interpreter: variables, functions and imports persist "
             "between calls in this episode. Printed output and the value of the last expression are "
@@ -24,6 +27,12 @@ class PythonTool(Tool):
         )
         self.interpreter: PythonInterpreter | None = None
         self.stats = self.fresh_stats()
+
+    def start(self, sandbox: Any) -> None:
+        """A fresh interpreter in this episode's ``sandbox``; it boots while the agent thinks (the first call waits)."""
+        self.stats = self.fresh_stats()
+        self.interpreter = PythonInterpreter(sandbox, timeout_s=self.timeout_s, **self.interpreter_options)
+        self.interpreter.start()
 
     @staticmethod
     def fresh_stats() -> dict[str, int]:
