@@ -59,8 +59,12 @@ class BackgroundTrainer:
 
     task_name = "clawgym-trainer"
 
-    def __init__(self, out: Path) -> None:
-        self.out = out
+    def __init__(self, trainer: Any, *, batch_size: int, max_staleness: int, output_dir: str | Path) -> None:
+        self.trainer = trainer
+        self.method = str(trainer.config.method)
+        self.batch_size = batch_size
+        self.max_staleness = max_staleness
+        self.out = Path(output_dir)
         self.on_step: Any = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -96,12 +100,8 @@ class PersonalTrainer(BackgroundTrainer):
 
     def __init__(self, trainer: Any, policy: Any, *, batch_size: int = 8, max_staleness: int = 2,
                  output_dir: str | Path = "runs/chat") -> None:
-        self.trainer = trainer
         self.policy = policy
-        self.method = str(trainer.config.method)
-        self.batch_size = batch_size
-        self.max_staleness = max_staleness
-        super().__init__(Path(output_dir))
+        super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.pending: list[Sample] = []
         self.refused: collections.Counter = collections.Counter()

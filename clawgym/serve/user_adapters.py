@@ -121,12 +121,8 @@ class UserAdapterTrainer(BackgroundTrainer):
 
     def __init__(self, trainer: Any, adapters: UserAdapters, *, batch_size: int = 8, max_staleness: int = 2,
                  output_dir: str | Path = "runs/chat") -> None:
-        self.trainer = trainer
         self.adapters = adapters
-        self.method = str(trainer.config.method)
-        self.batch_size = batch_size
-        self.max_staleness = max_staleness
-        super().__init__(Path(output_dir))
+        super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir)
         self.pending: dict[str, list[Sample]] = collections.defaultdict(list)
         self.refused: collections.Counter = collections.Counter()
         self.steps: collections.Counter = collections.Counter()
