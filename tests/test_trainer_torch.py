@@ -352,3 +352,16 @@ def test_current_teacher_uses_the_trained_policy_and_hybrid_skips_unhinted(token
         expected = gather_logprobs(response_logits(trainer.model, batch), batch.targets)[0].tolist()
     assert probe.teacher_logprobs == pytest.approx(expected, abs=1e-6)  # the updated weights, not the initial ones
     assert probe.teacher_logprobs != pytest.approx(hinted.teacher_logprobs, abs=1e-4)
+
+
+def test_padded_batch_gives_each_row_the_logprobs_it_has_alone(tokenizer):
+    """Right padding needs no mask under causal attention (so SDPA can use its blocked kernel)."""
+    model = tiny(tokenizer)
+    rows = [(list(range(5, 40)), list(range(50, 58))), (list(range(7, 19)), list(range(60, 63)))]
+    batch = collate([p for p, _ in rows], [r for _, r in rows], pad_id=0, device=torch.device("cpu"))
+    with torch.no_grad():
+        together = gather_logprobs(response_logits(model, batch), batch.targets)
+        for i, (prompt, response) in enumerate(rows):
+            alone = collate([prompt], [response], pad_id=0, device=torch.device("cpu"))
+            expected = gather_logprobs(response_logits(model, alone), alone.targets)[0]
+            assert torch.allclose(together[i, : len(response)], expected, atol=1e-5)
