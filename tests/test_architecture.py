@@ -129,7 +129,7 @@ def cycles() -> list[list[str]]:
 
 
 def test_the_import_graph_is_read():
-    assert "clawgym.rl.loop" in GRAPH and "clawgym.rl.judge" in GRAPH["clawgym.rl.loop"]
+    assert "clawgym.rl.loop.runner" in GRAPH and "clawgym.rl.judge" in GRAPH["clawgym.rl.loop.runner"]
     assert "clawgym.core.env" in GRAPH["clawgym.envs.toolcall.env"]
 
 

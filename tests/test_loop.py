@@ -427,7 +427,7 @@ async def test_max_minutes_holds_while_the_loop_waits_for_a_batch(tmp_path):
     async def never(*args, **kwargs):  # a rollout producer that never delivers a group
         await asyncio.sleep(3600)
 
-    loop._producer = never  # type: ignore[method-assign]
+    loop.collector.produce = never  # type: ignore[method-assign]
     started = time.perf_counter()
     try:
         result = await asyncio.wait_for(loop.run(), 60)

@@ -1,0 +1,88 @@
+"""What the RL loop is told (:class:`LoopConfig`), what it hands back (:class:`LoopResult`), its file names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+PENDING_FILE = "pending.jsonl"
+TRAINED_FILE = "trained_ids.jsonl"
+CHECKPOINT_DIR = "checkpoint"
+LOOP_STATE = "loop_state.json"
+
+
+@dataclass
+class LoopConfig:
+    """How the four loops run. The trainer's own settings (lr, eps, KL, LoRA) live in TrainerConfig."""
+
+    steps: int = 10
+    max_minutes: float | None = None  # stop after the step that crosses this training wall time
+    batch_groups: int = 4  # GRPO groups per train step
+    group_size: int = 4  # G rollouts per task
+    num_workers: int = 8  # concurrent episodes (num_workers // group_size groups at once)
+    buffer_groups: int = 8  # groups in flight + waiting; >= batch_groups
+    max_staleness: int = 2  # policy versions
+    staleness: Literal["drop", "reweight"] = "drop"
+    reward: Literal["auto", "outcome", "step_wise"] = "auto"
+    prm_coef: float = 1.0
+    drop_zero_advantage: bool = True  # skip groups whose samples all have A = 0 (grpo only)
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    episode_timeout_s: float | None = None
+    judge_workers: int = 4
+    eval_every: int = 0  # train steps between evals (0: only before/after, when eval_before/eval_after)
+    eval_before: bool = False
+    eval_after: bool = False
+    eval_episodes: int | None = None  # held-out tasks per eval (None: all)
+    eval_temperature: float = 0.0  # 0 = greedy
+    eval_seed: int = 12345
+    checkpoint_every: int = 1
+    resume: bool = True
+    output_dir: str = "runs/train"
+    mode: Literal["async", "sync"] = "async"
+    seed: int = 0
+    tensorboard: bool = True
+    plot: bool = True
+    export_final: bool = True  # save the served weights as an HF checkpoint in <output_dir>/final
+
+    def __post_init__(self) -> None:
+        checks = {
+            "steps": self.steps >= 0,
+            "batch_groups": self.batch_groups >= 1,
+            "group_size": self.group_size >= 1,
+            "num_workers": self.num_workers >= 1,
+            "buffer_groups": self.buffer_groups >= self.batch_groups,
+            "max_staleness": self.max_staleness >= 0,
+            "staleness": self.staleness in ("drop", "reweight"),
+            "reward": self.reward in ("auto", "outcome", "step_wise"),
+            "max_tokens": self.max_tokens >= 1,
+            "temperature": self.temperature >= 0,
+            "checkpoint_every": self.checkpoint_every >= 0,
+            "eval_every": self.eval_every >= 0,
+            "mode": self.mode in ("async", "sync"),
+            "judge_workers": self.judge_workers >= 1,
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if not bad and (self.temperature != 1.0 or self.top_p != 1.0):
+            # the trainer's logprobs are the model's plain softmax (temperature 1, full vocabulary): other
+            # sampling settings would make every sample silently off-policy, so they are refused
+            raise ValueError(f"invalid loop settings: rollout temperature={self.temperature!r}, top_p={self.top_p!r}; "
+                             "training needs temperature 1.0 and top_p 1.0 (the trainer computes logprobs at those)")
+        if bad:
+            detail = ", ".join(f"{n}={getattr(self, n)!r}" for n in bad)
+            hint = " (buffer_groups must be >= batch_groups)" if "buffer_groups" in bad else ""
+            raise ValueError(f"invalid loop settings: {detail}{hint}")
+
+
+@dataclass
+class LoopResult:
+    steps: int
+    version: int
+    history: list[dict[str, Any]]
+    eval_before: dict[str, float] | None
+    eval_after: dict[str, float] | None
+    counters: dict[str, float]
+    output_dir: Path
+    curve_path: Path | None

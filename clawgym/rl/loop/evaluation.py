@@ -1,0 +1,39 @@
+"""The loop's evaluation hooks: held-out evals with the served weights, and the final HF export."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Sequence
+
+from clawgym.core.policy import Policy, SamplingParams
+from clawgym.rl.evaluate import eval_rows, play_tasks
+from clawgym.rl.loop.config import LoopConfig
+from clawgym.rl.rollout import EnvSpec
+
+logger = logging.getLogger(__name__)
+
+
+async def evaluate_policy(env: EnvSpec, policy: Policy, config: LoopConfig, *, version: int,
+                          task_ids: Sequence[str] | None, env_kwargs: dict[str, Any]) -> dict[str, float]:
+    """Play every held-out task once (``eval_temperature``, fixed seeds) with the served weights."""
+    c = config
+    sampling = SamplingParams(temperature=c.eval_temperature, top_p=1.0, max_tokens=c.max_tokens)
+    trajectories = await play_tasks(env, policy, task_ids, limit=c.eval_episodes, env_kwargs=env_kwargs,
+                                    sampling=sampling, num_workers=c.num_workers, seed=c.eval_seed,
+                                    episode_timeout_s=c.episode_timeout_s)
+    row = eval_rows(trajectories)["all"]
+    return {
+        "eval_reward": row["mean_reward"],
+        "eval_success": row["success_rate"],
+        "eval_episodes": float(row["episodes"]),
+        "eval_errors": float(row["errors"]),
+        "eval_version": float(version),
+    }
+
+
+def export_hf(policy: Any, path: Path) -> Path:
+    """The served model as a plain HF checkpoint (``clawgym eval --model PATH`` and any HF tool load it)."""
+    policy.model.save_pretrained(path)
+    policy.tokenizer.save_pretrained(path)
+    return path

@@ -1,0 +1,340 @@
+"""The loop itself: :class:`AsyncRLLoop` wires the policy, the collector, the judges and the trainer.
+
+The train step (batch -> staleness -> ``train_step`` in a thread -> publish -> log -> checkpoint)
+runs on the event loop, which keeps serving, rolling out and judging meanwhile. ``mode="sync"``
+pauses the collector from the moment a batch is taken until its weights are published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import logging
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from clawgym.core.policy import Policy, SamplingParams
+from clawgym.rl.buffer import SampleBuffer
+from clawgym.rl.groups import apply_staleness
+from clawgym.rl.judge import JudgeStage
+from clawgym.rl.loop import state as loop_state
+from clawgym.rl.loop.collector import BatchCollector
+from clawgym.rl.loop.config import PENDING_FILE, LoopConfig, LoopResult
+from clawgym.rl.loop.evaluation import evaluate_policy, export_hf
+from clawgym.rl.loop.training import publish_weights, step_row
+from clawgym.rl.metrics import MetricsLogger
+from clawgym.rl.rollout import EnvSpec, RolloutPool
+
+logger = logging.getLogger(__name__)
+
+
+class AsyncRLLoop:
+    """Wires policy, env rollouts, judges and a trainer; ``await loop.run()``. See :mod:`clawgym.rl.loop`.
+
+    ``trainer`` is a :class:`~clawgym.rl.trainer.TorchTrainer` (or anything with ``train_step``,
+    ``export_weights``, ``save_checkpoint``, ``load_checkpoint``, ``version`` and ``config.method``);
+    ``policy`` must have ``update_weights`` (hf, sglang). ``on_step(step, metrics)`` runs after each
+    checkpoint (tests use it to inject a crash).
+    """
+
+    def __init__(
+        self,
+        env: EnvSpec,
+        policy: Policy,
+        trainer: Any,
+        config: LoopConfig | None = None,
+        *,
+        judges: Sequence[Any] | None = None,
+        env_kwargs: dict[str, Any] | None = None,
+        eval_env_kwargs: dict[str, Any] | None = None,
+        task_ids: Sequence[str] | None = None,
+        eval_task_ids: Sequence[str] | None = None,
+        executor: str = "local",
+        executor_options: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        on_step: Callable[[int, dict[str, Any]], Any] | None = None,
+    ) -> None:
+        self.config = config or LoopConfig()
+        if not hasattr(policy, "update_weights"):
+            raise TypeError(f"policy {getattr(policy, 'name', policy)!r} cannot receive weights (no update_weights); "
+                            "train with the hf or sglang backend")
+        self.env = env
+        self.policy = policy
+        self.trainer = trainer
+        self.method = str(trainer.config.method)
+        self.judges = list(judges or [])
+        names = [getattr(j, "name", "") for j in self.judges]
+        if self.method in ("opd", "hybrid") and "hint" not in names:
+            raise ValueError(f"method {self.method!r} needs a hint judge (judge: hint or rules+prm,hint)")
+        has_prm = any(n != "hint" for n in names)
+        self.reward_mode = self.config.reward if self.config.reward != "auto" else ("step_wise" if has_prm else "outcome")
+        if self.reward_mode == "step_wise" and not has_prm:
+            raise ValueError("reward 'step_wise' needs a PRM or rule judge")
+        self.env_kwargs = dict(env_kwargs or {})
+        self.eval_env_kwargs = dict(eval_env_kwargs if eval_env_kwargs is not None else self.env_kwargs)
+        self.task_ids = list(task_ids) if task_ids else None
+        self.eval_task_ids = list(eval_task_ids) if eval_task_ids else None
+        self.executor = executor
+        self.executor_options = executor_options
+        self.tools = tools
+        self.on_step = on_step
+
+        self.out = Path(self.config.output_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.buffer = SampleBuffer(self.config.buffer_groups, self.out / PENDING_FILE)
+        self.metrics = MetricsLogger(self.out, tensorboard=self.config.tensorboard)
+        self.counters: collections.Counter = collections.Counter()
+        self.refused: collections.Counter = collections.Counter()
+        self.collector = BatchCollector(self.config, self.buffer, method=self.method, reward_mode=self.reward_mode,
+                                        tools=tools, counters=self.counters, refused=self.refused)
+        self.consumed: set[str] = set()
+        self.step = 0
+        self.train_intervals: list[tuple[float, float]] = []  # (start, end) of each train step, wall clock
+        self._waiting_for_batch = False  # the train step is waiting for its batch (max_minutes may cancel it)
+        self._pools: list[RolloutPool] = []
+
+    @property
+    def sampling(self) -> SamplingParams:
+        c = self.config
+        return SamplingParams(temperature=c.temperature, top_p=c.top_p, max_tokens=c.max_tokens)
+
+    @property
+    def version(self) -> int:
+        return int(self.trainer.version)
+
+    # ---- checkpoints -----------------------------------------------------------------------
+
+    def _save_checkpoint(self) -> None:
+        loop_state.save_checkpoint(self.out, self.trainer, {
+            "step": self.step,
+            "version": self.version,
+            "groups_started": self.collector.groups_started,
+            "consumed": sorted(self.consumed),
+            "counters": dict(self.counters),
+            "refused": dict(self.refused),
+            "config": dataclasses.asdict(self.config),
+        })
+
+    def _resume(self) -> bool:
+        """Load the last checkpoint (if any), roll back the trained-ids log, recover pending groups."""
+        loaded = loop_state.load_checkpoint(self.out, self.trainer)
+        if loaded is not None:
+            directory, state = loaded
+            self.step = int(state["step"])
+            self.collector.groups_started = int(state["groups_started"])
+            self.consumed = set(state["consumed"])
+            self.counters.update(state.get("counters", {}))
+            self.refused.update(state.get("refused", {}))
+            logger.info("resumed from %s: step %d, version %d, %d samples consumed", directory, self.step, self.version, len(self.consumed))
+        loop_state.rollback_trained_log(self.out, self.step)
+        self.counters["groups_recovered"] += self.buffer.recover(self.consumed)
+        return loaded is not None
+
+    # ---- the training side -----------------------------------------------------------------
+
+    async def _publish(self) -> None:
+        self.collector.version_offset = await publish_weights(self.trainer, self.policy)
+
+    async def _train_one_step(self) -> dict[str, Any] | None:
+        c = self.config
+        collector = self.collector
+        step_started = time.perf_counter()
+        blocked_before = collector.blocked_s
+        rollout_busy_before = collector.rollouts.total()
+        tokens_before = collector.generated_tokens
+
+        t0 = time.perf_counter()
+        self._waiting_for_batch = True
+        try:
+            groups = await self.buffer.get(c.batch_groups)
+        finally:
+            self._waiting_for_batch = False
+        wait_s = time.perf_counter() - t0
+        if c.mode == "sync":
+            collector.pause()  # no new rollouts until these weights are published
+        samples = [s for g in groups for s in g.samples]
+        version = self.version
+        kept, dropped = apply_staleness(samples, version, c.max_staleness, c.staleness)
+        record = {"step": self.step + 1, "trained": [s.sample_id for s in kept], "dropped": [s.sample_id for s in dropped]}
+        self.counters["samples_dropped_stale"] += len(dropped)
+        train_s = publish_s = 0.0
+        metrics: dict[str, Any] = {}
+        if kept:
+            t1 = time.perf_counter()
+            wall_start = time.time()
+            metrics = await asyncio.to_thread(self.trainer.train_step, kept)
+            self.train_intervals.append((wall_start, time.time()))
+            train_s = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            await self._publish()
+            publish_s = time.perf_counter() - t2
+        else:
+            logger.warning("step %d: every sample of the batch was stale; nothing trained", self.step + 1)
+        if c.mode == "sync":
+            collector.resume()
+        self.step += 1
+        self.consumed.update(record["trained"])
+        self.consumed.update(record["dropped"])
+        loop_state.append_trained(self.out, record)
+        if c.checkpoint_every and self.step % c.checkpoint_every == 0:
+            await asyncio.to_thread(self._save_checkpoint)
+
+        out = step_row(
+            self.version, version, groups, kept, dropped, metrics,
+            wall_s=time.perf_counter() - step_started,
+            wait_s=wait_s,
+            train_s=train_s,
+            publish_s=publish_s,
+            rollout_s=collector.rollouts.total() - rollout_busy_before,
+            rollout_blocked_s=collector.blocked_s - blocked_before,
+            rollout_tokens=collector.generated_tokens - tokens_before,
+            buffer_groups=len(self.buffer),
+            refused=sum(self.refused.values()),
+        )
+        self.metrics.log(self.step, out)
+        logger.info(
+            "step %d v%d: reward %.3f success %.2f | %d samples (%d stale dropped) | train %.1fs publish %.2fs wait %.1fs",
+            self.step, self.version, out["reward_mean"], out["success_rate"], len(kept), len(dropped), train_s, publish_s, wait_s,
+        )
+        return out
+
+    # ---- eval ------------------------------------------------------------------------------
+
+    async def evaluate(self, label: str = "eval") -> dict[str, float]:
+        """Play every held-out task once (``eval_temperature``, fixed seeds) with the current weights."""
+        version = self.version
+        result = await evaluate_policy(self.env, self.policy, self.config, version=version,
+                                       task_ids=self.eval_task_ids, env_kwargs=self.eval_env_kwargs)
+        self.metrics.log(self.step, {**result, "label": label}, kind="eval")
+        logger.info("%s at step %d (v%d): reward %.3f success %.3f over %d tasks",
+                    label, self.step, version, result["eval_reward"], result["eval_success"], int(result["eval_episodes"]))
+        return result
+
+    # ---- run -------------------------------------------------------------------------------
+
+    def _make_pools(self) -> list[RolloutPool]:
+        c = self.config
+        return [
+            RolloutPool(
+                self.env,
+                self.policy,
+                num_workers=c.group_size,
+                executor=self.executor,
+                env_kwargs=self.env_kwargs,
+                sampling=self.sampling,
+                episode_timeout_s=c.episode_timeout_s,
+                on_turn=self.collector.on_turn,
+                executor_options=self.executor_options,
+            )
+            for _ in range(max(1, c.num_workers // c.group_size))
+        ]
+
+    async def run(self) -> LoopResult:
+        c = self.config
+        collector = self.collector
+        resumed = self._resume() if c.resume else False
+        if resumed:
+            await self._publish()  # serve the checkpoint's weights before any rollout
+        eval_before = None
+        if c.eval_before and not resumed:
+            eval_before = await self.evaluate("before")
+        history: list[dict[str, Any]] = []
+        if self.judges:
+            collector.stage = JudgeStage(self.judges, workers=c.judge_workers, on_judged=collector.on_judged)
+            await collector.stage.start()
+        self._pools = self._make_pools()
+        producers: list[asyncio.Task] = []
+        eval_tasks: list[asyncio.Task] = []
+        started = time.perf_counter()
+        try:
+            for pool in self._pools:
+                await pool.start()
+            task_ids = self.task_ids or await self._pools[0].task_ids()
+            producers = [asyncio.create_task(collector.produce(pool, task_ids), name=f"clawgym-producer-{i}")
+                         for i, pool in enumerate(self._pools)]
+            while self.step < c.steps:
+                if c.max_minutes is not None and time.perf_counter() - started > 60 * c.max_minutes:
+                    logger.info("time budget of %.1f min reached after %d steps", c.max_minutes, self.step)
+                    break
+                step_task = asyncio.create_task(self._train_one_step())
+                deadline = None if c.max_minutes is None else started + 60 * c.max_minutes
+                await _first_of(step_task, producers, deadline, lambda: self._waiting_for_batch)
+                if step_task.cancelled():  # the time budget ran out while the step waited for its batch
+                    logger.info("time budget of %.1f min reached while waiting for a batch, after %d steps",
+                                c.max_minutes, self.step)
+                    break
+                out = step_task.result()
+                if out is not None:
+                    history.append(out)
+                if c.eval_every and self.step % c.eval_every == 0 and self.step < c.steps:
+                    eval_tasks.append(asyncio.create_task(self.evaluate(f"step {self.step}")))
+                if self.on_step is not None:
+                    maybe = self.on_step(self.step, out or {})
+                    if asyncio.iscoroutine(maybe):
+                        await maybe
+        finally:
+            collector.stop()
+            for task in producers:
+                task.cancel()
+            await asyncio.gather(*producers, return_exceptions=True)
+            for pool in self._pools:
+                await pool.close()
+            if collector.stage is not None:
+                await collector.stage.close()
+                collector.stage = None
+            if eval_tasks:
+                await asyncio.gather(*eval_tasks, return_exceptions=True)
+        wall = time.perf_counter() - started
+        self.counters["wall_s"] = wall
+        self.counters["rollout_idle_s"] = max(0.0, wall - collector.rollouts.total())
+        self.counters["trainer_wait_s"] = sum(h["time_wait_s"] for h in history)
+        eval_after = await self.evaluate("after") if c.eval_after else None
+        curve = None
+        if c.plot:
+            try:
+                curve = self.metrics.plot()
+            except Exception:  # a plotting problem must not lose a finished run
+                logger.exception("plotting the learning curve failed")
+        self.metrics.close()
+        if c.export_final and hasattr(self.policy, "model") and hasattr(self.policy, "tokenizer"):
+            await asyncio.to_thread(export_hf, self.policy, self.out / "final")
+        counters = {**{k: float(v) for k, v in self.counters.items()}, **{f"refused/{k}": float(v) for k, v in self.refused.items()}}
+        return LoopResult(self.step, self.version, history, eval_before, eval_after, counters, self.out, curve)
+
+
+async def _first_of(step_task: asyncio.Task, producers: Sequence[asyncio.Task], deadline: float | None = None,
+                    waiting: Callable[[], bool] = lambda: False) -> None:
+    """Wait for the train step; if a producer dies first, cancel the step and raise its error.
+
+    Past ``deadline`` (perf_counter) a step still waiting for its batch is cancelled (the time budget
+    holds even when rollouts are slow); a step already training is left to finish.
+    """
+    while True:
+        timeout = None if deadline is None else max(0.0, deadline - time.perf_counter())
+        done, _ = await asyncio.wait([step_task, *producers], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if step_task in done:
+            return
+        if not done and deadline is not None:  # the budget ran out
+            if waiting():
+                step_task.cancel()
+                await asyncio.gather(step_task, return_exceptions=True)
+                return
+            deadline = None  # training already: let the step finish, then the loop stops
+        for task in done:
+            if task.cancelled():
+                continue
+            if task.exception() is not None:
+                step_task.cancel()
+                await asyncio.gather(step_task, return_exceptions=True)
+                raise RuntimeError("a rollout producer failed") from task.exception()
+        producers = [p for p in producers if not p.done()]
+        if not producers:
+            await step_task
+            return
+
+
+def run_loop(*args: Any, **kwargs: Any) -> LoopResult:
+    """``asyncio.run(AsyncRLLoop(*args, **kwargs).run())`` for scripts."""
+    return asyncio.run(AsyncRLLoop(*args, **kwargs).run())
