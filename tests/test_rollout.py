@@ -284,6 +284,70 @@ async def test_asyncio_executor_at_1024_concurrent_episodes_uses_no_threads() ->
     assert time.perf_counter() - started < 30  # two 0.2 s steps; generous for a loaded CI machine
 
 
+async def test_env_thread_results_wake_the_loop_once_per_batch() -> None:
+    """Results that land while the loop is busy are delivered by one wake-up; errors reach their caller."""
+    import threading
+
+    from clawgym.rl.rollout.local import _Inbox
+
+    loop = asyncio.get_running_loop()
+    inbox = _Inbox(loop)
+    wakeups = 0
+    schedule = loop.call_soon_threadsafe
+
+    def counting(callback, *args):
+        nonlocal wakeups
+        wakeups += 1
+        return schedule(callback, *args)
+
+    loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+    try:
+        futures = [loop.create_future() for _ in range(50)]
+        cancelled = futures[7]
+        cancelled.cancel()  # its episode gave up: the late result is dropped, the others still arrive
+        threads = [threading.Thread(target=inbox.put, args=(f, i != 3, i if i != 3 else ValueError("env 3 broke")))
+                   for i, f in enumerate(futures)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()  # the loop is blocked meanwhile: every result lands before it drains
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        assert wakeups == 1
+        assert isinstance(results[3], ValueError) and isinstance(results[7], asyncio.CancelledError)
+        assert [r for i, r in enumerate(results) if i not in (3, 7)] == [i for i in range(50) if i not in (3, 7)]
+        later = loop.create_future()
+        inbox.put(later, True, "next")  # the next batch wakes the loop again
+        assert await later == "next" and wakeups == 2
+    finally:
+        del loop.call_soon_threadsafe
+
+
+async def test_local_executor_runs_each_env_on_its_own_thread_and_raises_env_errors() -> None:
+    import threading
+
+    from clawgym.rl.rollout.local import EnvHost
+
+    host = EnvHost(AdderEnv)
+    seen: dict[int, set[int]] = {0: set(), 1: set()}
+
+    def where(slot: int) -> int:
+        seen[slot].add(threading.get_ident())
+        return threading.get_ident()
+
+    try:
+        for _ in range(3):
+            for slot in (0, 1):
+                await host._slot(slot).call(where, slot)
+        with pytest.raises(RuntimeError, match="step\\(\\) before reset\\(\\)"):
+            await host.step(0, "hello")
+        observation, info, tools = await host.reset(0, 1, {"task_id": "add-1"})
+        assert info["task_id"] == "add-1" and tools
+    finally:
+        await host.close()
+    assert len(seen[0]) == 1 and len(seen[1]) == 1 and seen[0] != seen[1]
+    assert threading.get_ident() not in seen[0] | seen[1]  # never on the event loop's thread
+
+
 def test_run_rollout_cli_writes_every_turn(tmp_path) -> None:
     out = tmp_path / "turns.jsonl"
     out.write_text("stale line from an earlier run\n")

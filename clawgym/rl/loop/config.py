@@ -46,6 +46,11 @@ class LoopConfig:
     tensorboard: bool = True
     plot: bool = True
     export_final: bool = True  # save the served weights as an HF checkpoint in <output_dir>/final
+    # CPython's GIL switch interval while the loop runs (None: leave it). In-process serving, training and
+    # the event loop are three threads that each give up the GIL around every torch op; at CPython's 5 ms
+    # default a thread that wants it back waits for the others' switch interval (a convoy), which made
+    # overlapped train steps 2-5x slower than alone (benchmarks/loop_overlap.py)
+    switch_interval_s: float | None = 0.0005
 
     def __post_init__(self) -> None:
         checks = {
@@ -63,6 +68,7 @@ class LoopConfig:
             "eval_every": self.eval_every >= 0,
             "mode": self.mode in ("async", "sync"),
             "judge_workers": self.judge_workers >= 1,
+            "switch_interval_s": self.switch_interval_s is None or self.switch_interval_s > 0,
         }
         bad = [name for name, ok in checks.items() if not ok]
         if not bad and (self.temperature != 1.0 or self.top_p != 1.0):

@@ -11,6 +11,7 @@ import asyncio
 import collections
 import dataclasses
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -232,6 +233,15 @@ class AsyncRLLoop:
         ]
 
     async def run(self) -> LoopResult:
+        switch_interval = sys.getswitchinterval()
+        if self.config.switch_interval_s is not None:
+            sys.setswitchinterval(self.config.switch_interval_s)
+        try:
+            return await self._run()
+        finally:
+            sys.setswitchinterval(switch_interval)
+
+    async def _run(self) -> LoopResult:
         c = self.config
         collector = self.collector
         resumed = self._resume() if c.resume else False
