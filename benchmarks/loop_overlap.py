@@ -1,29 +1,38 @@
-"""Async RL loop vs the synchronous baseline, on equal terms, with the tiny-random model.
+"""Async RL loop vs the synchronous baseline, on equal terms, on a small CPU.
 
-Both loops get the same model (served and judged by one in-process ``HFPolicy``), the same env
-(OpenClawChat-v0, scripted teacher persona), the same rollout workers, batch (groups x G), judge,
-number of train steps, torch threads and GIL switch interval. The only differences are the schedule
-and the buffer: the synchronous loop (``mode="sync"``) plays one batch, judges it, trains, publishes,
-in turn (its buffer holds exactly one batch); the async loop keeps playing and judging while the
-trainer works (``buffer_groups`` = 2 batches, ``max_staleness`` 2). The modes run alternately in one
-process (sync, async, sync, ...), so both see the same machine load, which the table states.
+Both loops get the same model (one in-process ``HFPolicy`` serves rollouts and the PRM judge; a
+``TorchTrainer`` trains a second copy), the same env (OpenClawChat-v0, scripted teacher persona), the
+same rollout workers, batch (groups x G), judge, number of train steps, torch threads and GIL switch
+interval. The only differences are the schedule and the buffer: the synchronous loop (``mode="sync"``)
+plays one batch, judges it, trains, publishes, in turn (its buffer holds exactly one batch); the async
+loop keeps playing and judging while the trainer works (``buffer_groups`` = 2 batches,
+``max_staleness`` 2). The modes run alternately in one process (sync, async, sync, ...), so both see
+the same machine load, which the table states.
 
-A fair configuration on a small CPU: serving (the HF decoding thread) and training (the train-step
-thread) each get ``--threads`` torch intra-op threads (default 1: on 2 cores, one core each), so the
-sync loop leaves a core idle in each phase, which is exactly what the async loop can use. Both
-loops run with the loop's GIL switch interval (``LoopConfig.switch_interval_s``, 0.5 ms): at CPython's
-5 ms default the serving, training and event-loop threads convoy on the GIL (``--switch-interval 0.005``
-shows it). Overlap can at best hide the shorter of the two phases, so the table also gives the sync
-loop's own split per step (rollout+judge s vs train+publish s) and the bound it implies,
-(R + T) / max(R, T); the defaults (PRM verdicts of ``--judge-tokens`` 8 tokens, which is all a
-``\\boxed{1}`` needs) keep R and T comparable, the regime async RL is for.
+What makes the comparison fair and meaningful on 2 cores:
+
+- **Cores**: serving (the HF decoding thread) and training (the train-step thread) each get
+  ``--threads`` torch intra-op threads (default 1: one core each). The sync loop leaves one core idle
+  in each phase; that idle core is what the async loop can use, and nothing else.
+- **The GIL**: both loops run with the loop's switch interval (``LoopConfig.switch_interval_s``,
+  0.5 ms). At CPython's 5 ms default the serving, training and event-loop threads convoy on the GIL
+  and an overlapped train step runs 2-5x slower than alone (``--switch-interval 0.005`` shows it).
+- **The model**: tiny-random's architecture widened to hidden 256 x 4 layers (15.7 M parameters,
+  random weights). At hidden 64 every op is microseconds of math inside Python overhead, so serving
+  and training are both GIL-bound and cannot overlap whatever the schedule; real models are
+  compute-bound, and so is this one.
+- **Balance**: overlap can at best hide the shorter phase, so the table gives the sync loop's own
+  split per step, rollout + judge (R) vs train + publish (T), and the bound it implies,
+  (R + T) / max(R, T). The defaults (16-token answers, 8-token PRM verdicts, which is all a
+  ``\\boxed{1}`` needs, and GRPO's usual k3 KL 0.04 to the initial weights) put R and T close,
+  the regime async RL is for. A 1.5x target needs the bound above 1.5 and the overlap to reach it.
 
 Rates are steady state: from the end of the first train step to the end of the last (the first
-batch has to be played from nothing in both loops; a long run pays that once). Where each loop
-waits, as shares of that time (busy = at least one call of that kind running): ``serving``
-(rollout generations), ``env`` (env resets and steps), ``judge`` (PRM judge generations),
-``trainer busy`` (train step + weight publish), ``trainer idle`` (waiting for judged data) and
-``rollouts blocked`` (no episode running: waiting for weights or buffer room).
+batch is played from nothing in both loops; a long run pays that once). Where each loop waits, as
+shares of that time (busy = at least one call of that kind running): ``serving`` (rollout
+generations), ``env`` (env resets and steps), ``judge`` (PRM judge generations), ``trainer busy``
+(train step + weight publish), ``trainer idle`` (waiting for judged data) and ``rollouts blocked``
+(no episode running: waiting for weights or buffer room).
 
     .venv/bin/python benchmarks/loop_overlap.py [--steps 6] [--workers 16] [--repeats 2]
 """
@@ -50,7 +59,7 @@ from clawgym.core.policy import SamplingParams
 from clawgym.rl.judge import PRMJudge
 from clawgym.rl.loop import AsyncRLLoop, LoopConfig
 from clawgym.rl.policy.hf import HFPolicy
-from clawgym.rl.policy.models import load_model
+from clawgym.rl.policy.models import TINY_SEED, load_tokenizer, tiny_random_config
 from clawgym.rl.trainer import TorchTrainer, TrainerConfig
 
 ENV = "clawgym/OpenClawChat-v0"
@@ -128,9 +137,20 @@ class Marks:
         self.last = mark
 
 
+def random_model(tokenizer: Any, args: argparse.Namespace) -> Any:
+    """tiny-random's architecture (Qwen2, GQA, tied embeddings) at ``--hidden`` x ``--layers``, fixed seed."""
+    from transformers import AutoModelForCausalLM
+
+    config = tiny_random_config(len(tokenizer), hidden_size=args.hidden, intermediate_size=3 * args.hidden,
+                                num_hidden_layers=args.layers)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(TINY_SEED)
+        return AutoModelForCausalLM.from_config(config).eval()
+
+
 async def run_mode(mode: str, args: argparse.Namespace, out: Path) -> dict[str, float]:
-    serve_model, tokenizer = load_model("tiny-random")
-    train_model, _ = load_model("tiny-random")
+    tokenizer = load_tokenizer("tiny-random")
+    serve_model, train_model = random_model(tokenizer, args), random_model(tokenizer, args)
     served = HFPolicy(serve_model, tokenizer, max_batch_size=32)
     serving, env_busy, judging = Busy(), Busy(), Busy()
     policy = TimedPolicy(served, serving)
@@ -138,7 +158,7 @@ async def run_mode(mode: str, args: argparse.Namespace, out: Path) -> dict[str, 
     if args.judge:
         judge_sampling = SamplingParams(temperature=0.6, max_tokens=args.judge_tokens)
         judges = [PRMJudge(TimedPolicy(served, judging), m=1, max_retries=0, sampling=judge_sampling)]
-    trainer = TorchTrainer(train_model, tokenizer, TrainerConfig(lr=1e-4, micro_batch_size=8))
+    trainer = TorchTrainer(train_model, tokenizer, TrainerConfig(lr=1e-4, micro_batch_size=8, kl_coef=args.kl))
     config = LoopConfig(
         steps=args.steps,
         batch_groups=args.batch_groups,
@@ -193,9 +213,12 @@ async def run_mode(mode: str, args: argparse.Namespace, out: Path) -> dict[str, 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--hidden", type=int, default=256, help="model width (tiny-random is 64)")
+    parser.add_argument("--layers", type=int, default=4, help="model depth (tiny-random is 2)")
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--batch-groups", type=int, default=4)
-    parser.add_argument("--max-tokens", type=int, default=32, help="rollout answer tokens")
+    parser.add_argument("--max-tokens", type=int, default=16, help="rollout answer tokens")
+    parser.add_argument("--kl", type=float, default=0.04, help="k3 KL to the initial weights (GRPO's usual 0.04)")
     parser.add_argument("--judge-tokens", type=int, default=8, help="PRM verdict tokens (\\boxed{1} is 5)")
     parser.add_argument("--repeats", type=int, default=2, help="runs per mode, alternating; the table shows means")
     parser.add_argument("--no-judge", dest="judge", action="store_false", help="leave out the PRM judge")
@@ -216,7 +239,9 @@ def main() -> int:
                 print(f"{mode}: {runs[mode][-1]['samples_per_s']:.2f} samples/s", file=sys.stderr)
     rows = {mode: {k: statistics.mean(r[k] for r in rs) for k in rs[0]} for mode, rs in runs.items()}
     judge = f"PRM judge (m=1, {args.judge_tokens}-token verdicts)" if args.judge else "no judge"
-    print(f"\nRL loop, sync vs async: tiny-random policy and {judge}, {ENV} (teacher persona), {args.workers} rollout "
+    print(f"\nRL loop, sync vs async: a random Qwen2 of hidden {args.hidden} x {args.layers} layers "
+          f"({sum(p.numel() for p in random_model(load_tokenizer('tiny-random'), args).parameters()) / 1e6:.1f} M parameters) "
+          f"serving rollouts and {judge}, {ENV} (teacher persona), {args.workers} rollout "
           f"workers, {args.steps} train steps of {args.batch_groups} groups x 4, max_tokens {args.max_tokens}, "
           f"{args.repeats} alternating runs per loop (means), {os.cpu_count()} CPUs, torch threads {args.threads} "
           f"per side, GIL switch interval {args.switch_interval * 1000:g} ms, "

@@ -365,14 +365,23 @@ async def test_serving_answers_while_a_slow_train_step_runs(tmp_path):
 
 
 async def test_sync_mode_gates_rollouts_while_training(tmp_path):
+    """Sync mode trains on-policy only; the loop's GIL switch interval holds while it runs, then is restored."""
+    import sys
+
     policy, trainer = make_parts()
-    cfg = loop_config(tmp_path, steps=2, mode="sync", buffer_groups=2)
-    loop = AsyncRLLoop(make_parity_env, policy, trainer, cfg, env_kwargs={"split": "train"})
+    cfg = loop_config(tmp_path, steps=2, mode="sync", buffer_groups=2, switch_interval_s=0.002)
+    intervals: list[float] = []
+    loop = AsyncRLLoop(make_parity_env, policy, trainer, cfg, env_kwargs={"split": "train"},
+                       on_step=lambda step, metrics: intervals.append(sys.getswitchinterval()))
+    before = sys.getswitchinterval()
     try:
         result = await loop.run()
     finally:
         await policy.close()
     assert all(h["staleness_max"] == 0 for h in result.history)  # sync: always on-policy
+    assert intervals == [0.002, 0.002] and sys.getswitchinterval() == before
+    with pytest.raises(ValueError, match="switch_interval_s"):
+        LoopConfig(switch_interval_s=0)
 
 
 # ---------------------------------------------------------------------------------------------- SIGKILL
