@@ -73,12 +73,14 @@ class Busy:
         self._lock = threading.Lock()
         self._running = 0
         self._since = 0.0
+        self._since_wall = 0.0
         self.total = 0.0
+        self.spans: list[tuple[float, float]] = []  # (start, end) wall clock of each busy stretch
 
     def __enter__(self) -> None:
         with self._lock:
             if self._running == 0:
-                self._since = time.perf_counter()
+                self._since, self._since_wall = time.perf_counter(), time.time()
             self._running += 1
 
     def __exit__(self, *exc: Any) -> None:
@@ -86,6 +88,7 @@ class Busy:
             self._running -= 1
             if self._running == 0:
                 self.total += time.perf_counter() - self._since
+                self.spans.append((self._since_wall, time.time()))
 
     def now(self) -> float:
         """Busy seconds so far, the call(s) running now included."""
@@ -94,18 +97,37 @@ class Busy:
 
 
 class TimedPolicy:
-    """The same policy, with its ``generate`` calls timed; everything else passes through."""
+    """The same policy, with its ``generate`` calls timed (on each ``busy``); everything else passes through."""
 
-    def __init__(self, policy: Any, busy: Busy) -> None:
+    def __init__(self, policy: Any, *busy: Busy) -> None:
         self._policy = policy
         self._busy = busy
 
     async def generate(self, *args: Any, **kwargs: Any) -> Any:
-        with self._busy:
+        for busy in self._busy:
+            busy.__enter__()
+        try:
             return await self._policy.generate(*args, **kwargs)
+        finally:
+            for busy in self._busy:
+                busy.__exit__()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._policy, name)
+
+
+def overlap_s(a: list[tuple[float, float]], b: list[tuple[float, float]], start: float, end: float) -> float:
+    """Seconds within [start, end] covered by both interval lists (each sorted and non-overlapping)."""
+    total, i, j = 0.0, 0, 0
+    while i < len(a) and j < len(b):
+        lo = max(a[i][0], b[j][0], start)
+        hi = min(a[i][1], b[j][1], end)
+        total += max(0.0, hi - lo)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
 
 
 class TimedEnv(gym.Wrapper):
@@ -127,11 +149,11 @@ class Marks:
 
     def __init__(self, *busy: Busy) -> None:
         self.busy = busy
-        self.first: tuple[float, list[float]] | None = None
-        self.last: tuple[float, list[float]] | None = None
+        self.first: tuple[float, list[float], float] | None = None
+        self.last: tuple[float, list[float], float] | None = None
 
     def on_step(self, step: int, metrics: dict[str, Any]) -> None:
-        mark = (time.perf_counter(), [b.now() for b in self.busy])
+        mark = (time.perf_counter(), [b.now() for b in self.busy], time.time())
         if step == 1:
             self.first = mark
         self.last = mark
@@ -152,12 +174,12 @@ async def run_mode(mode: str, args: argparse.Namespace, out: Path) -> dict[str, 
     tokenizer = load_tokenizer("tiny-random")
     serve_model, train_model = random_model(tokenizer, args), random_model(tokenizer, args)
     served = HFPolicy(serve_model, tokenizer, max_batch_size=32)
-    serving, env_busy, judging = Busy(), Busy(), Busy()
-    policy = TimedPolicy(served, serving)
+    serving, env_busy, judging, generating = Busy(), Busy(), Busy(), Busy()
+    policy = TimedPolicy(served, serving, generating)
     judges = []
     if args.judge:
         judge_sampling = SamplingParams(temperature=0.6, max_tokens=args.judge_tokens)
-        judges = [PRMJudge(TimedPolicy(served, judging), m=1, max_retries=0, sampling=judge_sampling)]
+        judges = [PRMJudge(TimedPolicy(served, judging, generating), m=1, max_retries=0, sampling=judge_sampling)]
     trainer = TorchTrainer(train_model, tokenizer, TrainerConfig(lr=1e-4, micro_batch_size=8, kl_coef=args.kl))
     config = LoopConfig(
         steps=args.steps,
@@ -187,7 +209,7 @@ async def run_mode(mode: str, args: argparse.Namespace, out: Path) -> dict[str, 
     steady = result.history[1:]
     if not steady or marks.first is None or marks.last is None:
         raise RuntimeError("need at least 2 train steps for a steady-state rate")
-    (marked, busy_at), (ended, busy_end) = marks.first, marks.last
+    (marked, busy_at, wall_at), (ended, busy_end, wall_end) = marks.first, marks.last
     wall = ended - marked
     serving_s, env_s, judge_s = (end - at for end, at in zip(busy_end, busy_at))
     trained = sum(h["time_train_s"] + h["time_publish_s"] for h in steady)
@@ -199,6 +221,8 @@ async def run_mode(mode: str, args: argparse.Namespace, out: Path) -> dict[str, 
         "samples_per_s": sum(h["samples"] for h in steady) / wall,
         "trainer_busy": trained / wall,
         "trainer_idle": waited / wall,
+        # training while the policy generates (rollouts or verdicts): the overlap itself, whatever the load
+        "overlap": overlap_s(loop.train_intervals, generating.spans, wall_at, wall_end) / wall,
         "serving": serving_s / wall,
         "env": env_s / wall,
         "judge": judge_s / wall,
@@ -247,13 +271,14 @@ def main() -> int:
           f"per side, GIL switch interval {args.switch_interval * 1000:g} ms, "
           f"1-min load average {min(loads):.1f}-{max(loads):.1f}; rates and shares are steady state (after step 1)\n")
     print("| loop | wall s | samples/s | trainer busy | trainer idle | serving busy | env busy | judge busy "
-          "| rollouts blocked | mean staleness | stale dropped |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| rollouts blocked | training ∥ generating | mean staleness | stale dropped |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     sync_label = f"synchronous (rollout, {'judge, ' if args.judge else ''}train, publish in turn)"
     for mode, label in (("sync", sync_label), ("async", "async (clawgym)")):
         r = rows[mode]
         print(f"| {label} | {r['wall_s']:.1f} | {r['samples_per_s']:.2f} | {r['trainer_busy']:.0%} | {r['trainer_idle']:.0%} "
-              f"| {r['serving']:.0%} | {r['env']:.0%} | {r['judge']:.0%} | {r['rollouts_blocked']:.0%} | {r['staleness']:.2f} "
+              f"| {r['serving']:.0%} | {r['env']:.0%} | {r['judge']:.0%} | {r['rollouts_blocked']:.0%} | {r['overlap']:.0%} "
+              f"| {r['staleness']:.2f} "
               f"| {r['dropped']:.0f} |")
     rollout_s, train_s = rows["sync"]["rollout_s_per_step"], rows["sync"]["train_s_per_step"]
     bound = (rollout_s + train_s) / max(rollout_s, train_s) if max(rollout_s, train_s) > 0 else float("nan")
