@@ -206,3 +206,15 @@ def test_judge_teacher_scores_with_the_judge_model_and_refuses_another_tokenizer
     trainer.config.teacher = "judge"
     with pytest.raises(RuntimeError, match="no teacher_model"):
         teacher_logprobs("judge")
+
+
+def test_personas_from_the_command_line_are_a_comma_list():
+    """`clawgym eval ... --env-arg personas=teacher` passes a string; it used to be read letter by letter."""
+    import gymnasium as gym
+
+    import clawgym  # noqa: F401
+
+    env = gym.make("clawgym/OpenClawChat-v0", personas="teacher,ta", split="test")
+    assert {t.data["persona"] for t in env.unwrapped.task_set} == {"teacher", "ta"}
+    with pytest.raises(ValueError, match="unknown personas \\['pirate'\\]"):
+        gym.make("clawgym/OpenClawChat-v0", personas="teacher,pirate")
