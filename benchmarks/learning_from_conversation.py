@@ -32,6 +32,10 @@ METHODS = ("base", "prompting", "oracle_grpo", "binary", "opd", "hybrid")
 PERSONAS = ("student", "teacher", "ta")
 JUDGE_FOR = {"binary": ("grpo", "prob"), "opd": ("opd", "probhint"), "hybrid": ("hybrid", "prob,probhint")}
 RESULTS = Path("runs/learning_from_conversation.jsonl")
+MAX_TOKENS = 128  # every reply (training conversations and held-out scoring): room for > 80 words, as in the demo
+# 2: the honest persona checks (a stated correct result, a short check that can fail at 128 tokens, the hash
+# split). Rows of earlier versions were scored with the old checks and are left out of the table.
+METRICS = 2
 
 
 def config_for(method: str, seed: int, steps: int, out: Path):  # noqa: ANN201
@@ -45,7 +49,7 @@ def config_for(method: str, seed: int, steps: int, out: Path):  # noqa: ANN201
         sets += [f"method={trainer_method}", f"judge.type={judge}"]
     elif method == "oracle_grpo":
         sets += ["method=grpo", "judge.type=none", "loop.batch_groups=2", "loop.buffer_groups=4",
-                 "loop.eval_every=0", "rollout.workers=8", "rollout.max_tokens=96"]
+                 "loop.eval_every=0", "rollout.workers=8", f"rollout.max_tokens={MAX_TOKENS}"]
     return load_config(launchers.resolve("chat"), sets)
 
 
@@ -58,13 +62,14 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     held_out = rehearsal.persona_tasks(persona, "test")[:eval_tasks]
     config = config_for(method, seed, steps, out)
     started = time.perf_counter()
-    row = {"persona": persona, "method": method, "seed": seed, "steps_budget": steps}
+    row = {"persona": persona, "method": method, "seed": seed, "steps_budget": steps, "metrics": METRICS,
+           "eval_tasks": len(held_out), "max_tokens": MAX_TOKENS}
     if method in ("base", "prompting"):
         from clawgym.rl.policy.hf import HFPolicy
 
         policy = HFPolicy.from_pretrained(config.policy.model, seed=seed)
         system = SYSTEM_PROMPT if method == "base" else f"{SYSTEM_PROMPT}\nThe user's wishes: {P[persona].description}"
-        score = await rehearsal.score_first_replies(policy, held_out, system_prompt=system)
+        score = await rehearsal.score_first_replies(policy, held_out, system_prompt=system, max_tokens=MAX_TOKENS)
         await policy.close()
         row.update(before=score, after=score, steps=0)
     elif method == "oracle_grpo":
@@ -76,13 +81,13 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
         parts = build(config)
         parts.loop.config = dataclasses.replace(parts.loop.config, eval_before=False, eval_after=False, plot=False,
                                                 export_final=False)
-        row["before"] = await rehearsal.score_first_replies(parts.policy, held_out)
+        row["before"] = await rehearsal.score_first_replies(parts.policy, held_out, max_tokens=MAX_TOKENS)
         result = await parts.loop.run()
-        row["after"] = await rehearsal.score_first_replies(parts.policy, held_out)
+        row["after"] = await rehearsal.score_first_replies(parts.policy, held_out, max_tokens=MAX_TOKENS)
         row.update(steps=result.steps, refused={k: v for k, v in result.counters.items() if k.startswith("refused/")})
         await parts.close()
     else:
-        result = await rehearsal.rehearse(config, persona=persona, steps=steps, eval_tasks=eval_tasks)
+        result = await rehearsal.rehearse(config, persona=persona, steps=steps, eval_tasks=eval_tasks, max_tokens=MAX_TOKENS)
         row.update(before=result.before, after=result.after, steps=result.steps, refused=result.refused,
                    turns=result.turns, judged=result.judged, judge_lag_s=result.judge_lag_s,
                    trainer_wait_judge_frac=result.trainer_wait_judge_frac)
@@ -90,8 +95,15 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     return row
 
 
+def read_rows(path: Path) -> tuple[list[dict], int]:
+    """The rows scored with the current metrics, and how many older rows were left out."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    current = [r for r in rows if r.get("metrics") == METRICS]
+    return current, len(rows) - len(current)
+
+
 def table(path: Path) -> str:
-    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    rows, void = read_rows(path)
     lines = [f"{'method':<12}" + "".join(f"{p:>24}" for p in PERSONAS) + "   (held-out score after, mean ± std over seeds [n], after − before)"]
     for method in METHODS:
         cells = []
@@ -105,6 +117,8 @@ def table(path: Path) -> str:
             std = statistics.stdev(after) if len(after) > 1 else 0.0
             cells.append(f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(got)}] {statistics.mean(gain):+.2f}")
         lines.append(f"{method:<12}" + "".join(cells))
+    if void:
+        lines.append(f"({void} rows scored with the old persona checks (metrics < {METRICS}) are void and left out)")
     dropped = [r for r in rows if r.get("refused")]
     if dropped:
         lines.append("turns not trained (summed over runs): " + json.dumps(
@@ -118,14 +132,14 @@ def main() -> int:
     parser.add_argument("--method", choices=METHODS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=16)
-    parser.add_argument("--eval-tasks", type=int, default=10, help="held-out tasks scored before/after")
+    parser.add_argument("--eval-tasks", type=int, default=None, help="held-out tasks scored before/after (default: all of the persona's test split)")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--table", action="store_true", help="only print the table from --results")
     args = parser.parse_args()
     if not args.table:
         if not (args.persona and args.method):
             parser.error("give --persona and --method (one cell per invocation), or --table")
-        done = [json.loads(line) for line in args.results.read_text().splitlines()] if args.results.exists() else []
+        done, _ = read_rows(args.results)
         if any(r["persona"] == args.persona and r["method"] == args.method and r["seed"] == args.seed for r in done):
             print(f"{args.persona} x {args.method} x seed {args.seed} is already in {args.results}; skipped")
         else:

@@ -2,10 +2,10 @@
 
 The setting is OpenClawChat-v0 with the simulated *teacher* persona: the person asks for a grading
 comment on a student's answer and prefers comments that name the student, are encouraging, state the
-correct result and stay short. The reward of a reply is its **preference score** (the fraction of those
-checks it passes). The untrained model mostly writes long, impersonal worked solutions, so it scores
-low; a few minutes of GRPO with LoRA (policy serving, rollouts and training running at once) raise the
-score on held-out tasks it never trained on. Both numbers are printed, with the learning-curve PNG.
+correct result and stay under 80 words. The reward of a reply is its **preference score** (the fraction
+of those checks it passes). The headline is the checks themselves, one by one and all at once, on the
+first reply to held-out tasks whose problems never occur in training, before and after a few minutes
+of GRPO with LoRA (policy serving, rollouts and training running at once), with the learning-curve PNG.
 
 ``python -m clawgym.demo --oracle`` runs the previous demo instead: one scripted oracle episode on
 every registered environment (:func:`play_oracle_episode`), showing every setting end to end.
@@ -28,7 +28,8 @@ from clawgym.core.env import format_transcript
 
 MAX_CHARS = 600
 DEMO_CONFIG = Path(__file__).resolve().parent / "launchers" / "demo.yaml"
-TASKS_PER_PERSONA = 120  # 90 train / 30 held-out teacher tasks
+TASKS_PER_PERSONA = 120  # 85 train / 35 held-out teacher tasks (personas.split_of: no problem on both sides)
+CHECKS = ("names_student", "friendly", "mentions_result", "short")  # the teacher persona's checks
 
 
 def _clip(text: str) -> str:
@@ -128,25 +129,66 @@ def train_main(args: argparse.Namespace) -> int:
         f"  env {config.env.id} (persona teacher), method {config.method}, GRPO groups of {config.rollout.group_size}, "
         f"{config.loop.batch_groups} groups per step, at most {config.loop.steps} steps / {config.loop.max_minutes} min\n"
         f"  serving, rollouts and training run at once; metrics in {out}\n"
-        "  held-out metric: mean preference score (fraction of the teacher's 4 checks passed), greedy decoding",
+        f"  held-out metric: the teacher's {len(CHECKS)} checks ({', '.join(CHECKS)}) on the first reply to unseen "
+        f"teacher tasks, greedy, up to {config.rollout.max_tokens} tokens",
         flush=True,
     )
     started = time.perf_counter()
-    result = asyncio_run(run_config(config))
+    result, before, after = asyncio_run(run_demo(config))
     wall = time.perf_counter() - started
     print("\n" + format_summary(result))
-    before = (result.eval_before or {}).get("eval_reward", float("nan"))
-    after = (result.eval_after or {}).get("eval_reward", float("nan"))
-    success_before = (result.eval_before or {}).get("eval_success", float("nan"))
-    success_after = (result.eval_after or {}).get("eval_success", float("nan"))
-    episodes = int((result.eval_after or {}).get("eval_episodes", 0))
-    print(
-        f"\nheld-out preference score ({episodes} unseen teacher tasks, greedy): {before:.3f} -> {after:.3f}"
-        f"   (all checks passed: {success_before:.3f} -> {success_after:.3f})"
-    )
+    print("\n" + format_held_out(before, after))
     print(f"learning curve: {result.curve_path}")
     print(f"wall time {wall / 60:.1f} min for {result.steps} train steps")
     return 0
+
+
+async def run_demo(config):  # noqa: ANN001, ANN201
+    """Build the run, score the held-out tasks, train, score them again (the loop's own evals are off:
+    the demo scores the persona's checks itself, one by one, from the episodes' final info)."""
+    import asyncio
+    import dataclasses
+
+    from clawgym.rl.launch import build
+
+    if config.loop.torch_threads > 0:
+        import torch
+
+        torch.set_num_threads(config.loop.torch_threads)
+    parts = await asyncio.to_thread(build, config)
+    parts.loop.config = dataclasses.replace(parts.loop.config, eval_before=False, eval_after=False)
+    try:
+        before = await held_out(parts.loop)
+        result = await parts.loop.run()
+        after = await held_out(parts.loop)
+    finally:
+        await parts.close()
+    return result, before, after
+
+
+async def held_out(loop) -> dict:  # noqa: ANN001
+    """The held-out row (:func:`clawgym.rl.evaluate.eval_rows`) with the loop's eval settings and tasks."""
+    from clawgym.core.policy import SamplingParams
+    from clawgym.rl.evaluate import eval_rows, play_tasks
+
+    c = loop.config
+    trajectories = await play_tasks(loop.env, loop.policy, loop.eval_task_ids, limit=c.eval_episodes,
+                                    env_kwargs=loop.eval_env_kwargs, num_workers=c.num_workers, seed=c.eval_seed,
+                                    sampling=SamplingParams(temperature=c.eval_temperature, top_p=1.0, max_tokens=c.max_tokens),
+                                    episode_timeout_s=c.episode_timeout_s)
+    return eval_rows(trajectories)["all"]
+
+
+def format_held_out(before: dict, after: dict) -> str:
+    """The headline: the teacher's checks on the held-out tasks, before -> after, one by one and all at once."""
+    checks_before, checks_after = before.get("checks", {}), after.get("checks", {})
+    lines = [f"held-out teacher checks ({int(after['episodes'])} unseen teacher tasks, greedy; "
+             f"{int(after['errors'])} errored), before -> after:"]
+    for name in CHECKS:
+        lines.append(f"  {name:<15} {checks_before.get(name, float('nan')):.3f} -> {checks_after.get(name, float('nan')):.3f}")
+    lines.append(f"  {'mean of checks':<15} {before['mean_reward']:.3f} -> {after['mean_reward']:.3f}")
+    lines.append(f"  {'all checks pass':<15} {before['success_rate']:.3f} -> {after['success_rate']:.3f}")
+    return "\n".join(lines)
 
 
 def asyncio_run(coroutine):

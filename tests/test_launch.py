@@ -252,11 +252,15 @@ def test_demo_oracle_tour_and_training_path(tmp_path, capsys):
     ])
     printed = capsys.readouterr().out
     assert code == 0
-    assert "held-out preference score (4 unseen teacher tasks, greedy):" in printed
+    assert "held-out teacher checks (4 unseen teacher tasks, greedy; 0 errored), before -> after:" in printed
+    for check in ("names_student", "friendly", "mentions_result", "short", "mean of checks", "all checks pass"):
+        assert f"  {check} " in printed
     assert f"learning curve: {tmp_path / 'seed3' / 'learning_curve.png'}" in printed
     tasks = [json.loads(line) for line in (tmp_path / "seed3" / "tasks.jsonl").read_text().splitlines()]
     assert len(tasks) == 120 and {t["data"]["persona"] for t in tasks} == {"teacher"}
-    assert sum(t["split"] == "test" for t in tasks) == 30
+    assert sum(t["split"] == "test" for t in tasks) == 35
+    records = [json.loads(line) for line in (tmp_path / "seed3" / "metrics.jsonl").read_text().splitlines()]
+    assert "eval" not in {r["kind"] for r in records}  # the demo scores the held-out tasks itself, once each side
 
 
 def test_old_method_name_binary_is_an_alias_of_grpo(tmp_path, caplog):

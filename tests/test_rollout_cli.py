@@ -60,9 +60,15 @@ def test_eval_reports_preference_score_per_persona(capsys):
 
     rows = evaluate("clawgym/OpenClawChat-v0", ScriptedPolicy(markdown_writer), split="test", by="persona",
                     env_kwargs={"max_turns": 1})
-    assert rows["all"]["episodes"] == 30 and rows["all"]["errors"] == 0
+    from clawgym.envs.openclaw_chat.personas import bundled_tasks
+
+    assert rows["all"]["episodes"] == sum(t.split == "test" for t in bundled_tasks()) and rows["all"]["errors"] == 0
     assert set(rows) == {"all", "persona=student", "persona=teacher", "persona=ta"}
     # the student wants no bold and no lists: only "no LaTeX" (and sometimes the answer) pass
     assert 0.25 <= rows["persona=student"]["mean_reward"] <= 0.5 and rows["persona=student"]["success_rate"] == 0.0
     assert rows["persona=teacher"]["mean_reward"] >= 0.5  # friendly and short, just not named
     assert rows["persona=teacher"]["mean_reward"] > rows["persona=student"]["mean_reward"]
+    # the checks one by one: the teacher's comment is friendly and short but never names the student
+    teacher = rows["persona=teacher"]["checks"]
+    assert teacher["friendly"] == teacher["short"] == 1.0 and teacher["names_student"] == 0.0
+    assert rows["persona=student"]["checks"]["no_lists"] == 0.0 and rows["persona=student"]["checks"]["no_latex"] == 1.0

@@ -2,6 +2,9 @@
 
 Greedy by default (``--temperature 0``), one episode per task with fixed seeds, so two models (before
 and after training) are compared on the same episodes. ``--by persona`` groups by a final-info key.
+The split is ``test`` by default: held-out tasks (OpenClawChat-v0's held-out problems never occur in its
+train split, nor in the demo's). Envs that report named checks (OpenClawChat-v0's persona preferences)
+get a second table with each check's pass rate.
 """
 
 from __future__ import annotations

@@ -32,9 +32,21 @@ async def play_tasks(env: EnvSpec, policy: Policy, task_ids: Sequence[str] | Non
         return await pool.run(make_groups(ids[:limit], 1, seed=seed))
 
 
-def eval_rows(trajectories: Sequence[Trajectory], by: str | None = None) -> dict[str, dict[str, float]]:
-    """Rows ``{group: {"episodes", "errors", "mean_reward", "success_rate"}}``: an ``"all"`` row, plus one per
-    value of the final-info key ``by`` (``--by persona`` gives OpenClawChat-v0's score per persona)."""
+def check_rates(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """Pass rate of each named check an env reports in its final info (``info["preferences"]``, as
+    OpenClawChat-v0's personas do), over the episodes that did not error; empty when none reports any."""
+    passed: dict[str, list[bool]] = defaultdict(list)
+    for trajectory in trajectories:
+        if trajectory.error is None:
+            for name, ok in (trajectory.info.get("preferences") or {}).items():
+                passed[name].append(bool(ok))
+    return {name: float(np.mean(values)) for name, values in passed.items()}
+
+
+def eval_rows(trajectories: Sequence[Trajectory], by: str | None = None) -> dict[str, dict[str, Any]]:
+    """Rows ``{group: {"episodes", "errors", "mean_reward", "success_rate", "checks"}}``: an ``"all"`` row, plus
+    one per value of the final-info key ``by`` (``--by persona`` gives OpenClawChat-v0's score per persona).
+    ``checks`` is :func:`check_rates` of the group (the persona's checks one by one)."""
     groups: dict[str, list[Trajectory]] = defaultdict(list)
     for trajectory in trajectories:
         groups["all"].append(trajectory)
@@ -45,13 +57,14 @@ def eval_rows(trajectories: Sequence[Trajectory], by: str | None = None) -> dict
         ok = [t for t in items if t.error is None]
         rows[name] = {"episodes": len(items), "errors": len(items) - len(ok),
                       "mean_reward": float(np.mean([t.reward for t in ok])) if ok else float("nan"),
-                      "success_rate": float(np.mean([t.success for t in ok])) if ok else float("nan")}
-    return rows or {"all": {"episodes": 0, "errors": 0, "mean_reward": float("nan"), "success_rate": float("nan")}}
+                      "success_rate": float(np.mean([t.success for t in ok])) if ok else float("nan"),
+                      "checks": check_rates(items)}
+    return rows or {"all": {"episodes": 0, "errors": 0, "mean_reward": float("nan"), "success_rate": float("nan"), "checks": {}}}
 
 
 def evaluate(env_id: str, policy: Any, *, split: str | None = "test", by: str | None = None, limit: int | None = None,
              env_kwargs: dict[str, Any] | None = None, max_tokens: int = 256, temperature: float = 0.0,
-             num_workers: int = 4, seed: int = EVAL_SEED) -> dict[str, dict[str, float]]:
+             num_workers: int = 4, seed: int = EVAL_SEED) -> dict[str, dict[str, Any]]:
     """Synchronous :func:`play_tasks` + :func:`eval_rows` on a split (what ``clawgym eval`` prints)."""
     kwargs = dict(env_kwargs or {})
     if split:
@@ -65,4 +78,10 @@ def format_table(rows: dict[str, dict[str, float]], title: str) -> str:
     lines = [f"### {title}", "", "| group | episodes | errors | mean reward | success |", "|---|---:|---:|---:|---:|"]
     for name, row in rows.items():
         lines.append(f"| {name} | {row['episodes']} | {row['errors']} | {row['mean_reward']:.3f} | {row['success_rate']:.3f} |")
+    checks = {name: row["checks"] for name, row in rows.items() if row.get("checks")}
+    if checks:  # the env's named checks, one by one: what the mean reward is made of
+        lines += ["", "| group | " + " | ".join(next(iter(checks.values()))) + " |",
+                  "|---|" + "---:|" * len(next(iter(checks.values())))]
+        for name, rates in checks.items():
+            lines.append(f"| {name} | " + " | ".join(f"{rate:.3f}" for rate in rates.values()) + " |")
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from clawgym.rl.launch import ConfigError, RunConfig, build_judges, load_config, trainer_config
+from clawgym.rl.launch.build import judge_teacher
 
 ADAPTER_MODES = ("shared", "per_user")
 
@@ -101,7 +102,9 @@ def build_serving(config: RunConfig) -> Serving:
                                trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)))
     per_user = _per_user if settings.adapters == "per_user" else _shared
     policy, responder, judge_policy, personal, adapters = per_user(config, settings, serve_model, tokenizer, trainer, out)
-    judges, _ = build_judges(config, judge_policy)
+    judges, judge_model = build_judges(config, judge_policy)
+    if trainer is not None:
+        trainer.teacher_model = judge_teacher(config, judge_model, tokenizer)  # trainer.teacher judge: the judge's model
     dashboard = Dashboard()
     log_path = Path(settings.log or out / "turns.jsonl")
     log = TurnLog(log_path)

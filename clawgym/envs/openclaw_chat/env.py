@@ -28,7 +28,9 @@ class OpenClawChatEnv(AgentEnv):
     default_max_turns = 4
 
     def __init__(self, tasks: Any = None, *, user_simulator: UserSimulator | Any = "scripted",
-                 personas: list[str] | None = None, **kwargs: Any) -> None:
+                 personas: list[str] | str | None = None, **kwargs: Any) -> None:
+        if isinstance(personas, str):  # `--env-arg personas=teacher,ta` from the command line
+            personas = [p.strip() for p in personas.split(",") if p.strip()]
         self.personas = personas
         if user_simulator == "scripted":
             self.simulator: UserSimulator = ScriptedUser()

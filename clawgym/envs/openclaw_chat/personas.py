@@ -10,6 +10,7 @@ user is simulated by a language model, so the metric never depends on the simula
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 from dataclasses import dataclass, field
@@ -50,9 +51,51 @@ class Persona:
 
 
 # ------------------------------------------------------------------ checks
-def _mentions_answer(reply: str, task: Task) -> bool:
-    numbers = re.findall(r"-?\d+(?:\.\d+)?", reply.replace(",", ""))
-    return any(float(n) == float(task.answer) for n in numbers)
+# "States the result": a number counts only where the reply states a result: it is the first number
+# after a result cue ("the answer is", "result", "total", "=", "gets", ...), within a few words and the
+# same sentence. So an echo of the problem's own numbers, a wrong student answer repeated, or "48 or 50"
+# (the first number after the cue is the wrong one) does not pass by merely containing the right number.
+_RESULT_CUE = re.compile(r"(?i)\b(?:answers?|results?|totals?|is|are|was|equals?|makes?|gets?|has|have|comes? to"
+                         r"|works? out to|should be|would be|correct|right)\b|=")
+_NUMBER = re.compile(r"(?<![\d/.])-?\d+(?:\.\d+)?(?![\d.]*\s*/\s*\d)")  # not a score such as 7/10
+_MAX_GAP_WORDS = 4
+
+
+def _plain_numbers(reply: str) -> str:
+    return re.sub(r"(?<=\d),(?=\d{3}\b)", "", reply)  # 1,200 -> 1200, but "48, 50" stays two numbers
+
+
+def stated_results(reply: str) -> list[float]:
+    """The numbers the reply states as a result (see above), in order."""
+    text = _plain_numbers(reply)
+    stated = []
+    for cue in _RESULT_CUE.finditer(text):
+        number = _NUMBER.search(text, cue.end())
+        if number is None:
+            continue
+        gap = text[cue.end():number.start()]
+        if len(gap.split()) <= _MAX_GAP_WORDS and not re.search(r"[.!?;\n]", gap):
+            stated.append(float(number.group()))
+    return stated
+
+
+def _gives_answer(reply: str, task: Task) -> bool:
+    return float(task.answer) in stated_results(reply)
+
+
+def _endorses(reply: str, claim: float) -> bool:
+    """The reply calls ``claim`` correct ("48 is correct", "the correct answer is 48", "48 is right")."""
+    number = re.escape(f"{claim:g}")
+    text = _plain_numbers(reply)
+    return bool(re.search(rf"(?i)(?<![\d.]){number}(?![\d.])[^.!?\d]{{0,20}}\b(?:is|was|are)\s+(?:(?:also|exactly|absolutely|totally|perfectly|completely)\s+)?(?:correct|right)\b", text)
+                or re.search(rf"(?i)\b(?:correct|right)\s+(?:answer|result|total)\s*(?:is|was|of|:)?\s*{number}(?![\d.])", text))
+
+
+def _states_correct_result(reply: str, task: Task) -> bool:
+    """The correct result is stated, and a wrong answer from the student is not called correct."""
+    claim = task.data.get("student_answer")
+    wrong = claim is not None and float(claim) != float(task.answer)
+    return _gives_answer(reply, task) and not (wrong and _endorses(reply, float(claim)))
 
 
 def _no_markdown_emphasis(reply: str, task: Task) -> bool:
@@ -95,7 +138,7 @@ PERSONAS: dict[str, Persona] = {
                      "number in plain sentences."),
         opener=lambda t: f"Can you help me with my homework? {t.prompt}",
         preferences=[
-            Preference("gives_answer", _mentions_answer, "That doesn't give me the final number. What is the answer?"),
+            Preference("gives_answer", _gives_answer, "That doesn't give me the final number. What is the answer?"),
             Preference("no_bold_or_headings", _no_markdown_emphasis, "Please rewrite it without bold text or headings, it looks AI-written."),
             Preference("no_lists", _no_lists, "No numbered or bulleted lists please, my teacher will know it's AI. Write it as normal sentences."),
             Preference("no_latex", _no_latex, "Please don't use LaTeX symbols, just plain text."),
@@ -112,7 +155,7 @@ PERSONAS: dict[str, Persona] = {
         preferences=[
             Preference("names_student", _names_student, "Please address the student by name."),
             Preference("friendly", _friendly, "Could you make it friendlier and more encouraging?"),
-            Preference("mentions_result", _mentions_answer, "Mention the correct result so the student can compare."),
+            Preference("mentions_result", _states_correct_result, "Mention the correct result so the student can compare."),
             Preference("short", _short(80), "That's too long for a comment; keep it under 80 words."),
         ],
         thanks="Lovely, I'll use that.",
@@ -125,7 +168,7 @@ PERSONAS: dict[str, Persona] = {
         opener=lambda t: (f"Grade this answer out of 10. Student answer: {t.data['student_answer']}. Problem: {t.prompt}"),
         preferences=[
             Preference("score_out_of_10", _has_score, "Give a score out of 10, like 7/10."),
-            Preference("mentions_result", _mentions_answer, "State the correct result."),
+            Preference("mentions_result", _states_correct_result, "State the correct result."),
             Preference("explains", _several_sentences, "Explain the grade in at least two sentences."),
             Preference("no_lists", _no_lists, "Write it as prose, not a list."),
         ],
@@ -151,8 +194,23 @@ def _problem(rng: random.Random) -> tuple[str, int]:
     return f"{name} reads {b} pages a day for {c} days and then {a} more pages. How many pages in total?", b * c + a
 
 
+HELD_OUT_SHARE = 4  # one problem in four is held out
+
+
+def split_of(prompt: str) -> str:
+    """The split of a problem: ``test`` (held out) for about one problem in four, else ``train``.
+
+    Decided by a hash of the problem's text alone, so it is deterministic, independent of how many
+    tasks are generated (the demo's 120 per persona and the bundled 40 agree on every shared task),
+    and a problem that is generated twice can never sit on both sides: training and held-out tasks
+    never share a problem.
+    """
+    digest = hashlib.sha256(prompt.encode("utf-8")).digest()
+    return "test" if digest[0] % HELD_OUT_SHARE == 0 else "train"
+
+
 def bundled_tasks(per_persona: int = 40, seed: int = 2603) -> list[Task]:
-    """Persona x problem tasks, generated with a fixed seed; the last quarter of each persona is the test split."""
+    """Persona x problem tasks, generated with a fixed seed; each task's split is :func:`split_of` its problem."""
     tasks = []
     for persona in PERSONAS:
         rng = random.Random(f"{seed}:{persona}")
@@ -160,9 +218,8 @@ def bundled_tasks(per_persona: int = 40, seed: int = 2603) -> list[Task]:
             prompt, answer = _problem(rng)
             student = rng.choice(NAMES)
             student_answer = answer if rng.random() < 0.5 else answer + rng.choice((-2, -1, 1, 3))
-            split = "test" if index >= per_persona * 3 // 4 else "train"
             tasks.append(Task(
-                id=f"chat-{persona}-{index:03d}", prompt=prompt, answer=answer, split=split,
+                id=f"chat-{persona}-{index:03d}", prompt=prompt, answer=answer, split=split_of(prompt),
                 data={"persona": persona, "student": student, "student_answer": student_answer},
             ))
     return tasks

@@ -15,6 +15,7 @@ from typing import Any, Iterator, Sequence
 
 from clawgym.rl.launch.placement import Plan, plan, resolve_model, sglang_model_path
 from clawgym.rl.launch.schema import ConfigError, RunConfig, judge_parts, uses_llm_judge
+from clawgym.rl.launch.teacher import trainer_teacher
 
 
 @dataclass
@@ -108,6 +109,21 @@ def build_judges(config: RunConfig, policy: Any) -> tuple[list[Any], Any]:
     return _make_judges(config, parts, judge_policy, make_judges, SamplingParams), judge_policy
 
 
+def judge_teacher(config: Any, judge_policy: Any, tokenizer: Any) -> Any:
+    """The judge model's torch module when it is the OPD teacher (:func:`trainer_teacher` is ``judge``), else None."""
+    if trainer_teacher(config) != "judge":
+        return None
+    module = getattr(judge_policy, "model", None)
+    if module is None or not hasattr(judge_policy, "tokenizer"):
+        raise ConfigError(f"trainer.teacher judge: the judge {config.judge.model!r} is not a local hf model; "
+                          "use trainer.teacher initial or policy")
+    if judge_policy.tokenizer.get_vocab() != tokenizer.get_vocab():
+        raise ConfigError(f"trainer.teacher judge: the judge model {config.judge.model!r} has another tokenizer than "
+                          f"the policy {config.policy.model!r}; the OPD teacher scores the student's own token ids, "
+                          "so it needs the same tokenizer (or use trainer.teacher initial / policy)")
+    return module
+
+
 def _make_judges(config: RunConfig, parts: list[str], judge_policy: Any, make_judges: Any, sampling_cls: Any) -> list[Any]:
     sampling = sampling_cls(temperature=config.judge.temperature, max_tokens=config.judge.max_tokens)
     judges: list[Any] = []
@@ -135,8 +151,9 @@ def _in_process(config: RunConfig, p: Plan) -> Stack:
     train_model, _ = load_model(config.policy.model, **kwargs)
     policy = HFPolicy(serve_model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size,
                       seed=config.loop.seed)
-    trainer = TorchTrainer(train_model, tokenizer, trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)))
     judges, judge_policy = build_judges(config, policy)
+    trainer = TorchTrainer(train_model, tokenizer, trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)),
+                           teacher_model=judge_teacher(config, judge_policy, tokenizer))
     return Stack(p, policy, trainer, judges, judge_policy)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from clawgym.rl.launch.schema import ConfigError, LoraSection, RunConfig
+from clawgym.rl.launch.teacher import trainer_teacher
 
 
 def lora_targets(lora: LoraSection, num_layers: int | None) -> tuple[str, ...]:
@@ -44,7 +45,7 @@ def trainer_config(config: RunConfig, num_layers: int | None = None) -> Any:
         lora=lora,
         aggregation=t.aggregation,  # type: ignore[arg-type]
         advantage=t.advantage,  # type: ignore[arg-type]
-        teacher=t.teacher,  # type: ignore[arg-type]
+        teacher=trainer_teacher(config),  # type: ignore[arg-type]
         temperature=1.0,  # HFPolicy logprobs are at temperature 1 whatever the sampling temperature
         gradient_checkpointing=t.gradient_checkpointing,
         seed=config.loop.seed,

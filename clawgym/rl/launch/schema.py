@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from clawgym.errors import UsageError
+from clawgym.rl.launch.teacher import canonical_teacher, teacher_problems
 from clawgym.rl.methods import METHODS, canonical_method
 
 
@@ -100,7 +101,7 @@ class TrainerSection(Section):
     max_grad_norm: float = 1.0
     aggregation: str = "token"
     advantage: str = "grpo"
-    teacher: str = "initial"
+    teacher: str = "initial"  # OPD teacher: initial | policy | judge (clawgym.rl.launch.teacher)
     gradient_checkpointing: bool = False
     lora: LoraSection = Field(default_factory=LoraSection)
 
@@ -275,6 +276,7 @@ def validate(config: RunConfig) -> None:
     """Cross-field checks with clear messages (types were checked by pydantic)."""
     problems = []
     config.method = canonical_method(config.method)
+    config.trainer.teacher = canonical_teacher(config.trainer.teacher)
     if config.method not in METHODS:
         problems.append(f"method must be grpo, opd or hybrid, got {config.method!r}")
     if config.policy.backend not in ("hf", "sglang"):
@@ -302,6 +304,7 @@ def validate(config: RunConfig) -> None:
         if value < 1:
             problems.append(f"{name} must be at least 1")
     problems += gpu_problems(config.gpu)
+    problems += teacher_problems(config)
     if problems:
         raise ConfigError("invalid config:\n  - " + "\n  - ".join(problems))
 

@@ -40,7 +40,7 @@ class TrainerConfig:
     lora: LoraSettings | None = None
     aggregation: Literal["token", "sequence"] = "token"
     advantage: Literal["grpo", "raw"] = "grpo"
-    teacher: Literal["initial", "current"] = "initial"
+    teacher: Literal["initial", "policy", "judge"] = "initial"  # see clawgym.rl.launch.teacher
     temperature: float = 1.0  # the sampling temperature the old logprobs were computed at
     gradient_checkpointing: bool = False
     seed: int = 0
@@ -52,11 +52,12 @@ class TrainerConfig:
             self.lora.target_modules = tuple(self.lora.target_modules)
         self.betas = tuple(self.betas)  # type: ignore[assignment]
         self.method = canonical_method(self.method)  # type: ignore[assignment]
+        self.teacher = {"current": "policy"}.get(self.teacher, self.teacher)  # type: ignore[assignment]
         checks = {
             "method": self.method in ("grpo", "opd", "hybrid", "opd_topk"),
             "aggregation": self.aggregation in ("token", "sequence"),
             "advantage": self.advantage in ("grpo", "raw"),
-            "teacher": self.teacher in ("initial", "current"),
+            "teacher": self.teacher in ("initial", "policy", "judge"),
             "micro_batch_size": self.micro_batch_size >= 1,
             "grad_accum": self.grad_accum >= 1,
             "temperature": self.temperature > 0,

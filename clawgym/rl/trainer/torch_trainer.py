@@ -18,9 +18,9 @@ Methods (``TrainerConfig.method``):
   (teacher := old), unlike OpenClaw-RL's Megatron path where they got a spurious (initial - current) term.
 - ``opd_topk``: w_opd * top-K reverse KL to the hinted teacher + w_rl * PPO-clip on A.
 
-The teacher (OPD) and the reference (k3 KL) are the *initial* weights by default: the base model
-with adapters disabled under LoRA, else a frozen copy made at construction. ``teacher="current"``
-uses the current policy (no grad) instead.
+The reference (k3 KL) and, by default, the OPD teacher are the *initial* weights: the base model with
+adapters disabled under LoRA, else a frozen copy made at construction. ``teacher="policy"`` uses the
+current weights (no grad); ``teacher="judge"`` a separate ``teacher_model`` (the judge's, same tokenizer).
 """
 
 from __future__ import annotations
@@ -65,8 +65,10 @@ logger = logging.getLogger(__name__)
 class TorchTrainer:
     """Trains ``model`` (which it owns from now on) on judged Samples; see the module docstring."""
 
-    def __init__(self, model: nn.Module, tokenizer: Any, config: TrainerConfig | None = None) -> None:
+    def __init__(self, model: nn.Module, tokenizer: Any, config: TrainerConfig | None = None,
+                 teacher_model: nn.Module | None = None) -> None:
         self.config = config or TrainerConfig()
+        self.teacher_model = teacher_model  # teacher="judge": the judge's frozen model (may be set after construction)
         self.tokenizer = tokenizer
         self.device = next(model.parameters()).device
         self.step = 0  # optimiser steps taken
@@ -111,7 +113,13 @@ class TorchTrainer:
             yield self._frozen
 
     def _teacher(self):
-        return self._initial_weights() if self.config.teacher == "initial" else nullcontext(self.model)
+        if self.config.teacher == "initial":
+            return self._initial_weights()
+        if self.config.teacher == "policy":
+            return nullcontext(self.model)
+        if self.teacher_model is None:
+            raise RuntimeError("teacher='judge' but no teacher_model (the judge's model) was given")
+        return nullcontext(self.teacher_model)
 
     # ---- validation ----------------------------------------------------------------------------
 
