@@ -61,7 +61,7 @@ from clawgym.rl.policy.chat_template import encode_prompt, stop_token_ids
 from clawgym.rl.policy.kv_buffer import KVBuffer
 from clawgym.rl.policy.models import load_model
 from clawgym.rl.policy.prefix_cache import PrefixCache
-from clawgym.rl.policy.streaming import StreamItem, TextDelta
+from clawgym.rl.policy.streaming import StreamItem, TextDelta, streamable_prefix
 
 logger = logging.getLogger(__name__)
 
@@ -433,7 +433,7 @@ class HFPolicy(VersionedPolicy):
             request.finish_reason = "length"
 
         if request.events is not None and request.finish_reason is None:
-            safe = _streamable(text if text is not None else self._text(request), sampling.stop)
+            safe = streamable_prefix(text if text is not None else self._text(request), sampling.stop)
             if len(safe) > request.emitted:
                 self._emit(request, TextDelta(safe[request.emitted :], [token], [request.logprobs[-1]]))
                 request.emitted = len(safe)
@@ -484,18 +484,3 @@ def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     sorted_probs[mass_before >= top_p] = 0.0
     filtered = torch.zeros_like(probs).scatter_(0, order, sorted_probs)
     return filtered / filtered.sum()
-
-
-def _streamable(text: str, stops: list[str]) -> str:
-    """The prefix of ``text`` safe to stream: no half-decoded character, no possible stop-string start."""
-    end = len(text)
-    while end > 0 and text[end - 1] == "\ufffd":
-        end -= 1
-    text = text[:end]
-    hold = 0
-    for stop in stops:
-        for size in range(min(len(stop) - 1, len(text)), 0, -1):
-            if text.endswith(stop[:size]):
-                hold = max(hold, size)
-                break
-    return text[: len(text) - hold]

@@ -42,3 +42,18 @@ async def stream_or_generate(
     generation = await policy.generate(messages, tools, sampling)
     yield TextDelta(generation.text, list(generation.response_ids), list(generation.response_logprobs))
     yield generation
+
+
+def streamable_prefix(text: str, stops: list[str]) -> str:
+    """The prefix of ``text`` safe to stream: no half-decoded character, no possible stop-string start."""
+    end = len(text)
+    while end > 0 and text[end - 1] == "\ufffd":
+        end -= 1
+    text = text[:end]
+    hold = 0
+    for stop in stops:
+        for size in range(min(len(stop) - 1, len(text)), 0, -1):
+            if text.endswith(stop[:size]):
+                hold = max(hold, size)
+                break
+    return text[: len(text) - hold]

@@ -39,6 +39,16 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[-1] if text else ''}".rstrip(": ")
 
 
+def settle(future: asyncio.Future, ok: bool, value: Any) -> None:
+    """Resolve an env call's future with its ``(ok, value)`` result, unless its episode gave up on it."""
+    if future.done():  # its episode was cancelled or timed out
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
 class _Inbox:
     """Env-thread results for one event loop, delivered in batches: one wake-up per batch, not per call."""
 
@@ -65,12 +75,7 @@ class _Inbox:
             results, self._results = self._results, collections.deque()
             self._scheduled = False
         for future, ok, value in results:
-            if future.done():  # its episode was cancelled or timed out
-                continue
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
+            settle(future, ok, value)
 
 
 class _EnvSlot:

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from clawgym.rl.rollout.episode import EnvSpec
-from clawgym.rl.rollout.local import EnvHost
+from clawgym.rl.rollout.local import EnvHost, settle
 
 logger = logging.getLogger(__name__)
 
@@ -111,12 +111,7 @@ class RayExecutor:
         except Exception as exc:  # the actor died or the batch failed: every caller sees it
             results = [(False, exc)] * len(calls)
         for (_, _, _, future), (ok, value) in zip(calls, results):
-            if future.done():  # its episode timed out or was cancelled
-                continue
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
+            settle(future, ok, value)
 
     async def task_ids(self) -> list[str]:
         actor, local = self._placement[0]
