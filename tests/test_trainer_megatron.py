@@ -160,10 +160,8 @@ def test_conversion_refuses_other_families_and_bad_padding():
 
 
 def test_megatron_config_refuses_unsupported_modes():
-    from clawgym.rl.trainer import LoraSettings, TrainerConfig
+    from clawgym.rl.trainer import TrainerConfig
 
-    with pytest.raises(ValueError, match="LoRA"):
-        M.MegatronConfig(trainer=TrainerConfig(lora=LoraSettings()))
     with pytest.raises(ValueError, match="opd_topk"):
         M.MegatronConfig(trainer=TrainerConfig(method="opd_topk"))
 
@@ -210,7 +208,7 @@ EQUIVALENCE_SCRIPT = '"""Run MegatronTrainer and TorchTrainer side by side on CP
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_MEGATRON, reason="megatron-core is not installed (pip install megatron-core)")
-@pytest.mark.parametrize("tp,distopt", [(2, "0"), (1, "1")], ids=["tp2", "dp2-distributed-optimizer"])
+@pytest.mark.parametrize("tp,distopt", [(1, "1")], ids=["dp2-distributed-optimizer"])  # TP/PP: test_megatron_lora.py
 def test_megatron_trainer_step_equals_torch_trainer_step(tmp_path, tp, distopt):
     """The whole MegatronTrainer (DDP, megatron optimizer, schedule, vocab-parallel logprobs, hinted
     teacher, k3 KL, export) against the TorchTrainer on the same samples: hybrid method, 3 micro-batches.
