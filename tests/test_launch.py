@@ -179,7 +179,6 @@ def test_checkpoint_directory_models_are_sized_from_config_json(tmp_path):
     [
         (["gpu.rollout_gpus=2"], r"uses 3 GPUs \(actor 1 \+ rollout 2 \+ judge 0\) but gpu.nodes x gpu.gpus_per_node = 1 x 2 = 2"),
         (["gpu.actor_gpus=4"], "torch\\+sglang trains on one GPU: set gpu.actor_gpus=1 \\(got 4\\)"),
-        (["gpu.backend=megatron+sglang"], "set trainer.lora.enabled=false, or gpu.backend=torch\\+sglang"),
         (["gpu.weight_transport=tensor"], "set gpu.rollout_gpus=0"),
         (["gpu.judge_gpus=1", "gpu.gpus_per_node=3", "judge.type=rules", "method=grpo"], "set gpu.judge_gpus=0"),
         (["judge.model=smollm2-135m"], "give it GPUs \\(gpu.judge_gpus >= 1\\)"),

@@ -14,12 +14,26 @@ from clawgym.rl.rollout.local import EnvHost
 logger = logging.getLogger(__name__)
 
 
+def _use_token_auth_if_present() -> None:
+    """Join a cluster given by address the way Ray joins ``address="auto"``: with its token when one exists.
+
+    Ray >= 2.5x's ``ray start --head`` turns token authentication on when a token exists
+    (``~/.ray/auth_token``, ``RAY_AUTH_TOKEN`` or ``RAY_AUTH_TOKEN_PATH``), but ``ray.init(address=HOST:PORT)``
+    never does, and then retries for minutes on ``InvalidAuthToken``. ``RAY_AUTH_MODE`` set by the user wins.
+    """
+    try:
+        from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
+    except ImportError:  # a Ray without token authentication
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+
+
 class RayExecutor:
     """Envs inside Ray actors (each an :class:`EnvHost` with several env threads); the policy stays here.
 
     ``address=None`` joins a running Ray instance or starts a local one with ``num_cpus``
     (the driver's ``sys.path`` is passed to the workers so test and script modules import there);
-    ``address="ray://..."``/``"auto"`` joins a cluster. Actors default to ``num_cpus=1`` each and
+    ``address="HOST:6379"``/``"ray://..."``/``"auto"`` joins a cluster (with its auth token when one exists). Actors default to ``num_cpus=1`` each and
     there are ``num_actors`` of them (default: the cluster's CPU count, at most one per slot).
 
     ``batch_calls=True`` sends the reset/step calls that are ready in the same event-loop tick to an
@@ -57,6 +71,8 @@ class RayExecutor:
         import ray  # the `ray` extra; imported only when this executor is used
 
         if not ray.is_initialized():
+            if self.address not in (None, "auto"):
+                _use_token_auth_if_present()
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if self.address is None:
                 kwargs["num_cpus"] = self.num_cpus

@@ -46,9 +46,22 @@ _ADAPTER_NAME = re.compile(r"^decoder\.layers\.(\d+)\.(self_attention|mlp)\.(lin
 _PEFT_NAME = re.compile(r"^base_model\.model\.model\.layers\.(\d+)\.(\w+\.\w+)\.lora_([AB])(?:\.default)?\.weight$")
 
 
+def parse_targets(target_modules: Iterable[str]) -> dict[str, set[int] | None]:
+    """HF module name -> the global layers it is adapted in (None: all). ``layers.29.q_proj`` (what the launcher's
+    ``top_layers`` produces, peft's suffix match) names one layer; a bare ``q_proj`` every layer."""
+    out: dict[str, set[int] | None] = {}
+    for target in target_modules:
+        match = re.fullmatch(r"(?:.*\.)?layers\.(\d+)\.(?:\w+\.)?(\w+)", target)
+        if match is None:
+            out[target.split(".")[-1]] = None
+        elif out.get(match.group(2), set()) is not None:
+            out.setdefault(match.group(2), set()).add(int(match.group(1)))  # type: ignore[union-attr]
+    return out
+
+
 def check_lora_settings(settings: Any, transformer_engine: bool) -> None:
     """Refuse what these adapters do not implement, with what to change."""
-    unknown = set(settings.target_modules) - {hf.split(".")[1] for _, parts in LORA_LINEARS.values() for hf in parts.values()}
+    unknown = set(parse_targets(settings.target_modules)) - {hf.split(".")[1] for _, parts in LORA_LINEARS.values() for hf in parts.values()}
     if unknown:
         raise ValueError(f"LoRA target_modules {sorted(unknown)} are not linears of a Llama/Qwen2 layer")
     if settings.dropout:
@@ -158,12 +171,14 @@ def attach_lora(model: nn.Module, settings: Any, shape: ModelShape, tp_rank: int
     Returns the adapters by their local module name.
     """
     model.requires_grad_(False)
-    targets = set(settings.target_modules)
+    targets = parse_targets(settings.target_modules)
     scale = settings.alpha / settings.r
     adapters: dict[str, LoraAdapter] = {}
     for local_index, layer in enumerate(model.decoder.layers):
         for linear_name, (kind, hf_parts) in LORA_LINEARS.items():
-            chosen = [p for p, hf in hf_parts.items() if hf.split(".")[1] in targets]
+            global_index = layer_offset + local_index
+            chosen = [p for p, hf in hf_parts.items() if hf.split(".")[1] in targets
+                      and (targets[hf.split(".")[1]] is None or global_index in targets[hf.split(".")[1]])]
             if not chosen:
                 continue
             base = _submodule(layer, linear_name)
@@ -174,7 +189,6 @@ def attach_lora(model: nn.Module, settings: Any, shape: ModelShape, tp_rank: int
                 groups = (shape.num_kv_heads // tp_size, (shape.num_heads // shape.num_kv_heads) * shape.head_dim, shape.head_dim)
             weight = base.weight
             adapter = LoraAdapter(kind, local, chosen, settings.r, scale, groups, weight.dtype, weight.device, tp_size)
-            global_index = layer_offset + local_index
             with torch.no_grad():
                 for p in chosen:
                     generator = torch.Generator().manual_seed(_stable_seed(seed, global_index, linear_name, p))
@@ -187,8 +201,8 @@ def attach_lora(model: nn.Module, settings: Any, shape: ModelShape, tp_rank: int
             _submodule(layer, parent_name).add_module(f"{leaf}_lora", adapter)
             base.register_forward_hook(adapter.hook)
             adapters[f"decoder.layers.{local_index}.{linear_name}_lora"] = adapter
-    if not adapters:
-        raise ValueError(f"LoRA target_modules {sorted(targets)} match no linear of the model")
+    if not adapters and layer_offset == 0 and len(model.decoder.layers) == shape.num_layers:
+        raise ValueError(f"LoRA target_modules {sorted(settings.target_modules)} match no linear of the model")
     return adapters
 
 
