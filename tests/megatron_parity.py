@@ -87,6 +87,8 @@ for mode in modes:
                     gaps["grad"], worst = gap, name
     exported = mg.export_weights()
     adapters = mg.export_adapters() if mode == "lora" else None
+    if mode == "lora":  # collective: every rank takes part, rank 0 writes the peft directory
+        mg.save_adapters(os.path.join(sys.argv[2], "adapters"), base_model=hf_dir)
     if torch.distributed.get_rank() == 0:
         reference = ref.export_weights()
         row = {"gaps": gaps, "worst_grad": worst, "n_grads": n_grads, "kl": kl, "same_keys": set(reference) <= set(exported),
@@ -98,6 +100,13 @@ for mode in modes:
             row["adapter_gap"] = max((adapters[k] - theirs[k]).abs().max().item() for k in theirs)
             frozen = {k for k, v in exported.items() if k in reference and "proj" not in k}
             row["frozen_untouched"] = all(torch.equal(exported[k], reference[k]) for k in frozen)
+            from peft import PeftModel  # the saved directory loads in peft and merges to megatron's merged export
+
+            base = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32)
+            original = {k: v.clone() for k, v in base.state_dict().items()}
+            merged = PeftModel.from_pretrained(base, os.path.join(sys.argv[2], "adapters")).merge_and_unload().state_dict()
+            row["peft_reload_gap"] = max((merged[k] - exported[k]).abs().max().item() for k in merged if k in exported)
+            row["adapter_delta"] = max((merged[k] - original[k]).abs().max().item() for k in merged if k in original)
         result[mode] = row
 if torch.distributed.get_rank() == 0:
     print("RESULT " + json.dumps(result))

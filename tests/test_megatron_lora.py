@@ -116,7 +116,7 @@ def _run_parity(tmp_path: Path, tp: int, pp: int) -> dict:
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                    PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="", TP=str(tp), PP=str(pp))
-        procs.append(subprocess.Popen([sys.executable, str(ROOT / "tests" / "megatron_parity.py"), str(tmp_path / "hf")],
+        procs.append(subprocess.Popen([sys.executable, str(ROOT / "tests" / "megatron_parity.py"), str(tmp_path / "hf"), str(tmp_path)],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outputs = [p.communicate(timeout=400)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs), "\n".join(o[-2000:] for o in outputs)
@@ -129,7 +129,8 @@ def _run_parity(tmp_path: Path, tp: int, pp: int) -> dict:
 @pytest.mark.parametrize("tp,pp", [(2, 1), (1, 2)], ids=["tp2", "pp2"])
 def test_megatron_equals_torch_trainer_full_and_lora(tmp_path, tp, pp):
     """Two hybrid steps (3 micro-batches, k3 KL, hinted teacher) on both trainers, full weights then LoRA
-    (r=4 on all seven projections, the torch trainer's randomised peft adapters loaded into megatron)."""
+    (r=4 on all seven projections, the torch trainer's randomised peft adapters loaded into megatron);
+    then the adapters are saved as a peft directory and loaded back by peft."""
     result = _run_parity(tmp_path, tp, pp)
     assert (result["tp"], result["pp"]) == (tp, pp)
     for mode in ("full", "lora"):
@@ -145,3 +146,5 @@ def test_megatron_equals_torch_trainer_full_and_lora(tmp_path, tp, pp):
     assert lora["n_grads"] == 2 * 7 * 2  # A and B of 7 projections in 2 layers, nothing else trains
     assert lora["adapters_same_keys"] and lora["adapter_gap"] < 1e-4
     assert lora["frozen_untouched"]  # norms and embeddings exported bit-exact: the base is frozen
+    assert lora["peft_reload_gap"] < 1e-6  # save_adapters' directory, loaded and merged by peft = our merged export
+    assert lora["adapter_delta"] > 1e-2  # ... and the adapters really moved the weights
