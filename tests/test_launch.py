@@ -150,7 +150,8 @@ def test_check_prints_the_placement_plan():
     assert "weights  tensor:" in colocated and "SGLang policy server (colocated)" in colocated
     wide = plan(load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", [
         "gpu.enabled=true", "gpu.nodes=2", "gpu.gpus_per_node=8", "gpu.actor_gpus=8", "gpu.tensor_parallel=4",
-        "gpu.pipeline_parallel=2", "gpu.rollout_gpus=4", "gpu.judge_gpus=4", "rollout.executor=ray"]))
+        "gpu.pipeline_parallel=2", "gpu.rollout_gpus=4", "gpu.judge_gpus=4", "rollout.executor=ray",
+        "ray.address=node0:6379"]))
     assert wide.placement == "multi-node" and wide.role("rollout").gpus == [(1, i) for i in range(4)]
     assert wide.role("judge").gpus == [(1, i) for i in range(4, 8)]
 

@@ -264,7 +264,7 @@ def test_megatron_trainer_trains_and_exports_under_torchrun(tmp_path):
                for t, r in (("Hello!", 1.0), ("Go away.", -1.0))]
     write_jsonl(tmp_path / "samples.jsonl", samples)
     torchrun = shutil.which("torchrun") or str(Path(sys.executable).parent / "torchrun")
-    result = subprocess.run([torchrun, "--nproc-per-node", "1", "-m", "clawgym.rl.trainer.megatron", "--hf-model", str(tmp_path / "hf"),
+    result = subprocess.run([torchrun, "--nproc-per-node", "1", "-m", "clawgym.rl.trainer.megatron_cli", "--hf-model", str(tmp_path / "hf"),
                              "--samples", str(tmp_path / "samples.jsonl"), "--batch-size", "2", "--lr", "1e-3", "--export", str(tmp_path / "out")],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

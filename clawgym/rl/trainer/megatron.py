@@ -1,7 +1,7 @@
 """The megatron trainer: the same losses on megatron-core (GPTModel, TP/PP, distributed optimizer), full or LoRA.
 
 **MegatronTrainer**: started under ``torchrun`` on a GPU partition (``python -m
-   clawgym.rl.trainer.megatron --help``). Each rank builds its TP/PP shard of a GPTModel, loads its
+   clawgym.rl.trainer.megatron_cli --help``). Each rank builds its TP/PP shard of a GPTModel, loads its
    slice of the HF weights, optionally freezes it and adds LoRA adapters
    (:mod:`clawgym.rl.trainer.megatron_lora`), wraps it in megatron's DDP with the distributed optimizer,
    and trains with the pipeline schedule from ``get_forward_backward_func``. Log-probs come from
@@ -355,9 +355,3 @@ class MegatronTrainer:
 
     def load_checkpoint(self, path: str | Path) -> None:
         export.load_dist_checkpoint(self, path)
-
-
-if __name__ == "__main__":
-    from clawgym.rl.trainer.megatron_cli import main
-
-    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""The megatron trainer's command line: ``torchrun --nproc-per-node N -m clawgym.rl.trainer.megatron ...``."""
+"""The megatron trainer's command line: ``torchrun --nproc-per-node N -m clawgym.rl.trainer.megatron_cli ...``."""
 
 from __future__ import annotations
 
