@@ -80,6 +80,25 @@ def test_sharding_rule_column_splits_b_rows_row_splits_a_columns():
         L.megatron_to_peft_name("decoder.layers.3.self_attention.linear_qkv.weight")
 
 
+@needs_megatron
+def test_loading_peft_adapters_takes_this_ranks_slice_and_refuses_mismatches():
+    adapters = {"decoder.layers.0.self_attention.linear_qkv_lora": _adapter("self_attention.linear_qkv", ["q", "v"], tp_size=2)}
+    prefix = "base_model.model.model.layers.1.self_attn."  # stage-local layer 0 is global layer 1 (layer_offset=1)
+    whole = {f"{prefix}q_proj.lora_A.default.weight": torch.randn(3, 16), f"{prefix}q_proj.lora_B.default.weight": torch.randn(16, 3),
+             f"{prefix}v_proj.lora_A.weight": torch.randn(3, 16), f"{prefix}v_proj.lora_B.weight": torch.randn(8, 3),
+             "base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight": torch.randn(3, 16)}  # another stage's: ignored
+    L.load_peft_adapters(adapters, whole, tp_rank=1, tp_size=2, layer_offset=1)
+    adapter = adapters["decoder.layers.0.self_attention.linear_qkv_lora"]
+    assert torch.equal(adapter.A_q, whole[f"{prefix}q_proj.lora_A.default.weight"])  # A whole on a column-parallel linear
+    assert torch.equal(adapter.B_v, whole[f"{prefix}v_proj.lora_B.weight"][4:])  # B: rank 1's half of the output rows
+    with pytest.raises(KeyError, match="missing for 1 parameters"):
+        L.load_peft_adapters(adapters, {k: v for k, v in whole.items() if "v_proj.lora_B" not in k}, 1, 2, 1)
+    with pytest.raises(KeyError, match="not targeted"):
+        L.load_peft_adapters(adapters, {**whole, f"{prefix}k_proj.lora_A.weight": torch.randn(3, 16)}, 1, 2, 1)
+    with pytest.raises(ValueError, match="does not fit"):
+        L.load_peft_adapters(adapters, {**whole, f"{prefix}q_proj.lora_A.default.weight": torch.randn(5, 16)}, 1, 2, 1)
+
+
 def test_megatron_config_takes_lora_and_refuses_what_it_does_not_implement():
     from clawgym.rl.trainer.megatron_setup import MegatronConfig
 

@@ -344,6 +344,9 @@ class MegatronTrainer:
 
         Exists so tests (and debugging) can compare grads tensor by tensor with the torch trainer.
         """
+        if self.config.use_distributed_optimizer and self.dp_size > 1:
+            raise ValueError("with the distributed optimizer each data-parallel rank holds only its shard of the reduced "
+                             "grads: export_grads needs use_distributed_optimizer=False or DP=1")
         base, adapters = export.local_grads(self)
         out = {k: v.float().cpu() for k, v in export.iter_hf_tensors(self, base)} if base else {}
         if adapters:

@@ -15,6 +15,8 @@ Sharding, for ``y = W x + scale * B (A x)``:
   along its input dim like ``W``, ``B`` is whole. ``A_local x_local`` passes
   ``reduce_from_tensor_model_parallel_region`` (all-reduce forward) before ``B``.
 
+This assumes ``sequence_parallel=False`` (what :func:`~clawgym.rl.trainer.megatron_setup.transformer_config_from_hf`
+sets): with sequence parallelism the column-parallel input would arrive split along the sequence.
 Whole tensors carry no ``tensor_model_parallel`` flag, so megatron counts them once in the grad norm.
 Adapters sit beside their linear (``self_attention.linear_qkv_lora``) and act through a forward hook, so
 the base weights keep their names and their sharded checkpoint layout. HF/peft names
@@ -287,9 +289,11 @@ def load_peft_adapters(adapters: Mapping[str, LoraAdapter], state: Mapping[str, 
             wanted[megatron_to_peft_name(f"{global_name}.{p}")] = (f"{global_name}.{p}", param)
     given = {re.sub(r"\.lora_([AB])\.default\.weight$", r".lora_\1.weight", k): v for k, v in state.items()}
     given = {k: v for k, v in given.items() if _PEFT_NAME.match(k) and int(_PEFT_NAME.match(k).group(1)) in _layers_of(wanted)}
-    missing = sorted(set(wanted) - set(given))
+    missing, extra = sorted(set(wanted) - set(given)), sorted(set(given) - set(wanted))
     if missing:
         raise KeyError(f"adapter tensors missing for {len(missing)} parameters, e.g. {missing[:3]}")
+    if extra:
+        raise KeyError(f"{len(extra)} adapter tensors are not targeted by this trainer's LoRA settings, e.g. {extra[:3]}")
     for key, (megatron_name, param) in wanted.items():
         tensor = given[key]
         dim = _split_dim(megatron_name)
