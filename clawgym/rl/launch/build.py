@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from clawgym.rl.launch.placement import Plan, plan, resolve_model, sglang_model_path
+from clawgym.rl.launch.placement import Plan, Shape, plan, resolve_model, sglang_model_path
 from clawgym.rl.launch.schema import ConfigError, RunConfig, judge_parts, uses_llm_judge
 
 
@@ -187,7 +187,7 @@ def _partition(config: RunConfig, p: Plan) -> Stack:
                               f"{len(actor.gpus)} (or set gpu.actor_gpus=1)")
         trainer = MegatronTrainer(model_dir, load_tokenizer(model_dir),
                                   MegatronConfig(tensor_parallel=gpu.tensor_parallel, pipeline_parallel=gpu.pipeline_parallel,
-                                                 trainer=trainer_config(config)))
+                                                 trainer=trainer_config(config, Shape.of(model_dir).num_hidden_layers)))
     trainer.export_device, trainer.export_dtype = "cuda", _dtype("bfloat16")  # SGLang takes bf16 from the GPU
     policy.transport = make_transport(p.transport, policy, bucket_bytes=gpu.bucket_mb << 20,
                                       sglang_ranks=len(rollout.gpus) if rollout else len(actor.gpus))
