@@ -2,7 +2,7 @@
 
 The config path and its errors are checked without Ray; one slow test starts a real head on 127.0.0.1
 (``ray start --head --block``, its own process, stopped by its id) and runs episodes through it with the
-options the builder derives from the config.
+options the builder derives from the config, from two pools at once as the training loop does.
 """
 
 from __future__ import annotations
@@ -98,27 +98,37 @@ def test_rollouts_run_on_an_existing_ray_head():
         options = executor_options(config)
 
         async def play():
-            pool = RolloutPool(AdderEnv, ScriptedPolicy(adder_responder), num_workers=2, executor="ray", env_name=ENV_ID,
-                               executor_options=options)
+            # two pools, as the training loop makes (one per producer): the head's one CPU is taken by the first
+            def make_pool():
+                return RolloutPool(AdderEnv, ScriptedPolicy(adder_responder), num_workers=2, executor="ray",
+                                   env_name=ENV_ID, executor_options=options)
+
+            first, second = make_pool(), make_pool()
             deadline = time.monotonic() + 120
             while True:  # the head takes a few seconds to accept drivers
                 try:
-                    await pool.start()
+                    await first.start()
                     break
                 except (ConnectionError, RuntimeError):
                     if time.monotonic() > deadline or head.poll() is not None:
                         raise
                     ray.shutdown()
                     await asyncio.sleep(2)
+            await asyncio.wait_for(second.start(), 120)  # placed although no CPU is free (shares them)
             try:
                 joined = ray.get_runtime_context().gcs_address, sum(n["Alive"] for n in ray.nodes())
-                return await pool.run(make_groups(["add-1", "add-2"], group_size=2, seed=3)), joined
+                both = await asyncio.gather(first.run(make_groups(["add-1"], group_size=2, seed=3)),
+                                            second.run(make_groups(["add-2"], group_size=2, seed=4)))
+                await first.close()  # the first pool out must not disconnect the second
+                after = await second.run(make_groups(["add-1"], group_size=2, seed=5))
+                return both[0] + both[1] + after, joined
             finally:
-                await pool.close()
+                await first.close()
+                await second.close()
 
         trajectories, (gcs, alive) = asyncio.run(play())
         assert gcs.endswith(f":{port}") and alive == 1  # the head we started, not a private instance
-        assert len(trajectories) == 4 and all(t.success for t in trajectories)
+        assert len(trajectories) == 6 and all(t.success for t in trajectories), [t.error for t in trajectories]
         assert not ray.is_initialized()  # the executor disconnects; the cluster stays up
         assert head.poll() is None, "closing the executor must not stop the cluster"
     finally:

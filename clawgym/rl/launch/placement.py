@@ -227,8 +227,13 @@ def plan(config: RunConfig) -> Plan:
 
 def ray_note(config: RunConfig) -> str:
     """Where the env actors go, for the plan's notes."""
-    where = (f"the Ray cluster at {config.ray.address}" if config.ray.address
-             else "a private Ray instance on this machine" + (f" ({config.ray.num_cpus} CPUs)" if config.ray.num_cpus else ""))
+    address = config.ray.address
+    if address == "auto":
+        where = "the Ray cluster this machine has joined (ray.address: auto)"
+    elif address:
+        where = f"the Ray cluster at {address}"
+    else:
+        where = "a private Ray instance on this machine" + (f" ({config.ray.num_cpus} CPUs)" if config.ray.num_cpus else "")
     return f"env workers run as Ray actors in {where} (rollout.executor: ray); they need no GPU"
 
 
