@@ -160,10 +160,8 @@ def test_conversion_refuses_other_families_and_bad_padding():
 
 
 def test_megatron_config_refuses_unsupported_modes():
-    from clawgym.rl.trainer import LoraSettings, TrainerConfig
+    from clawgym.rl.trainer import TrainerConfig
 
-    with pytest.raises(ValueError, match="LoRA"):
-        M.MegatronConfig(trainer=TrainerConfig(lora=LoraSettings()))
     with pytest.raises(ValueError, match="opd_topk"):
         M.MegatronConfig(trainer=TrainerConfig(method="opd_topk"))
 
@@ -205,12 +203,12 @@ def test_megatron_gpt_model_matches_hf_logits_after_conversion(tmp_path, world, 
     assert result["export_ok"]  # TP shards merged and converted back equal the HF weights exactly
 
 
-EQUIVALENCE_SCRIPT = '"""Run MegatronTrainer and TorchTrainer side by side on CPU (gloo) and print their metrics and weights\' gap."""\nimport contextlib, json, os, sys, warnings\nwarnings.filterwarnings("ignore")\nimport torch\nfrom megatron.core import parallel_state, tensor_parallel\nfrom transformers import AutoModelForCausalLM\nfrom clawgym.rl.policy.models import load_tokenizer\nfrom clawgym.rl.trainer import TorchTrainer, TrainerConfig\nfrom clawgym.rl.trainer import megatron as M\nfrom clawgym.rl.trainer.torch_trainer import _collate, gather_logprobs, render_prompt_ids, response_logits\nfrom clawgym.rl.types import Sample\n\nhf_dir, tp = sys.argv[1], int(os.environ["TP"])\ntok = load_tokenizer("tiny-random")\ncfg = dict(method="hybrid", lr=1e-3, micro_batch_size=1, grad_accum=3, kl_coef=0.05, max_grad_norm=1.0)\nref = TorchTrainer(AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32), tok, TrainerConfig(**cfg))\ncontext = [{"role": "user", "content": "Say hello."}]\nprompt = render_prompt_ids(tok, context)\n\ndef make(text, reward, hint):\n    response = tok(text, add_special_tokens=False)["input_ids"]\n    batch = _collate([prompt], [response], ref.pad_id, ref.device)\n    with torch.no_grad():  # the torch policy\'s logprobs, nudged so the ratio is not exactly 1\n        old = [x - 0.05 for x in gather_logprobs(response_logits(ref.model, batch), batch.targets)[0].tolist()]\n    return Sample(prompt_ids=prompt, response_ids=response, old_logprobs=old, reward=reward, group_id="g",\n                  hint=hint, hint_messages=context if hint else None)\n\ndef batch():\n    return [make("Hello there!", 1.0, "Be warm."), make("No.", -1.0, None), make("Hi, how can I help you today?", 0.5, "Offer help.")]\n\n# CPU stand-ins for megatron-core\'s CUDA-only spots, installed only now (after the HF model is loaded):\ntorch.cuda.current_device = lambda: "cpu"\n\ndef _cpu_factory(factory):\n    def make_tensor(*args, **kwargs):\n        if str(kwargs.get("device", "")).startswith("cuda"):\n            kwargs["device"] = "cpu"\n        return factory(*args, **kwargs)\n    return make_tensor\n\nfor _name in ("tensor", "zeros", "ones", "empty", "full"):\n    setattr(torch, _name, _cpu_factory(getattr(torch, _name)))\ntorch.Tensor.cuda = lambda self, *a, **k: self\n_type = torch.Tensor.type\ntorch.Tensor.type = lambda self, *a, **k: _type(self, *a, **k) if a or k else _type(self).replace("torch.", "torch.cuda.", 1)\ntorch.distributed.init_process_group("gloo")\nparallel_state.initialize_model_parallel(tp, 1)\ntensor_parallel.get_cuda_rng_tracker().fork = lambda *a, **k: contextlib.nullcontext()\n\nmg = M.MegatronTrainer(hf_dir, tok, M.MegatronConfig(tensor_parallel=tp, bf16=False, device="cpu",\n                                                     use_distributed_optimizer=os.environ.get("DISTOPT") == "1",\n                                                     trainer=TrainerConfig(**cfg)))\nsteps = []\nfor _ in range(2):\n    ours, theirs = mg.train_step(batch()), ref.train_step(batch())\n    steps.append({k: (ours[k], theirs[k]) for k in ("loss", "kl", "clip_frac", "grad_norm")})\nexported = mg.export_weights()\nif torch.distributed.get_rank() == 0:\n    reference = ref.export_weights()\n    gap = max((exported[k] - reference[k]).abs().max().item() for k in reference)\n    print("RESULT " + json.dumps({"steps": steps, "weight_diff": gap, "same_keys": set(exported) == set(reference),\n                                  "dp": mg.dp_size, "tp": mg.tp_size}))\ntorch.distributed.destroy_process_group()\n'
+EQUIVALENCE_SCRIPT = '"""Run MegatronTrainer and TorchTrainer side by side on CPU (gloo) and print their metrics and weights\' gap."""\nimport contextlib, json, os, sys, warnings\nwarnings.filterwarnings("ignore")\nimport torch\nfrom megatron.core import parallel_state, tensor_parallel\nfrom transformers import AutoModelForCausalLM\nfrom clawgym.rl.policy.models import load_tokenizer\nfrom clawgym.rl.trainer import TorchTrainer, TrainerConfig\nfrom clawgym.rl.trainer import megatron as M\nfrom clawgym.rl.trainer.torch_trainer import _collate, gather_logprobs, render_prompt_ids, response_logits\nfrom clawgym.rl.types import Sample\n\nhf_dir, tp = sys.argv[1], int(os.environ["TP"])\ntok = load_tokenizer("tiny-random")\ncfg = dict(method="hybrid", lr=1e-3, micro_batch_size=1, grad_accum=3, kl_coef=0.05, max_grad_norm=1.0)\nref = TorchTrainer(AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32), tok, TrainerConfig(**cfg))\ncontext = [{"role": "user", "content": "Say hello."}]\nprompt = render_prompt_ids(tok, context)\n\ndef make(text, reward, hint):\n    response = tok(text, add_special_tokens=False)["input_ids"]\n    batch = _collate([prompt], [response], ref.pad_id, ref.device)\n    with torch.no_grad():  # the torch policy\'s logprobs, nudged so the ratio is not exactly 1\n        old = [x - 0.05 for x in gather_logprobs(response_logits(ref.model, batch), batch.targets)[0].tolist()]\n    return Sample(prompt_ids=prompt, response_ids=response, old_logprobs=old, reward=reward, group_id="g",\n                  hint=hint, hint_messages=context if hint else None)\n\ndef batch():\n    return [make("Hello there!", 1.0, "Be warm."), make("No.", -1.0, None), make("Hi, how can I help you today?", 0.5, "Offer help.")]\n\n# CPU stand-ins for megatron-core\'s CUDA-only spots, installed only now (after the HF model is loaded):\nfrom tests.megatron_cpu import init_gloo, redirect_cuda_to_cpu\nredirect_cuda_to_cpu()\ninit_gloo(tp, 1)\n\nmg = M.MegatronTrainer(hf_dir, tok, M.MegatronConfig(tensor_parallel=tp, bf16=False, device="cpu",\n                                                     use_distributed_optimizer=os.environ.get("DISTOPT") == "1",\n                                                     trainer=TrainerConfig(**cfg)))\nsteps = []\nfor _ in range(2):\n    ours, theirs = mg.train_step(batch()), ref.train_step(batch())\n    steps.append({k: (ours[k], theirs[k]) for k in ("loss", "kl", "clip_frac", "grad_norm")})\nexported = mg.export_weights()\nif torch.distributed.get_rank() == 0:\n    reference = ref.export_weights()\n    gap = max((exported[k] - reference[k]).abs().max().item() for k in reference)\n    print("RESULT " + json.dumps({"steps": steps, "weight_diff": gap, "same_keys": set(exported) == set(reference),\n                                  "dp": mg.dp_size, "tp": mg.tp_size}))\ntorch.distributed.destroy_process_group()\n'
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_MEGATRON, reason="megatron-core is not installed (pip install megatron-core)")
-@pytest.mark.parametrize("tp,distopt", [(2, "0"), (1, "1")], ids=["tp2", "dp2-distributed-optimizer"])
+@pytest.mark.parametrize("tp,distopt", [(1, "1")], ids=["dp2-distributed-optimizer"])  # TP/PP: test_megatron_lora.py
 def test_megatron_trainer_step_equals_torch_trainer_step(tmp_path, tp, distopt):
     """The whole MegatronTrainer (DDP, megatron optimizer, schedule, vocab-parallel logprobs, hinted
     teacher, k3 KL, export) against the TorchTrainer on the same samples: hybrid method, 3 micro-batches.
@@ -251,7 +249,9 @@ def test_megatron_trainer_refuses_to_start_without_gpu():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU_REASON)
 @pytest.mark.skipif(not HAS_MEGATRON, reason="megatron-core is not installed (pip install megatron-core)")
 @pytest.mark.skipif(shutil.which("torchrun") is None and not (Path(sys.executable).parent / "torchrun").exists(), reason="torchrun not found")
-def test_megatron_trainer_trains_and_exports_under_torchrun(tmp_path):
+@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
+def test_megatron_trainer_trains_and_exports_under_torchrun(tmp_path, lora):
+    """Never run yet: no GPU has been available to this project (see the README's GPU section)."""
     from clawgym.rl.policy.models import load_tokenizer
     from clawgym.rl.types import Sample, write_jsonl
 
@@ -266,8 +266,9 @@ def test_megatron_trainer_trains_and_exports_under_torchrun(tmp_path):
                for t, r in (("Hello!", 1.0), ("Go away.", -1.0))]
     write_jsonl(tmp_path / "samples.jsonl", samples)
     torchrun = shutil.which("torchrun") or str(Path(sys.executable).parent / "torchrun")
-    result = subprocess.run([torchrun, "--nproc-per-node", "1", "-m", "clawgym.rl.trainer.megatron", "--hf-model", str(tmp_path / "hf"),
-                             "--samples", str(tmp_path / "samples.jsonl"), "--batch-size", "2", "--lr", "1e-3", "--export", str(tmp_path / "out")],
+    result = subprocess.run([torchrun, "--nproc-per-node", "1", "-m", "clawgym.rl.trainer.megatron_cli", "--hf-model", str(tmp_path / "hf"),
+                             "--samples", str(tmp_path / "samples.jsonl"), "--batch-size", "2", "--lr", "1e-3", "--export", str(tmp_path / "out"),
+                             *(["--lora-r", "4", "--adapters", str(tmp_path / "adapters")] if lora else [])],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     from safetensors.torch import load_file
@@ -276,6 +277,9 @@ def test_megatron_trainer_trains_and_exports_under_torchrun(tmp_path):
     original = model.state_dict()
     assert set(trained) <= set(original)
     assert any(not torch.equal(trained[k].to(original[k].dtype), original[k]) for k in trained)
+    if lora:  # merged export above; the adapters as a peft directory
+        assert json.loads((tmp_path / "adapters" / "adapter_config.json").read_text())["r"] == 4
+        assert len(load_file(str(tmp_path / "adapters" / "adapter_model.safetensors"))) == 2 * 7 * config.num_hidden_layers
 
 
 PP_EXPORT_SCRIPT = '''
@@ -290,19 +294,9 @@ from clawgym.rl.trainer import megatron as M
 
 hf_dir = sys.argv[1]
 reference = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).state_dict()
-torch.cuda.current_device = lambda: "cpu"
-def _cpu_factory(factory):
-    def make_tensor(*args, **kwargs):
-        if str(kwargs.get("device", "")).startswith("cuda"):
-            kwargs["device"] = "cpu"
-        return factory(*args, **kwargs)
-    return make_tensor
-for _name in ("tensor", "zeros", "ones", "empty", "full"):
-    setattr(torch, _name, _cpu_factory(getattr(torch, _name)))
-torch.Tensor.cuda = lambda self, *a, **k: self
-torch.distributed.init_process_group("gloo")
-parallel_state.initialize_model_parallel(1, 2)
-tensor_parallel.get_cuda_rng_tracker().fork = lambda *a, **k: contextlib.nullcontext()
+from tests.megatron_cpu import init_gloo, redirect_cuda_to_cpu
+redirect_cuda_to_cpu()
+init_gloo(1, 2)
 mg = M.MegatronTrainer(hf_dir, load_tokenizer("tiny-random"), M.MegatronConfig(
     pipeline_parallel=2, bf16=False, device="cpu", use_distributed_optimizer=False, trainer=TrainerConfig()))
 names = [n for n, _ in mg.iter_export()]  # every rank iterates; only rank 0 yields

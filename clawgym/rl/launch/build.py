@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from clawgym.rl.launch.placement import Plan, plan, resolve_model, sglang_model_path
+from clawgym.rl.launch.placement import Plan, Shape, plan, resolve_model, sglang_model_path
 from clawgym.rl.launch.schema import ConfigError, RunConfig, judge_parts, uses_llm_judge
 from clawgym.rl.launch.teacher import trainer_teacher
 
@@ -175,8 +175,9 @@ def _partition(config: RunConfig, p: Plan) -> Stack:
 
     gpu = config.gpu
     if gpu.nodes > 1:
-        raise ConfigError(f"gpu.nodes={gpu.nodes}: --check plans a multi-node placement, but launching SGLang and "
-                          "trainer ranks on other nodes through Ray is not built yet; run one node per launcher")
+        raise ConfigError(f"gpu.nodes={gpu.nodes}: --check plans a multi-node placement, but starting SGLang and "
+                          "trainer ranks on other nodes is not built; set gpu.nodes=1 (env workers can still spread "
+                          "over a multi-node Ray cluster: rollout.executor=ray, ray.address=HEAD:6379)")
     require_gpus(p)
     model_dir = sglang_model_path(config.policy.model)
     actor, rollout, judge = p.role("actor"), p.role("rollout"), p.role("judge")
@@ -203,7 +204,7 @@ def _partition(config: RunConfig, p: Plan) -> Stack:
                               f"{len(actor.gpus)} (or set gpu.actor_gpus=1)")
         trainer = MegatronTrainer(model_dir, load_tokenizer(model_dir),
                                   MegatronConfig(tensor_parallel=gpu.tensor_parallel, pipeline_parallel=gpu.pipeline_parallel,
-                                                 trainer=trainer_config(config)))
+                                                 trainer=trainer_config(config, Shape.of(model_dir).num_hidden_layers)))
     trainer.export_device, trainer.export_dtype = "cuda", _dtype("bfloat16")  # SGLang takes bf16 from the GPU
     policy.transport = make_transport(p.transport, policy, bucket_bytes=gpu.bucket_mb << 20,
                                       sglang_ranks=len(rollout.gpus) if rollout else len(actor.gpus))
@@ -230,6 +231,13 @@ def env_tools(config: RunConfig) -> list[dict[str, Any]] | None:
         env.close()
 
 
+def executor_options(config: RunConfig) -> dict[str, Any] | None:
+    """The Ray executor's options from the ``ray`` section (None for the in-process executors)."""
+    if config.rollout.executor != "ray":
+        return None
+    return {"address": config.ray.address, "num_cpus": config.ray.num_cpus}
+
+
 def build(config: RunConfig, on_step: Any = None) -> Components:
     """The whole run: :func:`build_stack` plus the async loop over the env."""
     from clawgym.rl.launch.convert import loop_config
@@ -245,6 +253,7 @@ def build(config: RunConfig, on_step: Any = None) -> Components:
         env_kwargs=dict(config.env.kwargs),
         eval_env_kwargs={**config.env.kwargs, **config.env.eval_kwargs},
         executor=config.rollout.executor,
+        executor_options=executor_options(config),
         tools=env_tools(config) if config.method in ("opd", "hybrid") else None,
         on_step=on_step,
     )

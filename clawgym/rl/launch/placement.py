@@ -146,12 +146,9 @@ def plan(config: RunConfig) -> Plan:
                     (serve_bytes + train_bytes) / GIB, f"serving copy + trainer ({holds}) + activations")
         return Plan("one-gpu" if on_gpu else "cpu", [role], "inproc",
                     "in-process copy into the hf policy between two decoding steps", config.policy.model, n,
-                    1 if on_gpu else 0)
+                    1 if on_gpu else 0, [ray_note(config)] if config.rollout.executor == "ray" else [])
 
     tp, pp = gpu.tensor_parallel, gpu.pipeline_parallel
-    if gpu.backend == "megatron+sglang" and lora.enabled:
-        raise ConfigError("gpu.backend megatron+sglang trains full weights (LoRA on the megatron trainer is not built "
-                          "yet): set trainer.lora.enabled=false, or gpu.backend=torch+sglang (one actor GPU, LoRA)")
     # the partition always serves with SGLang: policy.backend / device only choose the in-process placement
     colocated = gpu.rollout_gpus == 0
     transport = gpu.weight_transport
@@ -207,10 +204,14 @@ def plan(config: RunConfig) -> Plan:
     notes = []
     if uses_llm_judge(config) and not judge_gpus:
         notes.append("the judge queries the policy server (judge.model: policy)")
-    if config.rollout.executor == "ray" or gpu.nodes > 1:
-        notes.append("rollout workers run as Ray actors (rollout.executor: ray); env workers need no GPU")
     if gpu.nodes > 1 and config.rollout.executor != "ray":
         raise ConfigError(f"gpu.nodes={gpu.nodes}: several nodes need Ray: set rollout.executor=ray")
+    if gpu.nodes > 1 and config.ray.address is None:
+        raise ConfigError(f"gpu.nodes={gpu.nodes}: the env workers must join the Ray cluster that spans the nodes: start it "
+                          "(ray start --head --port 6379 on node 0, ray start --address NODE0:6379 on the others) and set "
+                          "ray.address=NODE0:6379 (or auto)")
+    if config.rollout.executor == "ray":
+        notes.append(ray_note(config))
     bucket = f"{gpu.bucket_mb} MB buckets"
     transport_note = {
         "tensor": "bf16 tensors on the serving GPU, SGLang /update_weights_from_tensor (CUDA IPC, no copy to host)",
@@ -222,6 +223,18 @@ def plan(config: RunConfig) -> Plan:
         transport_note += "; LoRA adapters merged into the base weights before sending"
     return Plan("multi-node" if gpu.nodes > 1 else "partition", roles, transport, transport_note,
                 config.policy.model, n, need, notes)
+
+
+def ray_note(config: RunConfig) -> str:
+    """Where the env actors go, for the plan's notes."""
+    address = config.ray.address
+    if address == "auto":
+        where = "the Ray cluster this machine has joined (ray.address: auto)"
+    elif address:
+        where = f"the Ray cluster at {address}"
+    else:
+        where = "a private Ray instance on this machine" + (f" ({config.ray.num_cpus} CPUs)" if config.ray.num_cpus else "")
+    return f"env workers run as Ray actors in {where} (rollout.executor: ray); they need no GPU"
 
 
 def format_plan(p: Plan) -> str:

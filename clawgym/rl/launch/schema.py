@@ -156,6 +156,19 @@ class GpuSection(Section):
     sglang_args: list[str] = Field(default_factory=list)  # passed through to sglang.launch_server
 
 
+class RaySection(Section):
+    """Where the Ray executor's env actors run (used when ``rollout.executor: ray``).
+
+    ``address: null`` starts a private Ray instance on this machine. To spread env workers over several
+    machines, start a cluster first (``ray start --head --port 6379`` on one node, ``ray start --address
+    HEAD:6379`` on each other node, the same clawgym environment on all of them) and give its address:
+    ``HEAD:6379``, ``auto`` (the cluster this machine joined) or ``ray://HEAD:10001`` (Ray client).
+    """
+
+    address: str | None = None
+    num_cpus: int | None = None  # CPUs of the private instance (address: null); a cluster brings its own
+
+
 class RunConfig(Section):
     method: str = "grpo"
     env: EnvSection = Field(default_factory=EnvSection)
@@ -165,6 +178,7 @@ class RunConfig(Section):
     trainer: TrainerSection = Field(default_factory=TrainerSection)
     loop: LoopSection = Field(default_factory=LoopSection)
     gpu: GpuSection = Field(default_factory=GpuSection)
+    ray: RaySection = Field(default_factory=RaySection)
     serve: dict[str, Any] = Field(default_factory=dict)  # read by `clawgym serve`; ignored by train
 
 
@@ -303,10 +317,28 @@ def validate(config: RunConfig) -> None:
     for name, value in (("rollout.workers", config.rollout.workers), ("rollout.group_size", config.rollout.group_size)):
         if value < 1:
             problems.append(f"{name} must be at least 1")
+    problems += ray_problems(config)
     problems += gpu_problems(config.gpu)
     problems += teacher_problems(config)
     if problems:
         raise ConfigError("invalid config:\n  - " + "\n  - ".join(problems))
+
+
+def ray_problems(config: RunConfig) -> list[str]:
+    """``ray.*`` only means something to the Ray executor, and a cluster address excludes a private instance."""
+    ray, executor = config.ray, config.rollout.executor
+    problems = []
+    if executor != "ray" and (ray.address is not None or ray.num_cpus is not None):
+        problems.append(f"ray.address / ray.num_cpus are set but rollout.executor is {executor!r}: set rollout.executor=ray "
+                        "(or remove the ray section)")
+    if ray.address is not None and ray.num_cpus is not None:
+        problems.append("ray.num_cpus sizes a private Ray instance; with ray.address the cluster's own CPUs are used: "
+                        "remove ray.num_cpus")
+    if ray.address is not None and not ray.address.strip():
+        problems.append("ray.address is empty: give HEAD:6379, auto or ray://HEAD:10001 (or null for a private instance)")
+    if ray.num_cpus is not None and ray.num_cpus < 1:
+        problems.append("ray.num_cpus must be at least 1")
+    return problems
 
 
 def gpu_problems(gpu: GpuSection) -> list[str]:

@@ -14,12 +14,31 @@ from clawgym.rl.rollout.local import EnvHost, settle
 logger = logging.getLogger(__name__)
 
 
+def _use_token_auth_if_present() -> None:
+    """Join a cluster given by address the way Ray joins ``address="auto"``: with its token when one exists.
+
+    Ray >= 2.5x's ``ray start --head`` turns token authentication on when a token exists
+    (``~/.ray/auth_token``, ``RAY_AUTH_TOKEN`` or ``RAY_AUTH_TOKEN_PATH``), but ``ray.init(address=HOST:PORT)``
+    never does, and then retries for minutes on ``InvalidAuthToken``. ``RAY_AUTH_MODE`` set by the user wins.
+    """
+    try:
+        from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
+    except ImportError:  # a Ray without token authentication
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+
+
+# Executors of one process share its Ray connection (the training loop runs a pool per producer): Ray is
+# shut down (a private instance stopped, a cluster left) when the last of them closes, not the first.
+_RAY_USERS: dict[str, Any] = {"count": 0, "started_here": False}
+
+
 class RayExecutor:
     """Envs inside Ray actors (each an :class:`EnvHost` with several env threads); the policy stays here.
 
     ``address=None`` joins a running Ray instance or starts a local one with ``num_cpus``
     (the driver's ``sys.path`` is passed to the workers so test and script modules import there);
-    ``address="ray://..."``/``"auto"`` joins a cluster. Actors default to ``num_cpus=1`` each and
+    ``address="HOST:6379"``/``"ray://..."``/``"auto"`` joins a cluster (with its auth token when one exists). Actors default to ``num_cpus=1`` each and
     there are ``num_actors`` of them (default: the cluster's CPU count, at most one per slot).
 
     ``batch_calls=True`` sends the reset/step calls that are ready in the same event-loop tick to an
@@ -51,27 +70,46 @@ class RayExecutor:
         self._actors: list[Any] = []
         self._actor_cls: Any = None
         self._placement: dict[int, tuple[Any, int]] = {}
-        self._started_ray = False
+        self._joined = False  # counted in _RAY_USERS until close
+        self.start_timeout_s = 300.0  # actors not placed by then cannot be (resources) or the cluster is unwell
 
     async def start(self, num_slots: int) -> None:
         import ray  # the `ray` extra; imported only when this executor is used
 
         if not ray.is_initialized():
+            if self.address not in (None, "auto"):
+                _use_token_auth_if_present()
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if self.address is None:
                 kwargs["num_cpus"] = self.num_cpus
                 path = os.pathsep.join(p for p in sys.path if p)
                 kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
             ray.init(address=self.address, **kwargs)
-            self._started_ray = True
-        cpus = int(ray.cluster_resources().get("CPU", 1))
-        per_actor = float(self.actor_options.get("num_cpus", 1) or 0)
-        default_actors = max(1, int(cpus // per_actor)) if per_actor > 0 else cpus
+            _RAY_USERS["started_here"] = True
+        _RAY_USERS["count"] += 1
+        self._joined = True
+        # Several executors may share one cluster (the training loop runs one pool per producer): size the
+        # default from the CPUs still free, and when none is free share them (num_cpus=0) rather than
+        # queue actors that would never be placed.
+        options = dict(self.actor_options)
+        free = int(ray.available_resources().get("CPU", 0))
+        per_actor = float(options.get("num_cpus", 1) or 0)
+        if per_actor > 0 and free < per_actor and not self.num_actors:
+            logger.warning("ray executor: no free CPU in the cluster (%d in all): these env actors share CPUs with "
+                           "the ones already placed", int(ray.cluster_resources().get("CPU", 0)))
+            options["num_cpus"], per_actor = 0, 0.0
+            free = int(ray.cluster_resources().get("CPU", 1))
+        default_actors = max(1, int(free // per_actor)) if per_actor > 0 else max(1, free)
         count = max(1, min(num_slots, self.num_actors or default_actors))
         slots_per_actor = -(-num_slots // count)
-        self._actor_cls = ray.remote(EnvHost).options(max_concurrency=4 * slots_per_actor + 16, **self.actor_options)
+        self._actor_cls = ray.remote(EnvHost).options(max_concurrency=4 * slots_per_actor + 16, **options)
         self._actors = [self._actor_cls.remote(self._spec, self._kwargs) for _ in range(count)]
-        await asyncio.gather(*(actor.ping.remote() for actor in self._actors))
+        try:
+            await asyncio.wait_for(asyncio.gather(*(actor.ping.remote() for actor in self._actors)), self.start_timeout_s)
+        except asyncio.TimeoutError:
+            raise RuntimeError(f"ray executor: {count} env actors ({options}) were not placed within "
+                               f"{self.start_timeout_s:.0f} s; the cluster has {ray.available_resources().get('CPU', 0)} "
+                               "CPUs free: lower rollout.workers or num_actors, or add nodes") from None
         self._placement = {slot: (self._actors[slot % count], slot // count) for slot in range(num_slots)}
         logger.info("ray executor: %d actors, %d env slots", count, num_slots)
 
@@ -145,7 +183,7 @@ class RayExecutor:
     async def close(self) -> None:
         import ray
 
-        if self._actors:
+        if self._actors and ray.is_initialized():
             try:
                 await asyncio.wait_for(asyncio.gather(*(a.close.remote() for a in self._actors)), 30)
             except Exception:
@@ -153,7 +191,9 @@ class RayExecutor:
             for actor in self._actors:
                 ray.kill(actor)
         self._actors = []
-        if self._started_ray:
-            ray.shutdown()
-            self._started_ray = False
-
+        if self._joined:
+            self._joined = False
+            _RAY_USERS["count"] -= 1
+            if _RAY_USERS["count"] == 0 and _RAY_USERS["started_here"]:  # the last executor out disconnects
+                ray.shutdown()
+                _RAY_USERS["started_here"] = False

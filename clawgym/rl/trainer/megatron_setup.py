@@ -35,7 +35,9 @@ class MegatronConfig:
         elif isinstance(self.trainer, dict):
             self.trainer = TrainerConfig(**self.trainer)
         if self.trainer.lora is not None:
-            raise ValueError("the megatron trainer trains full weights; LoRA is torch-trainer only for now")
+            from clawgym.rl.trainer.megatron_lora import check_lora_settings
+
+            check_lora_settings(self.trainer.lora, self.transformer_engine)
         if self.trainer.method == "opd_topk":
             raise ValueError("method 'opd_topk' is torch-trainer only for now (needs a vocab-parallel top-K)")
 
@@ -112,6 +114,8 @@ def transformer_config_from_hf(hf_config: Any, cfg: MegatronConfig) -> Any:
         use_cpu_initialization=cfg.device == "cpu",
         pipeline_dtype=dtype,
         variable_seq_lengths=False,
+        # gloo (CPU tests) has no batched isend/irecv and no CUDA sync: plain isend/irecv pairs there
+        batch_p2p_comm=cfg.device != "cpu",
     )
 
 
