@@ -71,11 +71,15 @@ class Serving:
     dashboard: Any = None
 
 
-def build_serving(config: RunConfig) -> Serving:
-    """Policy, judges, gateway, dashboard (and the background trainer) from a launcher config (CPU / one device)."""
+def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
+    """Policy, judges, gateway, dashboard (and the background trainer) from a launcher config.
+
+    ``policy.backend: hf`` serves in this process (CPU / one device); ``sglang`` (the GPU section) serves
+    from an SGLang server placed by the same builder as ``clawgym train`` (``device``: see
+    :func:`~clawgym.rl.launch.build.build_stack`).
+    """
     from clawgym.rl.judge import JudgeStage
     from clawgym.rl.policy.chat_template import encode_prompt
-    from clawgym.rl.policy.models import load_model
     from clawgym.serve.fitting import ContextFitter
     from clawgym.rl.types import read_jsonl
     from clawgym.serve.app import build_gateway_app
@@ -86,25 +90,12 @@ def build_serving(config: RunConfig) -> Serving:
     from clawgym.serve.users import UserDirectory
 
     settings = ServeSettings.from_config(config)
-    if config.gpu.enabled or config.policy.backend != "hf":
-        raise ConfigError("clawgym serve runs the hf backend on this machine; set policy.backend: hf")
     out = Path(config.loop.output_dir)
-    window = config.policy.context_window
-    serve_model, tokenizer = load_model(config.policy.model, device=config.policy.device, seed=config.policy.seed,
-                                        context_window=window)
-    trainer = None
-    if settings.train or settings.adapters == "per_user":
-        from clawgym.rl.trainer import TorchTrainer
-
-        train_model, _ = load_model(config.policy.model, device=config.policy.device, seed=config.policy.seed,
-                                    context_window=window)
-        trainer = TorchTrainer(train_model, tokenizer,
-                               trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)))
-    per_user = _per_user if settings.adapters == "per_user" else _shared
-    policy, responder, judge_policy, personal, adapters = per_user(config, settings, serve_model, tokenizer, trainer, out)
-    judges, judge_model = build_judges(config, judge_policy)
-    if trainer is not None:
-        trainer.teacher_model = judge_teacher(config, judge_model, tokenizer)  # trainer.teacher judge: the judge's model
+    if config.gpu.enabled or config.policy.backend != "hf":
+        policy, responder, tokenizer, judges, personal, adapters, max_positions = _sglang(config, settings, out, device)
+    else:
+        policy, responder, tokenizer, judges, personal, adapters = _in_process(config, settings, out)
+        max_positions = policy.max_positions
     dashboard = Dashboard()
     log_path = Path(settings.log or out / "turns.jsonl")
     log = TurnLog(log_path)
@@ -119,11 +110,11 @@ def build_serving(config: RunConfig) -> Serving:
     if personal is not None:
         personal.on_step = lambda record: dashboard.observe_step(record.get("user", "default"), record.get(
             "adapter_version", record.get("policy_version", 0)))
-    fitter = ContextFitter(lambda messages, tools: len(encode_prompt(tokenizer, messages, tools)), policy.max_positions)
+    fitter = ContextFitter(lambda messages, tools: len(encode_prompt(tokenizer, messages, tools)), max_positions)
     gateway = ChatGateway(responder, log, tracker=SessionTracker(idle_timeout_s=settings.idle_timeout_s),
                           judge_stage=JudgeStage(judges) if judges else None, on_judged=on_judged,
                           on_recorded=dashboard.observe_turn, model_name=config.policy.model, fitter=fitter)
-    gateway.model_info = {"context_window": policy.max_positions, "max_output_tokens": settings.max_tokens}
+    gateway.model_info = {"context_window": max_positions, "max_output_tokens": settings.max_tokens}
     if personal is not None:
         personal.recover(gateway.log.turns())  # judged before a restart, never trained: not lost
 
@@ -143,6 +134,29 @@ def build_serving(config: RunConfig) -> Serving:
     app = build_gateway_app(gateway, api_key=settings.api_key, default_max_tokens=settings.max_tokens, users=users,
                             dashboard=dashboard, forget=forget if settings.adapters == "per_user" or settings.admin_key else None)
     return Serving(app, gateway, policy, personal, adapters, dashboard)
+
+
+def _in_process(config: RunConfig, settings: ServeSettings, out: Path) -> tuple:
+    """policy.backend hf: the policy (one or per-user adapters), its trainer and the judges in this process."""
+    from clawgym.rl.policy.models import load_model
+
+    window = config.policy.context_window
+    serve_model, tokenizer = load_model(config.policy.model, device=config.policy.device, seed=config.policy.seed,
+                                        context_window=window)
+    trainer = None
+    if settings.train or settings.adapters == "per_user":
+        from clawgym.rl.trainer import TorchTrainer
+
+        train_model, _ = load_model(config.policy.model, device=config.policy.device, seed=config.policy.seed,
+                                    context_window=window)
+        trainer = TorchTrainer(train_model, tokenizer,
+                               trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)))
+    per_user = _per_user if settings.adapters == "per_user" else _shared
+    policy, responder, judge_policy, personal, adapters = per_user(config, settings, serve_model, tokenizer, trainer, out)
+    judges, judge_model = build_judges(config, judge_policy)
+    if trainer is not None:
+        trainer.teacher_model = judge_teacher(config, judge_model, tokenizer)  # trainer.teacher judge: the judge's model
+    return policy, responder, tokenizer, judges, personal, adapters
 
 
 def _shared(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: Any, trainer: Any, out: Path) -> tuple:
@@ -183,6 +197,69 @@ def _per_user(config: RunConfig, settings: ServeSettings, model: Any, tokenizer:
     return policy, UserResponder(adapters), policy.adapter(0), personal, adapters
 
 
+def sglang_problems(config: RunConfig, settings: ServeSettings) -> list[str]:
+    """Why ``clawgym serve`` cannot run this config with the sglang backend (empty: it can); the schema
+    already refuses ``trainer.teacher: judge`` with an SGLang judge."""
+    from clawgym.rl.launch.schema import judge_parts
+
+    problems = []
+    if settings.adapters == "per_user":
+        problems.append("serve.adapters: per_user needs the in-process hf policy (it serves every user's LoRA adapter "
+                        "in one batch and swaps one adapter at a time); the sglang backend receives one set of merged "
+                        "weights for everyone: use serve.adapters: shared, or policy.backend: hf with gpu.enabled: false")
+    prob = [part for part in judge_parts(config.judge.type) if part in ("prob", "probhint")]
+    if prob:
+        problems.append(f"judge.type {'+'.join(prob)} reads label probabilities from an in-process hf model, but with "
+                        "the sglang backend the judge is an SGLang server: use judge.type prm,hint (generated votes) or rules")
+    return problems
+
+
+def _sglang(config: RunConfig, settings: ServeSettings, out: Path, device: str) -> tuple:
+    """policy.backend sglang: the SGLang server serves; trainer and weight transport are placed by
+    :func:`~clawgym.rl.launch.build.build_stack`, the same builder (and plan) as ``clawgym train``."""
+    from clawgym.rl.launch.build import build_stack
+    from clawgym.serve.gateway import PolicyResponder
+    from clawgym.serve.personal_trainer import PersonalTrainer
+
+    problems = sglang_problems(config, settings)
+    if problems:
+        raise ConfigError("clawgym serve with the sglang backend: " + "; ".join(problems))
+    stack = build_stack(config, device=device)
+    policy, trainer, responder, personal = stack.policy, stack.trainer, PolicyResponder(stack.policy), None
+    if settings.train:
+        checkpoint = out / "checkpoint"
+        if checkpoint.is_dir():  # a restart: the server gets the last trained weights before it answers anyone
+            trainer.load_checkpoint(checkpoint)
+            responder = PublishFirst(responder, trainer)
+        personal = PersonalTrainer(trainer, policy, batch_size=settings.batch_size,
+                                   max_staleness=settings.max_staleness, output_dir=out)
+    hf_config = getattr(trainer, "hf_config", None) or getattr(getattr(trainer, "model", None), "config", None)
+    max_positions = int(getattr(hf_config, "max_position_embeddings", 0) or 1 << 30)
+    return policy, responder, policy.tokenizer, stack.judges, personal, None, max_positions
+
+
+class PublishFirst:
+    """After a restart: publish the restored trainer's weights to the SGLang server (on the serving loop,
+    where its HTTP client and weight transport live) before the first answer."""
+
+    def __init__(self, responder: Any, trainer: Any) -> None:
+        import asyncio
+
+        self.responder, self.trainer, self.policy = responder, trainer, responder.policy
+        self._lock = asyncio.Lock()
+        self.published = False
+
+    async def respond(self, view: Any, body: dict[str, Any], sampling: Any) -> Any:
+        import asyncio
+
+        async with self._lock:
+            if not self.published:
+                await self.policy.update_weights(await asyncio.to_thread(self.trainer.export_weights))
+                self.published = True
+        async for item in self.responder.respond(view, body, sampling):
+            yield item
+
+
 def _forget_step_records(path: Path, user: str) -> None:
     """Rewrite the trainer's step records without ``user``'s (they name the user's turn ids)."""
     import json
@@ -206,6 +283,14 @@ def main_serve(args: Any) -> int:
         from clawgym.rl.launch import check_config
 
         print(check_config(args.config, getattr(args, "set", []) or []))
+        if config.gpu.enabled or config.policy.backend != "hf":
+            problems = sglang_problems(config, settings)
+            if problems:
+                raise ConfigError("clawgym serve with the sglang backend: " + "; ".join(problems))
+            where = f"the SGLang server at {config.policy.base_url} (attached)" if config.policy.base_url else \
+                "an SGLang server launched on the rollout GPUs of the plan above"
+            print(f"serve: turns answered by {where}; with serve.train the personal trainer publishes each step's "
+                  "weights to it the way the plan's `weights` line says")
         print(f"serve: {settings.host}:{settings.port}, adapters {settings.adapters}, "
               f"{len(settings.users)} keyed users, training {'on' if settings.train else 'off'}")
         return 0

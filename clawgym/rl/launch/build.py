@@ -166,7 +166,7 @@ def _sglang_server(model: str, gpus: Sequence[tuple[int, int]], args: Sequence[s
         return SGLangPolicy.launch(model, ["--tp-size", str(len(gpus)), *args])
 
 
-def _partition(config: RunConfig, p: Plan) -> Stack:
+def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
     from clawgym.rl.judge import make_judges
     from clawgym.rl.launch.convert import trainer_config
     from clawgym.core.policy import SamplingParams
@@ -178,8 +178,10 @@ def _partition(config: RunConfig, p: Plan) -> Stack:
         raise ConfigError(f"gpu.nodes={gpu.nodes}: --check plans a multi-node placement, but starting SGLang and "
                           "trainer ranks on other nodes is not built; set gpu.nodes=1 (env workers can still spread "
                           "over a multi-node Ray cluster: rollout.executor=ray, ray.address=HEAD:6379)")
-    require_gpus(p)
-    model_dir = sglang_model_path(config.policy.model)
+    if device == "cuda":
+        require_gpus(p)
+    # an attached server (policy.base_url) already holds its model: the name only picks tokenizer and trainer weights
+    model_dir = config.policy.model if config.policy.base_url else sglang_model_path(config.policy.model)
     actor, rollout, judge = p.role("actor"), p.role("rollout"), p.role("judge")
     assert actor is not None
     policy = _sglang_server(model_dir, rollout.gpus if rollout else actor.gpus, gpu.sglang_args, config.policy.base_url)
@@ -190,7 +192,8 @@ def _partition(config: RunConfig, p: Plan) -> Stack:
         from clawgym.rl.policy.models import load_model
         from clawgym.rl.trainer import TorchTrainer
 
-        train_model, tokenizer = load_model(model_dir, device="cuda:0", dtype=_dtype(config.policy.dtype), seed=config.policy.seed)
+        train_model, tokenizer = load_model(model_dir, device=f"{device}:0" if device == "cuda" else device,
+                                            dtype=_dtype(config.policy.dtype), seed=config.policy.seed)
         trainer = TorchTrainer(train_model, tokenizer, trainer_config(config, train_model.config.num_hidden_layers))
     else:
         from clawgym.rl.trainer.megatron import MegatronConfig, MegatronTrainer, megatron_available
@@ -202,20 +205,26 @@ def _partition(config: RunConfig, p: Plan) -> Stack:
             raise ConfigError(f"gpu.actor_gpus={len(actor.gpus)}: the megatron trainer needs one process per actor GPU: "
                               "start this launcher under torchrun --nproc-per-node "
                               f"{len(actor.gpus)} (or set gpu.actor_gpus=1)")
+        model_dir = sglang_model_path(config.policy.model)  # megatron reads an HF checkpoint directory
         trainer = MegatronTrainer(model_dir, load_tokenizer(model_dir),
                                   MegatronConfig(tensor_parallel=gpu.tensor_parallel, pipeline_parallel=gpu.pipeline_parallel,
                                                  trainer=trainer_config(config, Shape.of(model_dir).num_hidden_layers)))
-    trainer.export_device, trainer.export_dtype = "cuda", _dtype("bfloat16")  # SGLang takes bf16 from the GPU
+    trainer.export_device, trainer.export_dtype = device, _dtype("bfloat16")  # SGLang takes bf16 from the GPU
     policy.transport = make_transport(p.transport, policy, bucket_bytes=gpu.bucket_mb << 20,
-                                      sglang_ranks=len(rollout.gpus) if rollout else len(actor.gpus))
+                                      sglang_ranks=len(rollout.gpus) if rollout else len(actor.gpus), device=device)
     judges = _make_judges(config, judge_parts(config.judge.type), judge_policy, make_judges, SamplingParams)
     return Stack(p, policy, trainer, judges, judge_policy if uses_llm_judge(config) else None)
 
 
-def build_stack(config: RunConfig) -> Stack:
-    """Serving policy, trainer, judges and weight transport for a validated config, placed by its plan."""
+def build_stack(config: RunConfig, device: str = "cuda") -> Stack:
+    """Serving policy, trainer, judges and weight transport for a validated config, placed by its plan.
+
+    ``device`` is where the partition's trainer and weight transport run: ``cuda`` on a GPU machine;
+    ``cpu`` runs the very same partition code (torch trainer, tensor transport, NCCL path over gloo)
+    against an SGLang-API server without a GPU, which is how the tests exercise it.
+    """
     p = plan(config)
-    return _in_process(config, p) if p.placement in ("cpu", "one-gpu") else _partition(config, p)
+    return _in_process(config, p) if p.placement in ("cpu", "one-gpu") else _partition(config, p, device)
 
 
 def env_tools(config: RunConfig) -> list[dict[str, Any]] | None:

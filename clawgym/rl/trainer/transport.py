@@ -213,15 +213,17 @@ class NcclTransport:
 
 
 def make_transport(kind: str, policy: Any, bucket_bytes: int = 512 << 20, sglang_ranks: int = 1,
-                   master_address: str = "127.0.0.1", master_port: int | None = None) -> WeightTransport:
-    """The transport a placement plan names (``inproc`` | ``tensor`` | ``nccl``) for ``policy``."""
+                   master_address: str = "127.0.0.1", master_port: int | None = None,
+                   device: str = "cuda") -> WeightTransport:
+    """The transport a placement plan names (``inproc`` | ``tensor`` | ``nccl``) for ``policy``
+    (``device="cpu"``: the same code without a GPU, the NCCL path over gloo)."""
     if kind == "inproc":
         return InProcessTransport(policy)
     if kind == "tensor":
-        return TensorTransport(policy.post, device="cuda", tp_ranks=sglang_ranks, bucket_bytes=bucket_bytes)
+        return TensorTransport(policy.post, device=device, tp_ranks=sglang_ranks, bucket_bytes=bucket_bytes)
     if kind == "nccl":
         from clawgym.rl.policy.sglang import free_port
 
         return NcclTransport(policy.post, master_address, master_port or free_port(), sglang_ranks,
-                             bucket_bytes=bucket_bytes)
+                             backend="nccl" if device == "cuda" else "gloo", device=device, bucket_bytes=bucket_bytes)
     raise ValueError(f"unknown weight transport {kind!r} (inproc, tensor or nccl; disk is the policy's own path)")
