@@ -9,6 +9,7 @@ must arrive at the server (``/update_weights_from_tensor``) exactly, in the serv
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import time
@@ -23,10 +24,12 @@ from clawgym import cli
 from clawgym.rl.launch import ConfigError, load_config
 from clawgym.rl.policy.models import load_tokenizer
 from clawgym.rl.server import BackgroundServer
-from clawgym.rl.types import read_jsonl
+from clawgym.rl.trainer.transport import NcclTransport
+from clawgym.rl.types import Sample, read_jsonl
 from clawgym.serve.main import build_serving
 from tests.sglang_fake import SERVING_DTYPE, fake_sglang
 from tests.test_chat_serve import ThanksIsGood
+from tests.test_weight_transport import sglang_process  # noqa: F401  (the test server in its own process)
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +115,32 @@ def test_turns_are_served_by_sglang_and_trained_weights_reach_it(tmp_path, sglan
     assert kinds == ["update", "generate"] and again.policy.version == 1
     restored = server_weights(url)["weights"]
     assert all(torch.equal(restored[n], t.to(SERVING_DTYPE)) for n, t in again.trainer.trainer.export_weights().items())
+
+
+@pytest.mark.slow
+def test_sglang_on_its_own_gpus_gets_the_trained_weights_over_the_nccl_group(tmp_path, sglang_process):  # noqa: F811
+    """Disaggregated (rollout_gpus: 1): the plan's NCCL path, run over gloo with the same code."""
+    url = sglang_process
+    path = sglang_config(tmp_path, url, gpu={"gpus_per_node": 2, "rollout_gpus": 1, "bucket_mb": 1})
+    serving = build_serving(load_config(path), device="cpu")
+    transport = serving.policy.transport
+    assert isinstance(transport, NcclTransport) and transport.backend == "gloo"
+    tokens = serving.policy.tokenizer("a tiny reply", add_special_tokens=False)["input_ids"]
+    serving.trainer.pending = [Sample(prompt_ids=[1, 2, 3], response_ids=tokens, old_logprobs=[-1.0] * len(tokens),
+                                      reward=r, advantage=r, turn_id=f"t{i}") for i, r in enumerate((1.0, -1.0))]
+
+    async def step():
+        try:
+            return await serving.trainer.train_once()
+        finally:
+            await serving.policy.close()  # leaves the weight-update group on both sides
+
+    record = asyncio.run(step())
+    assert record["policy_version"] == 1 and record["trained"] == ["t0", "t1"]
+    served = server_weights(url)
+    trained = serving.trainer.trainer.export_weights()
+    assert served["version"] == "1" and set(served["weights"]) == set(trained)
+    assert all(torch.equal(served["weights"][n], t.to(SERVING_DTYPE)) for n, t in trained.items())
 
 
 def test_serve_check_prints_where_the_model_is_served_and_how_weights_travel(tmp_path, sglang_server, capsys):

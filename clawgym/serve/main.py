@@ -9,6 +9,8 @@ judged turns in the background and publishes new weights in place. The config is
             idle_timeout_s: 1800, train: true, batch_size: 8, max_staleness: 2, max_tokens: 512,
             adapters: shared, users: {}, admin_key: null, max_users: 16}
 
+``policy.backend: hf`` serves in this process; ``sglang`` (with the ``gpu`` section) serves from an SGLang
+server placed by the builder of ``clawgym train`` and publishes trained weights to it (shared adapters only).
 ``adapters: shared`` trains one set of weights for everyone (:class:`PersonalTrainer`).
 ``adapters: per_user`` gives every user their own LoRA adapter on one base model, served together in
 one batch and trained only on that user's turns (:mod:`clawgym.serve.user_adapters`); users come from
