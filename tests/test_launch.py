@@ -123,21 +123,33 @@ def test_gpu_section_static_checks():
         load_config(None, ["gpu.backend=torch+sglang", "gpu.actor_gpus=2"])
 
 
+# what each launcher's comment says to add for its GPU run (the chat launcher's CPU judge reads label
+# probabilities from the in-process model, which the GPU partition does not have)
+GPU_SETS = {"chat": ["gpu.enabled=true", "judge.type=prm,hint"]}
+
+
 @pytest.mark.parametrize("path", GPU_LAUNCHERS, ids=lambda p: p.stem)
 def test_every_gpu_section_passes_check_for_its_documented_gpu_count(path, capsys):
     assert {p.stem for p in GPU_LAUNCHERS} >= {"chat", "terminal"}
-    config = load_config(path, ["gpu.enabled=true"])
+    sets = GPU_SETS.get(path.stem, ["gpu.enabled=true"])
+    assert f"--set {' --set '.join(sets)}" in path.read_text()  # the launcher documents the command checked here
+    config = load_config(path, sets)
     p = plan(config)
     used = sorted(g for role in p.roles for g in role.gpus)
     assert used == [(0, i) for i in range(config.gpu.gpus_per_node)]  # every GPU used once, none twice
     assert p.transport == "nccl" and p.role("rollout") is not None
-    assert cli.main(["train", str(path), "--check", "--set", "gpu.enabled=true"]) == 0
+    assert cli.main(["train", str(path), "--check", *[arg for s in sets for arg in ("--set", s)]]) == 0
     printed = capsys.readouterr().out
     assert "placement: partition" in printed and "weights  nccl:" in printed and "GiB per GPU" in printed
 
 
+def test_label_probability_judges_are_refused_where_the_judge_is_an_sglang_server():
+    with pytest.raises(ConfigError, match="on the GPU partition judge.model: policy is the SGLang server; use judge.type prm,hint"):
+        load_config(REPO / "clawgym" / "launchers" / "chat.yaml", ["gpu.enabled=true"])
+
+
 def test_check_prints_the_placement_plan():
-    chat = check_config(REPO / "clawgym" / "launchers" / "chat.yaml", ["gpu.enabled=true"])
+    chat = check_config(REPO / "clawgym" / "launchers" / "chat.yaml", GPU_SETS["chat"])
     assert "actor    [node0:gpu0] torch (HF) trainer, TP=1 PP=1 DP=1, LoRA r=16" in chat
     assert "rollout  [node0:gpu1] SGLang policy server, --tp-size 1" in chat
     assert "the judge queries the policy server" in chat and "LoRA adapters merged" in chat
@@ -146,7 +158,7 @@ def test_check_prints_the_placement_plan():
     assert "judge    [node0:gpu2] SGLang judge server (smollm2-135m, frozen)" in terminal  # alias resolved
     cpu = check_config(REPO / "clawgym" / "launchers" / "demo.yaml")
     assert "placement: cpu" in cpu and "GPUs: none" in cpu and "weights  inproc" in cpu
-    colocated = check_config(REPO / "clawgym" / "launchers" / "chat.yaml", ["gpu.enabled=true", "gpu.rollout_gpus=0", "gpu.gpus_per_node=1"])
+    colocated = check_config(REPO / "clawgym" / "launchers" / "chat.yaml", GPU_SETS["chat"] + ["gpu.rollout_gpus=0", "gpu.gpus_per_node=1"])
     assert "weights  tensor:" in colocated and "SGLang policy server (colocated)" in colocated
     wide = plan(load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", [
         "gpu.enabled=true", "gpu.nodes=2", "gpu.gpus_per_node=8", "gpu.actor_gpus=8", "gpu.tensor_parallel=4",
@@ -190,8 +202,8 @@ def test_checkpoint_directory_models_are_sized_from_config_json(tmp_path):
 def test_wrong_gpu_sections_say_what_to_change(overrides, message, capsys):
     path = REPO / "clawgym" / "launchers" / "chat.yaml"
     with pytest.raises(ConfigError, match=message):
-        check_config(path, ["gpu.enabled=true", *overrides])
-    args = ["train", str(path), "--check", "--set", "gpu.enabled=true"]
+        check_config(path, [*GPU_SETS["chat"], *overrides])
+    args = ["train", str(path), "--check", "--set", "gpu.enabled=true", "--set", "judge.type=prm,hint"]
     for item in overrides:
         args += ["--set", item]
     assert cli.main(args) == 2

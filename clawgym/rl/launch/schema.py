@@ -308,6 +308,9 @@ def validate(config: RunConfig) -> None:
     elif config.judge.backend == "openai" and any(p in ("prob", "probhint") for p in parts):
         problems.append("judge.type prob/probhint reads label probabilities from an hf model; with judge.backend "
                         "openai use prm,hint")
+    elif config.gpu.enabled and config.judge.model == "policy" and any(p in ("prob", "probhint") for p in parts):
+        problems.append("judge.type prob/probhint reads label probabilities from an in-process hf model, but on the "
+                        "GPU partition judge.model: policy is the SGLang server; use judge.type prm,hint")
     if config.method in ("opd", "hybrid") and "hint" not in parts and "probhint" not in parts:
         problems.append(f"method {config.method!r} needs a hint judge: set judge.type to hint (or rules+prm,hint)")
     if config.judge.votes < 1:
