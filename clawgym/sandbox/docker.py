@@ -180,7 +180,13 @@ class DockerSandbox(ShellSandbox):
     def _open_shell(self) -> None:
         super()._open_shell()
         if self.local:
-            pid = int(self.client.api.exec_inspect(self._exec_id).get("Pid") or 0)
+            # the engine may report the exec's Pid a moment after the exec has started: ask for up to 1 s
+            pid = 0
+            for _ in range(20):
+                pid = int(self.client.api.exec_inspect(self._exec_id).get("Pid") or 0)
+                if pid:
+                    break
+                time.sleep(0.05)
             self._shell_host_pid = pid if pid and procs.pid_namespace(pid) == self._namespace else None
 
     def _stop_shell(self) -> int | None:
