@@ -60,18 +60,27 @@ class KVBuffer:
     def merge(self, keys: list[torch.Tensor], values: list[torch.Tensor], mask: torch.Tensor) -> "KVBuffer":
         """This batch followed by new rows (their own ``[rows, heads, T, dim]`` caches), left-padded to one width."""
         width = max(self.width, mask.shape[1])
-        merged_keys = [torch.cat([_pad_left(self.keys(i), width), _pad_left(k, width)]) for i, k in enumerate(keys)]
-        merged_values = [torch.cat([_pad_left(self.values(i), width), _pad_left(v, width)]) for i, v in enumerate(values)]
         merged_mask = torch.cat([_pad_left_2d(self.mask, width), _pad_left_2d(mask, width)])
-        return KVBuffer(merged_keys, merged_values, merged_mask)
+        return KVBuffer._assembled(width, merged_mask, [
+            [self.keys(i), k] for i, k in enumerate(keys)], [[self.values(i), v] for i, v in enumerate(values)])
 
     def select(self, rows: torch.Tensor) -> "KVBuffer":
         """Only ``rows``, without the leading columns that are padding for all of them."""
         mask = self.mask.index_select(0, rows)
         first = int(mask.any(dim=0).nonzero()[0])
-        keys = [self.keys(i).index_select(0, rows)[:, :, first:] for i in range(len(self._keys))]
-        values = [self.values(i).index_select(0, rows)[:, :, first:] for i in range(len(self._values))]
-        return KVBuffer(keys, values, mask[:, first:])
+        return KVBuffer._assembled(self.width - first, mask[:, first:],
+                                   [[self.keys(i)[:, :, first:].index_select(0, rows)] for i in range(len(self._keys))],
+                                   [[self.values(i)[:, :, first:].index_select(0, rows)] for i in range(len(self._values))])
+
+    @classmethod
+    def _assembled(cls, width: int, mask: torch.Tensor, keys: list[list[torch.Tensor]],
+                   values: list[list[torch.Tensor]]) -> "KVBuffer":
+        """A buffer whose rows are the given parts stacked, each right-aligned at ``width``: one copy."""
+        buffer = cls.__new__(cls)
+        buffer.width, buffer.mask = width, mask
+        buffer._keys = [_stacked(parts, width, width + SPARE_COLUMNS) for parts in keys]
+        buffer._values = [_stacked(parts, width, width + SPARE_COLUMNS) for parts in values]
+        return buffer
 
 
 class _BufferLayer(DynamicLayer):
@@ -104,13 +113,18 @@ def _with_room(tensor: torch.Tensor, filled: int, capacity: int) -> torch.Tensor
     return buffer
 
 
-def _pad_left(tensor: torch.Tensor, width: int) -> torch.Tensor:
-    """Left-pad a ``[B, H, T, D]`` cache tensor with zeros to ``T == width``."""
-    missing = width - tensor.shape[2]
-    if missing == 0:
-        return tensor
-    pad = tensor.new_zeros(tensor.shape[0], tensor.shape[1], missing, tensor.shape[3])
-    return torch.cat([pad, tensor], dim=2)
+def _stacked(parts: list[torch.Tensor], width: int, capacity: int) -> torch.Tensor:
+    """``[sum rows, H, capacity, D]``: the parts' rows one after another, right-aligned at ``width``, zeros before."""
+    rows = sum(part.shape[0] for part in parts)
+    _, heads, _, dim = parts[0].shape
+    buffer = parts[0].new_empty(rows, heads, capacity, dim)
+    start = 0
+    for part in parts:
+        end, filled = start + part.shape[0], part.shape[2]
+        buffer[start:end, :, : width - filled].zero_()  # left padding, hidden by the mask
+        buffer[start:end, :, width - filled : width].copy_(part)
+        start = end
+    return buffer
 
 
 def _pad_left_2d(mask: torch.Tensor, width: int) -> torch.Tensor:
