@@ -28,9 +28,9 @@ CHAT = REPO / "clawgym" / "launchers" / "chat.yaml"
 
 
 def test_ray_address_reaches_the_executor_and_the_plan():
-    config = load_config(CHAT, ["rollout.executor=ray", "ray.address=10.0.0.5:6379"])
-    assert executor_options(config) == {"address": "10.0.0.5:6379", "num_cpus": None}
-    assert "Ray cluster at 10.0.0.5:6379" in check_config(CHAT, ["rollout.executor=ray", "ray.address=10.0.0.5:6379"])
+    config = load_config(CHAT, ["rollout.executor=ray", "ray.address=127.0.0.1:6379"])
+    assert executor_options(config) == {"address": "127.0.0.1:6379", "num_cpus": None}
+    assert "Ray cluster at 127.0.0.1:6379" in check_config(CHAT, ["rollout.executor=ray", "ray.address=127.0.0.1:6379"])
     private = load_config(CHAT, ["rollout.executor=ray", "ray.num_cpus=2"])
     assert executor_options(private) == {"address": None, "num_cpus": 2}
     assert "private Ray instance on this machine (2 CPUs)" in "\n".join(plan(private).notes)
