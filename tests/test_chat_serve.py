@@ -107,3 +107,66 @@ def test_restart_resumes_weights_and_trains_what_was_judged_but_not_trained(tmp_
     serving.gateway.log.close()
     again = build_serving(load_config(config))  # a new process on the same run directory
     assert [s.turn_id for s in again.trainer.pending] == [s.turn_id for s in serving.trainer.pending]
+
+
+def _sample(reward, hint=None):
+    from clawgym.rl.types import Sample
+
+    return Sample(prompt_ids=[1], response_ids=[2], old_logprobs=[-1.0], reward=reward, advantage=reward, hint=hint,
+                  hint_messages=[{"role": "user", "content": "q"}] if hint else None)
+
+
+def test_batch_baseline_centres_verdicts_and_drops_what_teaches_nothing():
+    from clawgym.serve.personal_trainer import apply_baseline
+
+    mixed = [_sample(1.0), _sample(-1.0), _sample(-1.0), _sample(-1.0)]
+    kept, dropped = apply_baseline(mixed, "batch")
+    assert dropped == 0 and [s.advantage for s in kept] == [1.5, -0.5, -0.5, -0.5]
+    # a person who is never satisfied: every verdict -1 -> no verdict advantage is left; a hinted turn stays for OPD
+    unhappy = [_sample(-1.0), _sample(-1.0), _sample(-1.0, hint="name the student")]
+    kept, dropped = apply_baseline(unhappy, "batch")
+    assert dropped == 2 and len(kept) == 1 and kept[0].hint and kept[0].advantage == 0.0
+    # OpenClaw-RL's A = r keeps them all
+    kept, dropped = apply_baseline([_sample(-1.0), _sample(-1.0)], "none")
+    assert dropped == 0 and [s.advantage for s in kept] == [-1.0, -1.0]
+    try:
+        apply_baseline(mixed, "ema")
+    except ValueError as exc:
+        assert "unknown baseline 'ema'" in str(exc)
+    else:
+        raise AssertionError("an unknown baseline must be an error")
+
+
+def test_serve_settings_reject_an_unknown_baseline(tmp_path):
+    try:
+        ServeSettings.from_config(load_config(config_file(tmp_path, baseline="ema")))
+    except ConfigError as exc:
+        assert "serve.baseline must be one of" in str(exc)
+    else:
+        raise AssertionError("an unknown baseline must be an error")
+
+
+def test_all_negative_verdicts_train_nothing_with_the_batch_baseline(tmp_path):
+    """Two corrections and no thanks: with the default baseline no step runs and the weights stay;
+    with ``baseline: none`` (OpenClaw-RL's A = r) the same turns make a step."""
+    for baseline, steps in (("batch", 0), ("none", 1)):
+        run = tmp_path / baseline
+        run.mkdir()
+        serving = build_serving(load_config(config_file(run, baseline=baseline)))
+        serving.gateway.judge_stage.judges = [ThanksIsGood()]
+        with BackgroundServer(serving.app) as url:
+            api = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+            for user in ("alice", "bob"):
+                first = api.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], user=user,
+                                                    max_tokens=8).choices[0].message.content
+                api.chat.completions.create(model="m", user=user, max_tokens=8, messages=[
+                    {"role": "user", "content": "hi"}, {"role": "assistant", "content": first},
+                    {"role": "user", "content": "no, wrong"}])
+            deadline = time.monotonic() + 60
+            while (serving.trainer.steps < steps or serving.gateway.stats.judged < 2 or serving.trainer.busy) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)
+        assert serving.trainer.steps == steps, baseline
+        assert serving.policy.version == steps
+        assert serving.trainer.refused["zero_advantage"] == (2 if baseline == "batch" else 0)

@@ -36,7 +36,8 @@ def chat(client, key, session, messages, **extra):
 
 
 def conversation(client, key, session, replies):
-    """A session in which the user thanks the agent after each answer (so each answer is judged +1)."""
+    """A session in which the user answers each reply with ``replies`` in turn ("thanks" judges it +1,
+    "no, ..." -1; a step needs verdicts that differ, as the batch baseline leaves agreeing ones nothing)."""
     messages = [{"role": "user", "content": f"{session}: hello"}]
     for reply in replies:
         answer = chat(client, key, session, messages).json()["choices"][0]["message"]["content"]
@@ -56,7 +57,7 @@ def test_each_users_turns_train_only_their_adapter_and_forgetting_is_durable(tmp
         conversation(client, "k-bob", "b1", ["ok"])  # bob: one turn, no verdict worth training
         bob_slot = serving.adapters.slot("bob")
         bob_before = serving.policy.bank.state(bob_slot)
-        conversation(client, "k-alice", "a1", ["thanks!", "thanks again"])  # alice: two +1 turns -> a step
+        conversation(client, "k-alice", "a1", ["thanks!", "no, shorter"])  # alice: a +1 and a -1 turn -> a step
         wait_for(lambda: serving.trainer.steps["alice"] == 1, timeout=60.0)
         alice = serving.policy.bank.state(serving.adapters.slot("alice"))
         assert any(torch.count_nonzero(v) for k, v in alice.items() if "lora_B" in k)
@@ -65,7 +66,7 @@ def test_each_users_turns_train_only_their_adapter_and_forgetting_is_durable(tmp
 
         data = client.get("/dashboard/data", headers={"Authorization": f"Bearer {ADMIN}"}).json()
         assert data["users"]["alice"]["steps"] == 1 and data["users"]["alice"]["adapter_version"] == 1
-        assert data["users"]["alice"]["verdicts"]["+1"] == 2 and data["users"]["bob"]["turns"] == 2
+        assert data["users"]["alice"]["verdicts"]["+1"] == 1 and data["users"]["alice"]["verdicts"]["-1"] == 1 and data["users"]["bob"]["turns"] == 2
         assert client.get("/dashboard/data").status_code == 401
 
         forgotten = client.delete("/v1/users/alice", headers={"Authorization": f"Bearer {ADMIN}"})
@@ -96,7 +97,7 @@ def test_the_dashboard_shows_a_new_turn_and_a_published_step_in_chromium(tmp_pat
             chat(client, "k-alice", "a1", [{"role": "user", "content": "a1: hello"}])
             card = page.wait_for_selector("[data-user=alice]", timeout=15000)
             assert "turns: 1" in card.inner_text()
-            conversation(client, "k-alice", "a2", ["thanks!", "thanks again"])
+            conversation(client, "k-alice", "a2", ["thanks!", "no, shorter"])
             page.wait_for_selector("[data-user=alice] [data-stat='adapter version']:has-text('adapter version: 1')", timeout=60000)
             assert "train steps: 1" in page.inner_text("[data-user=alice]")
             assert page.query_selector("[data-user=alice] svg polyline") is not None  # the verdict curve is drawn

@@ -6,7 +6,8 @@ judged turns in the background and publishes new weights in place. The config is
 (``method``, ``policy``, ``judge``, ``trainer``) plus a ``serve:`` section::
 
     serve: {host: 127.0.0.1, port: 8000, api_key: null, log: runs/chat/turns.jsonl,
-            idle_timeout_s: 1800, train: true, batch_size: 8, max_staleness: 2, max_tokens: 512,
+            idle_timeout_s: 1800, train: true, batch_size: 8, max_staleness: 2, baseline: batch,
+            max_tokens: 512,
             adapters: shared, users: {}, admin_key: null, max_users: 16}
 
 ``policy.backend: hf`` serves in this process; ``sglang`` (with the ``gpu`` section) serves from an SGLang
@@ -41,6 +42,7 @@ class ServeSettings:
     train: bool = True
     batch_size: int = 8
     max_staleness: int = 2
+    baseline: str = "batch"  # batch: A = verdict - the step's mean verdict; none: A = verdict (OpenClaw-RL)
     max_tokens: int = 512
     adapters: str = "shared"  # shared | per_user
     users: dict[str, str] = field(default_factory=dict)  # API key -> user id
@@ -54,6 +56,10 @@ class ServeSettings:
         if unknown:
             raise ConfigError(f"serve: unknown key(s) {unknown}; known: {sorted(known)}")
         settings = cls(**config.serve)
+        from clawgym.serve.personal_trainer import BASELINES
+
+        if settings.baseline not in BASELINES:
+            raise ConfigError(f"serve.baseline must be one of {BASELINES}, got {settings.baseline!r}")
         if settings.adapters not in ADAPTER_MODES:
             raise ConfigError(f"serve.adapters must be one of {ADAPTER_MODES}, got {settings.adapters!r}")
         if settings.adapters == "per_user" and not config.trainer.lora.enabled:
@@ -175,7 +181,8 @@ def _shared(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: A
             trainer.load_checkpoint(checkpoint)
             policy.load_weights(trainer.export_weights())
         personal = PersonalTrainer(trainer, policy, batch_size=settings.batch_size,
-                                   max_staleness=settings.max_staleness, output_dir=out)
+                                   max_staleness=settings.max_staleness, output_dir=out,
+                                   baseline=settings.baseline)
     return policy, PolicyResponder(policy), policy, personal, None
 
 
@@ -191,7 +198,8 @@ def _per_user(config: RunConfig, settings: ServeSettings, model: Any, tokenizer:
                                   target_modules=lora.target_modules)
     adapters = UserAdapters(policy, out / "adapters")
     personal = UserAdapterTrainer(trainer, adapters, batch_size=settings.batch_size,
-                                  max_staleness=settings.max_staleness, output_dir=out)
+                                  max_staleness=settings.max_staleness, output_dir=out,
+                                  baseline=settings.baseline)
     for user, outcome in adapters.restore(trainer).items():
         print(f"  adapter of {user}: {outcome}")
     if not settings.train:
@@ -234,7 +242,8 @@ def _sglang(config: RunConfig, settings: ServeSettings, out: Path, device: str) 
             trainer.load_checkpoint(checkpoint)
             responder = PublishFirst(responder, trainer)
         personal = PersonalTrainer(trainer, policy, batch_size=settings.batch_size,
-                                   max_staleness=settings.max_staleness, output_dir=out)
+                                   max_staleness=settings.max_staleness, output_dir=out,
+                                   baseline=settings.baseline)
     hf_config = getattr(trainer, "hf_config", None) or getattr(getattr(trainer, "model", None), "config", None)
     max_positions = int(getattr(hf_config, "max_position_embeddings", 0) or 1 << 30)
     return policy, responder, policy.tokenizer, stack.judges, personal, None, max_positions

@@ -120,9 +120,10 @@ class UserAdapterTrainer(BackgroundTrainer):
     """The per-user personal trainer; see the module docstring."""
 
     def __init__(self, trainer: Any, adapters: UserAdapters, *, batch_size: int = 8, max_staleness: int = 2,
-                 output_dir: str | Path = "runs/chat") -> None:
+                 output_dir: str | Path = "runs/chat", baseline: str = "batch") -> None:
         self.adapters = adapters
-        super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir)
+        super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir,
+                         baseline=baseline)
         self.pending: dict[str, list[Sample]] = collections.defaultdict(list)
         self.refused: collections.Counter = collections.Counter()
         self.steps: collections.Counter = collections.Counter()
@@ -186,9 +187,7 @@ class UserAdapterTrainer(BackgroundTrainer):
             self.busy = True
             try:
                 await asyncio.to_thread(self.trainer.load_checkpoint, checkpoint if checkpoint.exists() else self._initial)
-                version = int(self.trainer.version)
-                fresh = [s for s in batch if version - s.policy_version <= self.max_staleness]
-                self.refused["stale"] += len(batch) - len(fresh)
+                fresh = self.trainable(batch)
                 if not fresh:
                     return {}
                 metrics = await asyncio.to_thread(self.trainer.train_step, fresh)
