@@ -22,7 +22,6 @@ Module map: conversion :mod:`~clawgym.rl.trainer.megatron_convert`, set-up
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import nullcontext
@@ -50,7 +49,8 @@ from clawgym.rl.trainer.megatron_convert import (  # noqa: F401  (re-exported)
 )
 from clawgym.rl.trainer import megatron_export as export
 from clawgym.rl.trainer.megatron_batches import add_teacher_inputs, micro_batches, realign, run_schedule
-from clawgym.rl.trainer.megatron_lora import adapter_local_state, adapters_disabled, attach_lora, merged_local_state, peft_adapter_config
+from clawgym.rl.trainer.lora import write_peft_adapters
+from clawgym.rl.trainer.megatron_lora import adapter_local_state, adapters_disabled, attach_lora, merged_local_state
 from clawgym.rl.trainer.megatron_setup import (  # noqa: F401  (re-exported)
     MegatronConfig,
     _load_hf_state_dict,
@@ -317,14 +317,8 @@ class MegatronTrainer:
     def save_adapters(self, directory: str | Path, base_model: str = "") -> None:
         """A peft adapter directory (``adapter_model.safetensors`` + ``adapter_config.json``), written by rank 0."""
         adapters = self.export_adapters()
-        if adapters is None:
-            return
-        from safetensors.torch import save_file
-
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        save_file({k: v.contiguous() for k, v in adapters.items()}, str(Path(directory) / "adapter_model.safetensors"))
-        config = peft_adapter_config(self.config.trainer.lora, base_model)
-        (Path(directory) / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
+        if adapters is not None:
+            write_peft_adapters(directory, adapters, self.config.trainer.lora, base_model)
 
     def load_adapters(self, state: Mapping[str, torch.Tensor]) -> None:
         """Whole peft-named adapter tensors (e.g. a torch trainer's, or :meth:`export_adapters`) into this rank's shards."""

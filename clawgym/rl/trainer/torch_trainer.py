@@ -304,6 +304,15 @@ class TorchTrainer:
 
     state_dict_for_serving = export_weights
 
+    @torch.no_grad()
+    def export_adapters(self) -> dict[str, torch.Tensor]:
+        """The LoRA adapters alone, fp32 on the host, in the names peft saves (``...q_proj.lora_A.weight``), as
+        the megatron trainer's ``export_adapters``: what an SGLang server loads with ``/load_lora_adapter``."""
+        if self.config.lora is None:
+            raise ValueError("this trainer trains full weights: there are no adapters to export")
+        return {n.replace(".default", ""): p.detach().to("cpu", torch.float32).clone()
+                for n, p in self.model.named_parameters() if "lora_" in n}
+
     # ---- checkpoints ---------------------------------------------------------------------------
 
     def trainable_state_dict(self) -> dict[str, torch.Tensor]:
