@@ -132,7 +132,7 @@ class Role:
 class Plan:
     placement: str  # cpu | one-gpu | partition | multi-node
     roles: list[Role]
-    transport: str  # inproc | tensor | nccl | disk
+    transport: str  # inproc | tensor | nccl | disk | adapter (trainer.lora.export: adapter)
     transport_note: str
     model: str
     params: int
