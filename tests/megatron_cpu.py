@@ -5,6 +5,16 @@ megatron-core 0.16.1 hard-codes CUDA in a few spots the CPU tests reach: ``torch
 as a device (RoPE, p2p receive buffers, loss reductions), ``.cuda()`` and ``device="cuda"`` factories in
 the DDP/optimizer code, ``Tensor.type()`` checks for ``torch.cuda.*Tensor``, and the CUDA RNG tracker
 around (p=0) attention dropout. Install these only after any HF model has been loaded.
+
+:func:`allow_float64` (the parity runs) lets megatron-core and the HF model compute in fp64 throughout,
+which neither offers, so that fp32 summation order cannot hide a gap. megatron-core admits only
+fp32/fp16/bf16 parameters, by their CUDA type strings (the fp32 branch of the distributed optimizer,
+clip-grad's assert); the code behind those gates works on the tensors as they are (views, ``copy_``,
+AdamW in the param's dtype), so a DoubleTensor reports itself as ``torch.cuda.FloatTensor``. Three
+upcasts meant for bf16 are downcasts for fp64 and keep fp64 instead (same algorithm; other dtypes go
+the original way): megatron's vocab-parallel cross entropy (``.float()`` on the logits), its grad norm
+without apex (``local_multi_tensor_l2_norm`` returns an fp32 norm, hence the clip coefficient), and
+transformers' Qwen2RMSNorm (computes in fp32).
 """
 
 import contextlib
@@ -26,7 +36,54 @@ def redirect_cuda_to_cpu() -> None:
         setattr(torch, name, cpu_factory(getattr(torch, name)))
     torch.Tensor.cuda = lambda self, *a, **k: self
     real_type = torch.Tensor.type
-    torch.Tensor.type = lambda self, *a, **k: real_type(self, *a, **k) if a or k else real_type(self).replace("torch.", "torch.cuda.", 1)
+
+    def cuda_type(self, *args, **kwargs):
+        if args or kwargs:
+            return real_type(self, *args, **kwargs)
+        return real_type(self).replace("torch.", "torch.cuda.", 1)
+
+    torch.Tensor.type = cuda_type
+
+
+def allow_float64() -> None:
+    """fp64 through megatron-core's fp32 paths (see the module docstring); after :func:`redirect_cuda_to_cpu`."""
+    from megatron.core.tensor_parallel.cross_entropy import VocabParallelCrossEntropy
+
+    cuda_type = torch.Tensor.type
+
+    def fp64_as_fp32(self, *args, **kwargs):
+        name = cuda_type(self, *args, **kwargs)
+        return name.replace("cuda.DoubleTensor", "cuda.FloatTensor") if isinstance(name, str) else name
+
+    torch.Tensor.type = fp64_as_fp32
+
+    def logits_max(logits: torch.Tensor):
+        logits = logits if logits.dtype == torch.float64 else logits.float()
+        return logits, torch.max(logits, dim=-1)[0]
+
+    VocabParallelCrossEntropy.calculate_logits_max = staticmethod(logits_max)
+
+    from megatron.core.optimizer import clip_grads
+
+    fp32_norm = clip_grads.l2_norm_impl
+
+    def l2_norm(chunk_size, flag, tensor_lists, *args):
+        if any(t.dtype != torch.float64 for t in tensor_lists[0]):
+            return fp32_norm(chunk_size, flag, tensor_lists, *args)
+        return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(t) for t in tensor_lists[0]]))[None], None
+
+    clip_grads.l2_norm_impl = l2_norm
+
+    from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm
+
+    upcasting_norm = Qwen2RMSNorm.forward
+
+    def rms_norm(self, hidden: torch.Tensor) -> torch.Tensor:
+        if hidden.dtype != torch.float64:
+            return upcasting_norm(self, hidden)
+        return self.weight * (hidden * torch.rsqrt(hidden.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+
+    Qwen2RMSNorm.forward = rms_norm
 
 
 def init_gloo(tp: int, pp: int) -> None:

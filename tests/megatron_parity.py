@@ -4,6 +4,8 @@ Run by every rank of a gloo world (RANK/WORLD_SIZE/MASTER_* in the environment, 
 full weights and then for LoRA (the torch trainer's peft adapters, randomised so B != 0, loaded into
 megatron), two train steps run on both trainers; rank 0 prints one RESULT line with the largest
 gaps in loss/KL/grad-norm, in every gradient tensor (HF/peft names), and in the exported weights.
+Both trainers compute in float64 (the same fp32 checkpoint, cast), so the gaps measure the parallel code,
+not fp32 summation order.
 """
 
 import json
@@ -19,7 +21,7 @@ from clawgym.rl.policy.models import load_tokenizer  # noqa: E402
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig  # noqa: E402
 from clawgym.rl.trainer.torch_trainer import _collate, gather_logprobs, render_prompt_ids, response_logits  # noqa: E402
 from clawgym.rl.types import Sample  # noqa: E402
-from tests.megatron_cpu import init_gloo, redirect_cuda_to_cpu  # noqa: E402
+from tests.megatron_cpu import allow_float64, init_gloo, redirect_cuda_to_cpu  # noqa: E402
 
 hf_dir, tp, pp = sys.argv[1], int(os.environ["TP"]), int(os.environ["PP"])
 modes = os.environ.get("MODES", "full,lora").split(",")
@@ -32,7 +34,7 @@ prompt = render_prompt_ids(tok, context)
 
 def torch_trainer(mode: str) -> TorchTrainer:
     cfg = TrainerConfig(**base_cfg, lora=lora if mode == "lora" else None)
-    trainer = TorchTrainer(AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32), tok, cfg)
+    trainer = TorchTrainer(AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float64), tok, cfg)
     if mode == "lora":  # peft starts B at 0, which hides A's grads and the adapters' sharding: randomise both
         generator = torch.Generator().manual_seed(7)
         with torch.no_grad():
@@ -57,15 +59,17 @@ def make_batch(ref: TorchTrainer) -> list[Sample]:
 refs = {mode: torch_trainer(mode) for mode in modes}  # HF models load before the CUDA stand-ins go in
 batches = {mode: [make_batch(refs[mode]) for _ in range(2)] for mode in modes}
 redirect_cuda_to_cpu()
+allow_float64()
 init_gloo(tp, pp)
 from clawgym.rl.trainer import megatron as M  # noqa: E402
 
 result = {"tp": tp, "pp": pp}
 for mode in modes:
     ref = refs[mode]
-    cfg = M.MegatronConfig(tensor_parallel=tp, pipeline_parallel=pp, bf16=False, device="cpu", use_distributed_optimizer=False,
+    cfg = M.MegatronConfig(tensor_parallel=tp, pipeline_parallel=pp, bf16=False, float64=True, device="cpu", use_distributed_optimizer=False,
                            trainer=TrainerConfig(**base_cfg, lora=lora if mode == "lora" else None))
     mg = M.MegatronTrainer(hf_dir, tok, cfg)
+    mg.export_dtype = torch.float64  # the weight gap in full precision too
     if mode == "lora":
         mg.load_adapters({n: p.detach() for n, p in ref.model.named_parameters() if "lora_" in n})
     gaps = {"loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "grad_norm": 0.0, "grad": 0.0}
@@ -92,6 +96,7 @@ for mode in modes:
     if torch.distributed.get_rank() == 0:
         reference = ref.export_weights()
         row = {"gaps": gaps, "worst_grad": worst, "n_grads": n_grads, "kl": kl, "same_keys": set(reference) <= set(exported),
+               "dtypes": sorted({str(p.dtype) for p in [*ref.model.parameters(), *mg.model.module.parameters(), *grads.values()]}),
                "weight_gap": max((exported[k] - reference[k]).abs().max().item() for k in reference),
                "grad_scale": max(p.grad.abs().max().item() for p in ref.model.parameters() if p.requires_grad)}
         if adapters is not None:

@@ -18,6 +18,12 @@ the NCCL path, over a real torch.distributed group, gloo here). Shapes, from SGL
   abort_all_requests, weight_version, load_format} -> {success, message}; tensors arrive by
   ``broadcast(src=0)`` in the order of ``names``
 - ``POST /destroy_weights_update_group`` {group_name} -> {success, message}
+- ``POST /load_lora_adapter`` {lora_name, lora_path, pinned} -> {success, error_message, loaded_adapters:
+  {name: path}} (``LoadLoRAAdapterReqInput`` / ``LoRAUpdateOutput``), HTTP 400 when not successful: a name
+  already loaded, a directory that is not a peft adapter, a rank above ``--max-lora-rank``, or a server
+  started without ``--enable-lora``
+- ``POST /unload_lora_adapter`` {lora_name} -> the same output; an unknown name fails. ``/generate`` takes
+  ``lora_path`` (the loaded name) and answers HTTP 400 {error: {message}} for a name not loaded.
 
 Run as a process (the NCCL test needs its own): ``python -m tests.sglang_fake PORT``.
 """
@@ -27,8 +33,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import json
 import pickle
 import sys
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -45,10 +53,11 @@ def _fail(message: str) -> JSONResponse:
     return JSONResponse({"success": False, "message": message}, status_code=400)
 
 
-def fake_sglang(tokenizer: Any = None) -> tuple[FastAPI, list[dict]]:
+def fake_sglang(tokenizer: Any = None, max_lora_rank: int | None = None) -> tuple[FastAPI, list[dict]]:
+    """``max_lora_rank``: as if launched with ``--enable-lora --max-lora-rank N`` (None: without LoRA)."""
     app = FastAPI()
     seen: list[dict] = []
-    state: dict[str, Any] = {"weight_version": "0", "weights": {}, "groups": {}, "flushes": 0}
+    state: dict[str, Any] = {"weight_version": "0", "weights": {}, "groups": {}, "flushes": 0, "loras": {}}
     app.state.sglang = state
 
     @app.get("/health")
@@ -62,6 +71,10 @@ def fake_sglang(tokenizer: Any = None) -> tuple[FastAPI, list[dict]]:
         if not isinstance(body.get("input_ids"), list) or "text" in body:
             return JSONResponse({"error": "expected input_ids"}, status_code=400)
         params = body["sampling_params"]
+        lora = body.get("lora_path")
+        if lora is not None and lora not in state["loras"]:
+            message = f"The following requested LoRA adapters are not loaded: {lora}"
+            return JSONResponse({"error": {"message": message}}, status_code=400)
         if body["input_ids"] == [0]:
             return {"text": "", "output_ids": [], "meta_info": {"finish_reason": {"type": "abort", "message": "bad"}}}
         ids = tokenizer(TOOL_TEXT, add_special_tokens=False)["input_ids"][: params["max_new_tokens"]]
@@ -148,10 +161,51 @@ def fake_sglang(tokenizer: Any = None) -> tuple[FastAPI, list[dict]]:
         torch.distributed.destroy_process_group(group)
         return {"success": True, "message": "Succeeded to destroy custom process group."}
 
+    def _lora_result(success: bool, error: str | None = None) -> JSONResponse:
+        loaded = {name: lora["path"] for name, lora in state["loras"].items()}
+        body = {"success": success, "error_message": error, "loaded_adapters": loaded}
+        return JSONResponse(body, status_code=200 if success else 400)
+
+    @app.post("/load_lora_adapter")
+    async def load_lora(request: Request):
+        body = await request.json()
+        seen.append(body)
+        name, path = body.get("lora_name"), body.get("lora_path")
+        if max_lora_rank is None:
+            return _lora_result(False, "LoRA is not enabled. Please set `--enable-lora` to `True`.")
+        if not name or not path:
+            return _lora_result(False, "lora_name and lora_path are required")
+        if name in state["loras"]:
+            return _lora_result(False, f"LoRA with name {name} already exists")
+        try:
+            from safetensors.torch import load_file
+
+            config = json.loads((Path(path) / "adapter_config.json").read_text())
+            tensors = load_file(str(Path(path) / "adapter_model.safetensors"))
+        except (OSError, ValueError) as exc:
+            return _lora_result(False, f"Failed to load LoRA adapter {name} from {path}: {exc}")
+        if config.get("peft_type") != "LORA" or config["r"] > max_lora_rank:
+            return _lora_result(False, f"LoRA adapter {name}: rank {config.get('r')} exceeds --max-lora-rank {max_lora_rank}")
+        bad = [k for k, t in tensors.items() if (".lora_A." not in k and ".lora_B." not in k) or config["r"] not in t.shape]
+        if bad:
+            return _lora_result(False, f"LoRA adapter {name}: unexpected tensors {bad[:3]}")
+        state["loras"][name] = {"path": path, "config": config, "tensors": tensors}
+        return _lora_result(True)
+
+    @app.post("/unload_lora_adapter")
+    async def unload_lora(request: Request):
+        body = await request.json()
+        seen.append(body)
+        if state["loras"].pop(body.get("lora_name"), None) is None:
+            return _lora_result(False, f"LoRA with name {body.get('lora_name')} does not exist")
+        return _lora_result(True)
+
     @app.get("/debug/weights")  # test-only: what the "model" holds now, to compare exactly
     async def weights():
         buffer = io.BytesIO()
-        torch.save({"weights": state["weights"], "version": state["weight_version"], "flushes": state["flushes"]}, buffer)
+        loras = {name: lora["tensors"] for name, lora in state["loras"].items()}
+        torch.save({"weights": state["weights"], "version": state["weight_version"], "flushes": state["flushes"],
+                    "loras": loras}, buffer)
         return {"data": base64.b64encode(buffer.getvalue()).decode()}
 
     return app, seen

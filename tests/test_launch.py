@@ -78,7 +78,7 @@ def test_set_overrides_coerce_types():
     [
         ("loop.stepz=3", "unknown key 'loop.stepz'"),
         ("trainr.lr=1", "unknown key 'trainr'"),
-        ("trainer.lora.rank=8", "valid keys under trainer.lora: alpha, dropout, enabled, r, target_modules"),
+        ("trainer.lora.rank=8", "valid keys under trainer.lora: alpha, dropout, enabled, export, r, target_modules"),
         ("loop.steps=many", "loop.steps: expected an integer"),
         ("loop.eval_before=maybe", "loop.eval_before: expected true/false"),
         ("trainer.lr=fast", "trainer.lr: expected a number"),
@@ -168,6 +168,29 @@ def test_check_prints_the_placement_plan():
     assert wide.role("judge").gpus == [(1, i) for i in range(4, 8)]
 
 
+def test_check_shows_lora_adapter_export_and_the_context_window_sglang_gets():
+    chat = REPO / "clawgym" / "launchers" / "chat.yaml"
+    merged = plan(load_config(chat, GPU_SETS["chat"]))
+    assert merged.transport == "nccl" and "merged" in merged.transport_note and merged.sglang_args == []
+    printed = check_config(chat, GPU_SETS["chat"] + ["trainer.lora.export=adapter", "policy.context_window=32768"])
+    assert "weights  adapter: LoRA adapters only (" in printed and "/load_lora_adapter as clawgym-v<version>" in printed
+    assert ("sglang   policy server also gets: --enable-lora --max-lora-rank 16 --lora-target-modules down_proj gate_proj "
+            "k_proj o_proj q_proj up_proj v_proj --context-length 32768 --json-model-override-args ") in printed
+    args = plan(load_config(chat, GPU_SETS["chat"] + ["policy.context_window=32768"])).sglang_args
+    assert args[:3] == ["--context-length", "32768", "--json-model-override-args"]
+    override = json.loads(args[3])
+    from transformers import LlamaConfig
+
+    from clawgym.rl.policy.models import extend_context
+
+    hf = extend_context(LlamaConfig(max_position_embeddings=8192, rope_parameters={"rope_type": "default", "rope_theta": 100000.0}), 32768)
+    assert override == {"max_position_embeddings": 32768, "rope_scaling": hf.rope_parameters}  # the hf policy's YaRN
+    assert override["rope_scaling"]["factor"] == 4.0 and override["rope_scaling"]["original_max_position_embeddings"] == 8192
+    assert plan(load_config(chat, GPU_SETS["chat"] + ["policy.context_window=8192"])).sglang_args == []  # native: no-op
+    with pytest.raises(ConfigError, match="set gpu.enabled true, or trainer.lora.export merged"):
+        load_config(chat, ["trainer.lora.export=adapter"])  # the in-process hf policy takes merged weights
+
+
 def test_memory_estimate_counts_the_named_model():
     assert Shape.of("smollm2-135m").params() == 134_515_008  # SmolLM2-135M's published parameter count
     full = plan(load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", ["gpu.enabled=true"]))
@@ -197,6 +220,11 @@ def test_checkpoint_directory_models_are_sized_from_config_json(tmp_path):
         (["judge.model=smollm2-135m"], "give it GPUs \\(gpu.judge_gpus >= 1\\)"),
         (["gpu.nodes=2", "gpu.gpus_per_node=1"], "set rollout.executor=ray"),
         (["policy.model=/no/such/model"], "no config.json"),
+        (["trainer.lora.export=adapters"], "trainer.lora.export must be merged or adapter"),
+        (["trainer.lora.export=adapter", "trainer.lora.enabled=false"], "trainer.lora.enabled is false"),
+        (["trainer.lora.export=adapter", "gpu.weight_transport=nccl"], "set gpu.weight_transport auto"),
+        (["policy.context_window=32768", 'gpu.sglang_args=["--context-length","4096"]'], "remove it from gpu.sglang_args"),
+        (["policy.context_window=32768", "gpu.backend=megatron+sglang", "gpu.actor_gpus=1"], "does not apply"),
     ],
 )
 def test_wrong_gpu_sections_say_what_to_change(overrides, message, capsys):

@@ -3,10 +3,12 @@ and the LoRA adapters' layout and sharding rules on their own.
 
 The parallel runs start 2 processes of tests/megatron_parity.py (megatron-core's real GPTModel, DDP,
 optimizer and pipeline schedule; the CUDA-only spots redirected by tests/megatron_cpu.py in those
-processes only). fp32 throughout: loss, KL and clip fraction agree to 1e-6, every gradient tensor (compared
-tensor by tensor in HF/peft names) to 2e-6 absolute. Measured: loss gaps 3-5e-7; the largest grad gap is
-1.2e-6 on the tied embedding with TP=2 (largest grad there 0.11, so 1e-5 relative: fp32 summation order,
-vocab-parallel halves and megatron's micro-batch loss scaling), LoRA grads stay under 5e-7.
+processes only). Both trainers compute in float64 (``MegatronConfig(float64=True)``, the HF model loaded
+in fp64, and the fp32 upcasts of both libraries kept at fp64 by ``tests.megatron_cpu.allow_float64``), so
+fp32 summation order cannot hide a gap: loss, KL, clip fraction, grad norm, every gradient tensor
+(compared element by element in HF/peft names) and the weights after two AdamW steps must agree to 1e-6.
+Measured (TP=2 and PP=2, full and LoRA): every gap at most 2e-14 (loss 6e-16, grads 1.4e-15); in fp32
+the same runs differed by up to 1.2e-6 on the tied embedding's grad, which is why they run in fp64.
 """
 
 from __future__ import annotations
@@ -109,6 +111,10 @@ def test_megatron_config_takes_lora_and_refuses_what_it_does_not_implement():
         MegatronConfig(trainer=TrainerConfig(lora=LoraSettings(dropout=0.1)))
     with pytest.raises(ValueError, match="not linears"):
         MegatronConfig(trainer=TrainerConfig(lora=LoraSettings(target_modules=("q_proj", "c_attn"))))
+    assert MegatronConfig(bf16=False, float64=True).params_dtype == torch.float64  # the parity runs' precision
+    assert (MegatronConfig().params_dtype, MegatronConfig(bf16=False).params_dtype) == (torch.bfloat16, torch.float32)
+    with pytest.raises(ValueError, match="bf16=False for float64"):
+        MegatronConfig(float64=True)
 
 
 # ---- the whole trainer over gloo ------------------------------------------------------------------
@@ -155,15 +161,16 @@ def test_megatron_equals_torch_trainer_full_and_lora(tmp_path, tp, pp):
     for mode in ("full", "lora"):
         row = result[mode]
         gaps = row["gaps"]
+        assert row["dtypes"] == ["torch.float64"], (mode, row["dtypes"])  # both models and megatron's grads
         assert gaps["loss"] < 1e-6 and gaps["kl"] < 1e-6 and gaps["clip_frac"] < 1e-6, (mode, gaps)
-        assert gaps["grad"] < 2e-6, (mode, row["worst_grad"], gaps)  # every element of every grad tensor
-        assert gaps["grad_norm"] < 1e-5, (mode, gaps)
+        assert gaps["grad"] < 1e-6, (mode, row["worst_grad"], gaps)  # every element of every grad tensor
+        assert gaps["grad_norm"] < 1e-6, (mode, gaps)
         assert row["kl"] > 0  # the KL reference (LoRA: adapters off) was really exercised
-        assert row["same_keys"] and row["weight_gap"] < 1e-4  # exported after two AdamW steps of lr 1e-3
+        assert row["same_keys"] and row["weight_gap"] < 1e-6  # exported (fp64) after two AdamW steps of lr 1e-3
     assert result["full"]["n_grads"] == 26  # every base tensor has a grad
     lora = result["lora"]
     assert lora["n_grads"] == 2 * 7 * 2  # A and B of 7 projections in 2 layers, nothing else trains
-    assert lora["adapters_same_keys"] and lora["adapter_gap"] < 1e-4
+    assert lora["adapters_same_keys"] and lora["adapter_gap"] < 1e-6  # export_adapters hands out fp32
     assert lora["frozen_untouched"]  # norms and embeddings exported bit-exact: the base is frozen
     assert lora["peft_reload_gap"] < 1e-6  # save_adapters' directory, loaded and merged by peft = our merged export
     assert lora["adapter_delta"] > 1e-2  # ... and the adapters really moved the weights

@@ -265,7 +265,9 @@ class PublishFirst:
 
         async with self._lock:
             if not self.published:
-                await self.policy.update_weights(await asyncio.to_thread(self.trainer.export_weights))
+                from clawgym.rl.trainer.transport import served_weights
+
+                await self.policy.update_weights(await asyncio.to_thread(served_weights(self.trainer, self.policy)))
                 self.published = True
         async for item in self.responder.respond(view, body, sampling):
             yield item

@@ -178,7 +178,9 @@ class PersonalTrainer(BackgroundTrainer):
         self.busy = True  # until the step is checkpointed and logged, so a shutdown never loses its record
         try:
             metrics = await asyncio.to_thread(self.trainer.train_step, fresh)  # serving goes on meanwhile
-            weights = await asyncio.to_thread(self.trainer.export_weights)
+            from clawgym.rl.trainer.transport import served_weights
+
+            weights = await asyncio.to_thread(served_weights(self.trainer, self.policy))
             served_version = await self.policy.update_weights(weights)
             self.steps += 1
             await asyncio.to_thread(self.trainer.save_checkpoint, self.out / "checkpoint")

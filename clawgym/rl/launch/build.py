@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from clawgym.rl.launch.placement import Plan, Shape, plan, resolve_model, sglang_model_path
@@ -184,7 +185,8 @@ def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
     model_dir = config.policy.model if config.policy.base_url else sglang_model_path(config.policy.model)
     actor, rollout, judge = p.role("actor"), p.role("rollout"), p.role("judge")
     assert actor is not None
-    policy = _sglang_server(model_dir, rollout.gpus if rollout else actor.gpus, gpu.sglang_args, config.policy.base_url)
+    policy = _sglang_server(model_dir, rollout.gpus if rollout else actor.gpus, [*gpu.sglang_args, *p.sglang_args],
+                            config.policy.base_url)
     judge_policy = policy
     if judge is not None:
         judge_policy = _sglang_server(sglang_model_path(resolve_model(config, config.judge.model)), judge.gpus, gpu.sglang_args)
@@ -193,7 +195,8 @@ def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
         from clawgym.rl.trainer import TorchTrainer
 
         train_model, tokenizer = load_model(model_dir, device=f"{device}:0" if device == "cuda" else device,
-                                            dtype=_dtype(config.policy.dtype), seed=config.policy.seed)
+                                            dtype=_dtype(config.policy.dtype), seed=config.policy.seed,
+                                            context_window=config.policy.context_window)  # SGLang's YaRN too
         trainer = TorchTrainer(train_model, tokenizer, trainer_config(config, train_model.config.num_hidden_layers))
     else:
         from clawgym.rl.trainer.megatron import MegatronConfig, MegatronTrainer, megatron_available
@@ -210,8 +213,10 @@ def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
                                   MegatronConfig(tensor_parallel=gpu.tensor_parallel, pipeline_parallel=gpu.pipeline_parallel,
                                                  trainer=trainer_config(config, Shape.of(model_dir).num_hidden_layers)))
     trainer.export_device, trainer.export_dtype = device, _dtype("bfloat16")  # SGLang takes bf16 from the GPU
+    lora = (trainer.config.trainer if gpu.backend == "megatron+sglang" else trainer.config).lora
     policy.transport = make_transport(p.transport, policy, bucket_bytes=gpu.bucket_mb << 20,
-                                      sglang_ranks=len(rollout.gpus) if rollout else len(actor.gpus), device=device)
+                                      sglang_ranks=len(rollout.gpus) if rollout else len(actor.gpus), device=device,
+                                      adapter_dir=Path(config.loop.output_dir) / "adapters", lora=lora, base_model=model_dir)
     judges = _make_judges(config, judge_parts(config.judge.type), judge_policy, make_judges, SamplingParams)
     return Stack(p, policy, trainer, judges, judge_policy if uses_llm_judge(config) else None)
 

@@ -72,6 +72,51 @@ class Shape:
         return self.num_hidden_layers * sum(r * (i + o) for name, (i, o) in self.linear_params().items() if name in wanted)
 
 
+# What the SGLang launch needs to stretch a known model's window: (max_position_embeddings, rope_theta).
+KNOWN_ROPE: dict[str, tuple[int, float]] = {"smollm2-135m": (8192, 100000.0)}
+
+
+def rope_of(model: str) -> tuple[int, float]:
+    """(native window, RoPE base) of a model alias or an HF checkpoint directory (its config.json)."""
+    if model in KNOWN_ROPE:
+        return KNOWN_ROPE[model]
+    config_file = Path(model) / "config.json"
+    if not config_file.is_file():
+        raise ConfigError(f"policy.context_window: cannot read the native window of {model!r} (no config.json there)")
+    raw = json.loads(config_file.read_text())
+    raw = raw.get("text_config", raw)
+    theta = (raw.get("rope_parameters") or {}).get("rope_theta") or raw.get("rope_theta") or 10000.0
+    return int(raw["max_position_embeddings"]), float(theta)
+
+
+def sglang_policy_args(config: RunConfig) -> list[str]:
+    """What the policy server's launch adds to ``gpu.sglang_args`` (SGLang 0.5.23's server arguments):
+    LoRA serving when ``trainer.lora.export`` is adapter, and the YaRN window of ``policy.context_window``
+    (the same rope settings the hf policy uses, :func:`~clawgym.rl.policy.models.extend_context`)."""
+    args: list[str] = []
+    lora = config.trainer.lora
+    if lora.enabled and lora.export == "adapter":
+        targets = sorted({t.split(".")[-1] for t in lora.target_modules})
+        args += ["--enable-lora", "--max-lora-rank", str(lora.r), "--lora-target-modules", *targets]
+    window = config.policy.context_window
+    if window:
+        native, theta = rope_of(config.policy.model)
+        if window > native and config.gpu.backend == "megatron+sglang":
+            raise ConfigError(f"policy.context_window={window} stretches the model's {native}-token window with YaRN, "
+                              "which the megatron trainer does not apply (its logprobs would not match the server's): "
+                              "use gpu.backend torch+sglang, or drop policy.context_window")
+        if window > native:  # within the native window there is nothing to stretch (as for the hf policy)
+            from clawgym.rl.policy.models import yarn_rope_parameters
+
+            override = {"max_position_embeddings": int(window), "rope_scaling": yarn_rope_parameters(theta, native, window)}
+            args += ["--context-length", str(window), "--json-model-override-args", json.dumps(override, separators=(",", ":"))]
+    clash = sorted({a for a in args if a.startswith("--")} & set(config.gpu.sglang_args))
+    if clash:
+        raise ConfigError(f"gpu.sglang_args sets {', '.join(clash)}, which the launch derives from trainer.lora / "
+                          "policy.context_window: remove it from gpu.sglang_args")
+    return args
+
+
 @dataclass
 class Role:
     """One kind of process and the GPUs it owns (``(node, local index)``)."""
@@ -87,12 +132,13 @@ class Role:
 class Plan:
     placement: str  # cpu | one-gpu | partition | multi-node
     roles: list[Role]
-    transport: str  # inproc | tensor | nccl | disk
+    transport: str  # inproc | tensor | nccl | disk | adapter (trainer.lora.export: adapter)
     transport_note: str
     model: str
     params: int
     gpus_needed: int
     notes: list[str] = field(default_factory=list)
+    sglang_args: list[str] = field(default_factory=list)  # the policy server's, beyond gpu.sglang_args and --tp-size
 
     def role(self, name: str) -> Role | None:
         return next((r for r in self.roles if r.name == name), None)
@@ -152,7 +198,9 @@ def plan(config: RunConfig) -> Plan:
     # the partition always serves with SGLang: policy.backend / device only choose the in-process placement
     colocated = gpu.rollout_gpus == 0
     transport = gpu.weight_transport
-    if transport == "auto":
+    if lora.enabled and lora.export == "adapter":
+        transport = "adapter"  # the schema has checked weight_transport is auto
+    elif transport == "auto":
         transport = "tensor" if colocated else "nccl"
     if transport == "tensor" and not colocated:
         raise ConfigError("gpu.weight_transport=tensor sends weights as tensors on the serving device, so SGLang must "
@@ -218,11 +266,17 @@ def plan(config: RunConfig) -> Plan:
         "nccl": f"bf16 over an NCCL group trainer rank 0 -> SGLang (/init_weights_update_group + "
                 f"/update_weights_from_distributed), {bucket}",
         "disk": "HF checkpoint directory written by the trainer, SGLang /update_weights_from_disk",
+        "adapter": f"LoRA adapters only ({trained / 1e6:.1f}M params, r={lora.r}): a peft directory per version under "
+                   f"{config.loop.output_dir}/adapters, SGLang /load_lora_adapter as clawgym-v<version>, /generate "
+                   "routed to it (lora_path), the previous one unloaded; the base weights never move",
     }[transport]
-    if lora.enabled:
+    if lora.enabled and transport != "adapter":
         transport_note += "; LoRA adapters merged into the base weights before sending"
+    sglang_args = sglang_policy_args(config)
+    if sglang_args and config.policy.base_url:
+        notes.append(f"policy.base_url: the attached server must have been started with {' '.join(sglang_args)}")
     return Plan("multi-node" if gpu.nodes > 1 else "partition", roles, transport, transport_note,
-                config.policy.model, n, need, notes)
+                config.policy.model, n, need, notes, sglang_args)
 
 
 def ray_note(config: RunConfig) -> str:
@@ -246,5 +300,7 @@ def format_plan(p: Plan) -> str:
         lines.append(f"  {'':<8} memory ~{role.memory_gib:,.2f} GiB per {'GPU' if role.gpus else 'process'} "
                      f"({role.memory_note})")
     lines.append(f"  weights  {p.transport}: {p.transport_note}")
+    if p.sglang_args:
+        lines.append(f"  sglang   policy server also gets: {' '.join(p.sglang_args)}")
     lines += [f"  note     {n}" for n in p.notes]
     return "\n".join(lines)

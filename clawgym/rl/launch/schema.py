@@ -86,6 +86,7 @@ class LoraSection(Section):
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     )
     top_layers: int = 0  # >0: adapters only in the top N layers, so backward stops below them (~2x cheaper on CPU)
+    export: str = "merged"  # merged: W + BA sent as full weights | adapter: SGLang loads the adapters (gpu section)
 
 
 class TrainerSection(Section):
@@ -321,10 +322,30 @@ def validate(config: RunConfig) -> None:
         if value < 1:
             problems.append(f"{name} must be at least 1")
     problems += ray_problems(config)
+    problems += lora_export_problems(config)
     problems += gpu_problems(config.gpu)
     problems += teacher_problems(config)
     if problems:
         raise ConfigError("invalid config:\n  - " + "\n  - ".join(problems))
+
+
+def lora_export_problems(config: RunConfig) -> list[str]:
+    """``trainer.lora.export``: merged weights go through every transport; adapters only to an SGLang server."""
+    lora = config.trainer.lora
+    if lora.export not in ("merged", "adapter"):
+        return [f"trainer.lora.export must be merged or adapter, got {lora.export!r}"]
+    if lora.export == "merged":
+        return []
+    if not lora.enabled:
+        return ["trainer.lora.export adapter exports LoRA adapters, but trainer.lora.enabled is false: enable LoRA "
+                "or set trainer.lora.export merged"]
+    if not config.gpu.enabled:
+        return ["trainer.lora.export adapter hands the adapters to an SGLang server (the gpu section); the in-process "
+                "hf policy takes merged weights: set gpu.enabled true, or trainer.lora.export merged"]
+    if config.gpu.weight_transport != "auto":
+        return [f"trainer.lora.export adapter sends the adapters as a peft directory (/load_lora_adapter), not through "
+                f"gpu.weight_transport {config.gpu.weight_transport}: set gpu.weight_transport auto"]
+    return []
 
 
 def ray_problems(config: RunConfig) -> list[str]:

@@ -21,7 +21,9 @@ async def publish_weights(trainer: Any, policy: Any) -> int:
     Returns the version offset (trainer version - served version) that new samples are stamped with.
     Serving keeps answering while the export runs; the swap itself is the policy's (``update_weights``).
     """
-    weights = await asyncio.to_thread(trainer.export_weights)
+    from clawgym.rl.trainer.transport import served_weights
+
+    weights = await asyncio.to_thread(served_weights(trainer, policy))  # merged weights, or LoRA adapters alone
     policy_version = await policy.update_weights(weights)
     return int(trainer.version) - int(policy_version)
 

@@ -184,10 +184,16 @@ def extend_context(config: Any, context_window: int) -> Any:
         return config
     params = dict(getattr(config, "rope_parameters", None) or {})
     theta = params.get("rope_theta", getattr(config, "rope_theta", 10000.0))
-    config.rope_parameters = {"rope_type": "yarn", "rope_theta": theta, "factor": context_window / native,
-                              "original_max_position_embeddings": native}
+    config.rope_parameters = yarn_rope_parameters(theta, native, context_window)
     config.max_position_embeddings = int(context_window)
     return config
+
+
+def yarn_rope_parameters(rope_theta: float, native: int, context_window: int) -> dict[str, Any]:
+    """The YaRN rope settings of :func:`extend_context`; the SGLang launch passes the same ones
+    (``--json-model-override-args``), so both backends stretch the window identically."""
+    return {"rope_type": "yarn", "rope_theta": rope_theta, "factor": context_window / native,
+            "original_max_position_embeddings": native}
 
 
 def load_model(

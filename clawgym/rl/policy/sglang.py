@@ -10,7 +10,8 @@ distribution before temperature scaling, like the ``hf`` backend; see SGLang's
 
 Weight updates: ``/update_weights_from_disk`` (an HF checkpoint directory the trainer saved), or tensors
 through the attached :mod:`~clawgym.rl.trainer.transport` (colocated: ``/update_weights_from_tensor``
-with CUDA IPC handles; disaggregated: an NCCL group and ``/update_weights_from_distributed``). SGLang
+with CUDA IPC handles; disaggregated: an NCCL group and ``/update_weights_from_distributed``; LoRA
+exported as adapters: ``/load_lora_adapter``, then ``/generate`` names the adapter in ``lora_path``). SGLang
 keeps serving during an update; with ``abort_all_requests=False`` requests in flight finish.
 The request and response shapes are those of SGLang 0.5.23 (the version the ``gpu`` extra pins).
 
@@ -114,6 +115,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def launch_command(model_path: str, port: int, server_args: Iterable[str] = ()) -> list[str]:
+    """The ``sglang.launch_server`` command line :meth:`SGLangPolicy.launch` runs (127.0.0.1 only)."""
+    return [sys.executable, "-m", "sglang.launch_server", "--model-path", model_path,
+            "--host", "127.0.0.1", "--port", str(port), *server_args]
+
+
 class SGLangPolicy(VersionedPolicy):
     """Talks to an SGLang server at ``base_url``; :meth:`launch` starts one first."""
 
@@ -151,8 +158,7 @@ class SGLangPolicy(VersionedPolicy):
         if reason:
             raise RuntimeError(f"cannot launch SGLang: {reason}")
         port = port or free_port()
-        command = [sys.executable, "-m", "sglang.launch_server", "--model-path", model_path,
-                   "--host", "127.0.0.1", "--port", str(port), *server_args]
+        command = launch_command(model_path, port, server_args)
         logger.info("launching SGLang: %s", " ".join(command))
         process = subprocess.Popen(command, env=dict(os.environ))
         base_url = f"http://127.0.0.1:{port}"
@@ -192,8 +198,19 @@ class SGLangPolicy(VersionedPolicy):
             "return_logprob": True,
             "logprob_start_len": -1,  # logprobs for the output only, not the prompt
         }
+        adapter = self.adapter
+        if adapter is not None:
+            body["lora_path"] = adapter  # the name it was loaded under (AdapterTransport)
         payload = await self._post("/generate", body)
-        return generation_from_sglang(payload, prompt_ids, version, self.tokenizer)
+        generation = generation_from_sglang(payload, prompt_ids, version, self.tokenizer)
+        generation.metadata["lora"] = adapter
+        return generation
+
+    @property
+    def adapter(self) -> str | None:
+        """The LoRA adapter generation is routed to: the latest one the transport loaded (LoRA exported as
+        adapters), None when the base weights serve (merged export, or nothing published yet)."""
+        return getattr(self.transport, "adapter", None)
 
     async def update_weights_from_disk(self, model_path: str | Path, abort_all_requests: bool = False) -> int:
         """Load an HF checkpoint directory the trainer wrote; in-flight requests finish by default."""

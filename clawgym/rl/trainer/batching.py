@@ -41,7 +41,8 @@ def collate(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
 
 
 def response_logits(model: nn.Module, batch: Batch, temperature: float = 1.0) -> torch.Tensor:
-    """Float32 logits ``[B, T, V]`` at the response positions only, divided by the sampling temperature.
+    """Float32 logits ``[B, T, V]`` (fp64 for an fp64 model) at the response positions only, divided by the
+    sampling temperature.
 
     No padding mask is passed: padding is on the right, and under causal attention no real token ever
     attends to a later position, so the real positions come out the same. Without a mask, SDPA runs
@@ -52,7 +53,8 @@ def response_logits(model: nn.Module, batch: Batch, temperature: float = 1.0) ->
     decoder, head = base.get_decoder(), base.get_output_embeddings()
     hidden = decoder(input_ids=batch.input_ids, use_cache=False).last_hidden_state
     index = batch.positions[..., None].expand(-1, -1, hidden.shape[-1])
-    logits = head(hidden.gather(1, index)).float()
+    logits = head(hidden.gather(1, index))
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
     return logits / temperature if temperature != 1.0 else logits
 
 
@@ -61,9 +63,11 @@ def gather_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
     return logits.gather(-1, targets[..., None]).squeeze(-1) - torch.logsumexp(logits, dim=-1)
 
 
-def pad_rows(rows: Sequence[Sequence[float]], width: int, device: torch.device) -> torch.Tensor:
-    """Per-token rows (loss masks, old logprobs) as one zero-padded float32 ``[B, width]`` tensor."""
-    out = torch.zeros((len(rows), width), dtype=torch.float32)
+def pad_rows(rows: Sequence[Sequence[float]], width: int, device: torch.device,
+             dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Per-token rows (loss masks, old logprobs) as one zero-padded ``[B, width]`` tensor (float32 unless
+    ``dtype``: logprobs take the logits' dtype, so an fp64 model is not fed fp32-rounded logprobs)."""
+    out = torch.zeros((len(rows), width), dtype=dtype)
     for i, row in enumerate(rows):
-        out[i, : len(row)] = torch.tensor(list(row), dtype=torch.float32)
+        out[i, : len(row)] = torch.tensor(list(row), dtype=dtype)
     return out.to(device)

@@ -1,6 +1,12 @@
-"""LoRA adapters via peft: wrap a model reproducibly, and export HF-named weights with the adapters merged."""
+"""LoRA adapters via peft: wrap a model reproducibly, export HF-named weights with the adapters merged, and
+write the adapters alone as a peft directory (what peft and SGLang's ``/load_lora_adapter`` read)."""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -43,3 +49,24 @@ def merged_lora_state_dict(peft_model: nn.Module) -> dict[str, torch.Tensor]:
         clean = key.replace(".base_layer.", ".")
         state[clean] = value + deltas[clean].to(value.dtype) if clean in deltas else value
     return state
+
+
+def peft_adapter_config(settings: Any, base_model: str) -> dict:
+    """An ``adapter_config.json`` that peft (and SGLang's LoRA loader) read for the exported adapters."""
+    return {
+        "peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": base_model,
+        "r": settings.r, "lora_alpha": settings.alpha, "lora_dropout": 0.0, "bias": "none",
+        "target_modules": sorted(settings.target_modules), "fan_in_fan_out": False, "use_rslora": False,
+        "init_lora_weights": True, "modules_to_save": None,
+    }
+
+
+def write_peft_adapters(directory: str | Path, adapters: Mapping[str, torch.Tensor], settings: Any, base_model: str = "") -> Path:
+    """``adapter_model.safetensors`` (peft names: ``...q_proj.lora_A.weight``) + ``adapter_config.json`` in ``directory``."""
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().cpu().contiguous() for k, v in adapters.items()}, str(directory / "adapter_model.safetensors"))
+    (directory / "adapter_config.json").write_text(json.dumps(peft_adapter_config(settings, base_model), indent=2) + "\n")
+    return directory

@@ -10,8 +10,8 @@
    method (full-vocabulary teacher logits would need a vocab-parallel top-K).
 
    Tested on CPU (gloo, with megatron-core's few hard-coded CUDA tensors redirected in the test
-   processes only): a step equals the torch trainer's step (loss, grads, weights) for TP=2, PP=2 and
-   DP=2, with and without LoRA. The dist-checkpoint writer is CUDA-only and runs only on a GPU.
+   processes only): in float64, a step equals the torch trainer's step (loss, grads, weights) to 1e-6
+   for TP=2, PP=2 and DP=2, with and without LoRA (measured: 2e-14). The dist-checkpoint writer is CUDA-only and runs only on a GPU.
 
 Module map: conversion :mod:`~clawgym.rl.trainer.megatron_convert`, set-up
 :mod:`~clawgym.rl.trainer.megatron_setup`, micro-batches and schedule
@@ -22,7 +22,6 @@ Module map: conversion :mod:`~clawgym.rl.trainer.megatron_convert`, set-up
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import nullcontext
@@ -50,7 +49,8 @@ from clawgym.rl.trainer.megatron_convert import (  # noqa: F401  (re-exported)
 )
 from clawgym.rl.trainer import megatron_export as export
 from clawgym.rl.trainer.megatron_batches import add_teacher_inputs, micro_batches, realign, run_schedule
-from clawgym.rl.trainer.megatron_lora import adapter_local_state, adapters_disabled, attach_lora, merged_local_state, peft_adapter_config
+from clawgym.rl.trainer.lora import write_peft_adapters
+from clawgym.rl.trainer.megatron_lora import adapter_local_state, adapters_disabled, attach_lora, merged_local_state
 from clawgym.rl.trainer.megatron_setup import (  # noqa: F401  (re-exported)
     MegatronConfig,
     _load_hf_state_dict,
@@ -128,9 +128,7 @@ class MegatronTrainer:
             share_embeddings_and_output_weights=self.shape.tie_embeddings,
             position_embedding_type="rope",
             rotary_base=int(_rope_base(self.hf_config)),
-        ).to(self.device)
-        if self.config.bf16:
-            model = model.to(torch.bfloat16)
+        ).to(self.device, self.config.params_dtype)  # norms are built in the default dtype: cast them too
         full = hf_to_megatron(hf_state, self.shape, te_spec=self.config.transformer_engine, padded_vocab=self.padded_vocab)
         stage = pp_stage_state(full, self.shape.num_layers, self.pp_rank, self.pp_size, self.shape.tie_embeddings)
         local = {name: tp_shard(name, t, self.tp_rank, self.tp_size, self.shape) for name, t in stage.items()}
@@ -148,7 +146,7 @@ class MegatronTrainer:
 
         tcfg = self.config.trainer
         ddp_config = DistributedDataParallelConfig(
-            grad_reduce_in_fp32=True,
+            grad_reduce_in_fp32=self.config.bf16,  # fp32 / fp64 params reduce grads in their own dtype
             overlap_grad_reduce=False,
             use_distributed_optimizer=self.config.use_distributed_optimizer,
         )
@@ -163,7 +161,7 @@ class MegatronTrainer:
             adam_beta2=tcfg.betas[1],
             clip_grad=tcfg.max_grad_norm,
             bf16=self.config.bf16,
-            params_dtype=torch.bfloat16 if self.config.bf16 else torch.float32,
+            params_dtype=self.config.params_dtype,
             use_distributed_optimizer=self.config.use_distributed_optimizer,
         )
         self.optimizer = get_megatron_optimizer(opt_config, [self.model])
@@ -228,7 +226,8 @@ class MegatronTrainer:
         if tcfg.method in ("opd", "hybrid"):
             teacher_ids = [teacher_prompt_ids(self.tokenizer, s) if s.hint else s.prompt_ids for s in local]
             width = max(width, max(len(t) + len(s.response_ids) for t, s in zip(teacher_ids, local)))
-        batches = micro_batches(local, extra, width, tcfg.micro_batch_size, self.pad_id, self.device)
+        logprob_dtype = torch.promote_types(self.config.params_dtype, torch.float32)  # logits are upcast before the CE
+        batches = micro_batches(local, extra, width, tcfg.micro_batch_size, self.pad_id, self.device, logprob_dtype)
         if tcfg.method in ("opd", "hybrid"):
             add_teacher_inputs(batches, local, teacher_ids, width, tcfg.micro_batch_size, self.pad_id, self.device)
             self._frozen_logprobs(batches, "teacher_positions_logprobs", input_key="teacher_input_ids")
@@ -274,9 +273,9 @@ class MegatronTrainer:
             self.step += 1
         metrics = {"grad_norm": float(grad_norm) if grad_norm is not None else float("nan"), "skipped": float(not success)}
         keys = ("loss", "kl", "clipped")
-        values = torch.zeros(len(keys), dtype=torch.float32, device=self.device)
+        values = torch.zeros(len(keys), dtype=torch.float64, device=self.device)
         if reports:  # only the last pipeline stage computes losses
-            values = torch.stack([torch.stack([r[key].float() for r in reports]).sum() for key in keys])
+            values = torch.stack([torch.stack([r[key].double() for r in reports]).sum() for key in keys])
             torch.distributed.all_reduce(values, group=self.ps.get_data_parallel_group())
         if self.pp_size > 1:  # every rank reports the step's loss (rank 0, which logs, is on the first stage)
             torch.distributed.broadcast(values, src=self.ps.get_pipeline_model_parallel_last_rank(),
@@ -318,14 +317,8 @@ class MegatronTrainer:
     def save_adapters(self, directory: str | Path, base_model: str = "") -> None:
         """A peft adapter directory (``adapter_model.safetensors`` + ``adapter_config.json``), written by rank 0."""
         adapters = self.export_adapters()
-        if adapters is None:
-            return
-        from safetensors.torch import save_file
-
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        save_file({k: v.contiguous() for k, v in adapters.items()}, str(Path(directory) / "adapter_model.safetensors"))
-        config = peft_adapter_config(self.config.trainer.lora, base_model)
-        (Path(directory) / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
+        if adapters is not None:
+            write_peft_adapters(directory, adapters, self.config.trainer.lora, base_model)
 
     def load_adapters(self, state: Mapping[str, torch.Tensor]) -> None:
         """Whole peft-named adapter tensors (e.g. a torch trainer's, or :meth:`export_adapters`) into this rank's shards."""
@@ -348,9 +341,12 @@ class MegatronTrainer:
             raise ValueError("with the distributed optimizer each data-parallel rank holds only its shard of the reduced "
                              "grads: export_grads needs use_distributed_optimizer=False or DP=1")
         base, adapters = export.local_grads(self)
-        out = {k: v.float().cpu() for k, v in export.iter_hf_tensors(self, base)} if base else {}
+        def host(tensor: torch.Tensor) -> torch.Tensor:  # bf16 -> fp32; fp32 and fp64 kept as they are
+            return tensor.to("cpu", torch.promote_types(tensor.dtype, torch.float32))
+
+        out = {k: host(v) for k, v in export.iter_hf_tensors(self, base)} if base else {}
         if adapters:
-            out.update({k: v.float().cpu() for k, v in export.iter_adapter_tensors(self, adapters)})
+            out.update({k: host(v) for k, v in export.iter_adapter_tensors(self, adapters)})
         return out if torch.distributed.get_rank() == 0 else None
 
     def save_checkpoint(self, path: str | Path) -> None:

@@ -9,15 +9,16 @@ import torch
 
 
 def micro_batches(samples: Sequence[Any], extra: Mapping[str, Sequence[torch.Tensor]], width: int, micro_batch_size: int,
-                  pad_id: int, device: torch.device) -> list[dict]:
-    """Right-padded micro-batches of identical shape; per-token values sit at target positions (p predicts p+1)."""
+                  pad_id: int, device: torch.device, dtype: torch.dtype = torch.float32) -> list[dict]:
+    """Right-padded micro-batches of identical shape; per-token values sit at target positions (p predicts p+1).
+    Old logprobs come in ``dtype``, that of the logprobs they are compared with."""
     mbs = micro_batch_size
     batches = []
     for start in range(0, len(samples), mbs):
         part = list(range(start, min(start + mbs, len(samples))))
         input_ids = torch.full((mbs, width), pad_id, dtype=torch.long)
         mask = torch.zeros((mbs, width), dtype=torch.float32)
-        old = torch.zeros((mbs, width))
+        old = torch.zeros((mbs, width), dtype=dtype)
         named = {k: torch.zeros((mbs, width)) for k in extra}
         for row, i in enumerate(part):
             s = samples[i]
@@ -25,7 +26,7 @@ def micro_batches(samples: Sequence[Any], extra: Mapping[str, Sequence[torch.Ten
             input_ids[row, : n_p + n_r] = torch.tensor(s.prompt_ids + s.response_ids)
             span = slice(n_p - 1, n_p - 1 + n_r)
             mask[row, span] = torch.tensor(s.loss_mask, dtype=torch.float32)
-            old[row, span] = torch.tensor(s.old_logprobs)
+            old[row, span] = torch.tensor(s.old_logprobs, dtype=dtype)
             for key, values in extra.items():
                 named[key][row, span] = values[i]
         batch = {"input_ids": input_ids, "loss_mask": mask, "old_logprobs": old, **named}
@@ -84,7 +85,7 @@ def run_schedule(model: torch.nn.Module, batches: list[dict], loss_fn: Any, forw
 
         def loss_func(logits: torch.Tensor):
             targets = torch.roll(ids, shifts=-1, dims=1)
-            logprobs = -tensor_parallel.vocab_parallel_cross_entropy(logits.float() / temperature, targets)
+            logprobs = -tensor_parallel.vocab_parallel_cross_entropy(logits.to(torch.promote_types(logits.dtype, torch.float32)) / temperature, targets)
             return loss_fn(batch, logprobs)
 
         return output, loss_func

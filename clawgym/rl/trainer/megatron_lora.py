@@ -34,6 +34,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from clawgym.rl.trainer.lora import peft_adapter_config  # noqa: F401  (re-exported)
 from clawgym.rl.trainer.megatron_convert import ModelShape
 
 # megatron linear (relative to a TransformerLayer) -> (parallel kind, {part: HF module relative to the layer})
@@ -306,13 +307,3 @@ def load_peft_adapters(adapters: Mapping[str, LoraAdapter], state: Mapping[str, 
 
 def _layers_of(wanted: Mapping[str, Any]) -> set[int]:
     return {int(_PEFT_NAME.match(k).group(1)) for k in wanted}
-
-
-def peft_adapter_config(settings: Any, base_model: str) -> dict:
-    """An ``adapter_config.json`` that peft (and SGLang's LoRA loader) read for the exported adapters."""
-    return {
-        "peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": base_model,
-        "r": settings.r, "lora_alpha": settings.alpha, "lora_dropout": 0.0, "bias": "none",
-        "target_modules": sorted(settings.target_modules), "fan_in_fan_out": False, "use_rslora": False,
-        "init_lora_weights": True, "modules_to_save": None,
-    }

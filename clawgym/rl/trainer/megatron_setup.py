@@ -19,6 +19,7 @@ class MegatronConfig:
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
     bf16: bool = True
+    float64: bool = False  # fp64 params and grads (bf16 off): the CPU parity tests, where fp32 summation order would hide a 1e-6 gap
     transformer_engine: bool = False  # True: TE layer spec (needs transformer_engine); False: local spec
     use_distributed_optimizer: bool = True
     make_vocab_size_divisible_by: int = 128
@@ -38,8 +39,14 @@ class MegatronConfig:
             from clawgym.rl.trainer.megatron_lora import check_lora_settings
 
             check_lora_settings(self.trainer.lora, self.transformer_engine)
+        if self.bf16 and self.float64:
+            raise ValueError("bf16 and float64 exclude each other: set bf16=False for float64")
         if self.trainer.method == "opd_topk":
             raise ValueError("method 'opd_topk' is torch-trainer only for now (needs a vocab-parallel top-K)")
+
+    @property
+    def params_dtype(self) -> torch.dtype:
+        return torch.bfloat16 if self.bf16 else torch.float64 if self.float64 else torch.float32
 
 
 def megatron_available() -> tuple[bool, str]:
@@ -85,7 +92,7 @@ def transformer_config_from_hf(hf_config: Any, cfg: MegatronConfig) -> Any:
     from megatron.core.transformer import TransformerConfig
 
     shape = ModelShape.from_hf_config(hf_config)
-    dtype = torch.bfloat16 if cfg.bf16 else torch.float32
+    dtype = cfg.params_dtype
     return TransformerConfig(
         num_layers=shape.num_layers,
         hidden_size=shape.hidden_size,

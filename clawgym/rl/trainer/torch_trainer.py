@@ -201,11 +201,11 @@ class TorchTrainer:
             batch = collate([s.prompt_ids for s in part], [s.response_ids for s in part], self.pad_id, self.device)
             tokens += int(batch.attention_mask.sum())
             mask = pad_rows([s.loss_mask for s in part], batch.targets.shape[1], self.device)
-            old = pad_rows([s.old_logprobs for s in part], batch.targets.shape[1], self.device)
             adv_rl = rl_adv[start : start + len(part)].to(self.device)
 
             logits = response_logits(self.model, batch, cfg.temperature)
             logprobs = gather_logprobs(logits, batch.targets)
+            old = pad_rows([s.old_logprobs for s in part], batch.targets.shape[1], self.device, logprobs.dtype)
             per_token = torch.zeros_like(logprobs)
 
             if cfg.method == "grpo":
@@ -215,6 +215,7 @@ class TorchTrainer:
                     [s.teacher_logprobs if s.teacher_logprobs is not None else s.old_logprobs for s in part],
                     batch.targets.shape[1],
                     self.device,
+                    logprobs.dtype,
                 )
                 opd = losses.opd_advantages(teacher, old)
                 sums["opd_adv"] += float((opd * mask).sum())
@@ -302,6 +303,15 @@ class TorchTrainer:
         return {k: v.detach().to(device=device, dtype=dtype or v.dtype).clone() for k, v in state.items()}
 
     state_dict_for_serving = export_weights
+
+    @torch.no_grad()
+    def export_adapters(self) -> dict[str, torch.Tensor]:
+        """The LoRA adapters alone, fp32 on the host, in the names peft saves (``...q_proj.lora_A.weight``), as
+        the megatron trainer's ``export_adapters``: what an SGLang server loads with ``/load_lora_adapter``."""
+        if self.config.lora is None:
+            raise ValueError("this trainer trains full weights: there are no adapters to export")
+        return {n.replace(".default", ""): p.detach().to("cpu", torch.float32).clone()
+                for n, p in self.model.named_parameters() if "lora_" in n}
 
     # ---- checkpoints ---------------------------------------------------------------------------
 

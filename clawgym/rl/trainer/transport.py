@@ -1,4 +1,4 @@
-"""Weight transport: the trainer's new weights -> the serving policy. One interface, three ways.
+"""Weight transport: the trainer's new weights -> the serving policy. One interface, four ways.
 
 - :class:`InProcessTransport` (``inproc``): the hf policy in this process copies the tensors in
   between two decoding steps.
@@ -9,10 +9,14 @@
   SGLang ranks form one process group (``POST /init_weights_update_group``), and each bucket is
   announced with ``POST /update_weights_from_distributed`` (names, dtypes, shapes) and broadcast from
   rank 0. The tests run this very code over gloo.
+- :class:`AdapterTransport` (``adapter``, LoRA exported as adapters): only the trained adapters travel,
+  as a peft directory SGLang loads with ``POST /load_lora_adapter`` under a versioned name; generation
+  is routed to it (``lora_path`` in ``/generate``) and the previous version is unloaded.
 
 Weights are consumed as an iterator of ``(name, tensor)`` and sent bucket by bucket, so a transport
 never holds more than one bucket beyond what the trainer already has; none of them pickles the model.
-Request shapes follow SGLang 0.5.23 (``sglang/srt/managers/io_struct.py``).
+Request shapes follow SGLang 0.5.23 (``sglang/srt/managers/io_struct.py``). :func:`served_weights` says
+which export of the trainer a policy's transport takes (merged weights, or the adapters alone).
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import asyncio
 import base64
 import io
 import logging
+import shutil
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 import torch
@@ -74,8 +80,16 @@ def _with_last(items: Iterator[Any]) -> Iterator[tuple[Any, bool]]:
 
 
 def _check(result: dict[str, Any], what: str) -> None:
-    if not result.get("success", False):
-        raise TransportError(f"SGLang {what} failed: {result.get('message', result)}")
+    if not result.get("success", False):  # weight updates say why in "message", LoRA updates in "error_message"
+        raise TransportError(f"SGLang {what} failed: {result.get('message') or result.get('error_message') or result}")
+
+
+def served_weights(trainer: Any, policy: Any) -> Callable[[], Any]:
+    """The trainer export the policy's transport takes: ``export_adapters`` for :class:`AdapterTransport`,
+    else ``export_weights`` (the full state dict, LoRA merged). Call it off the event loop."""
+    if getattr(getattr(policy, "transport", None), "takes", "weights") == "adapters":
+        return trainer.export_adapters
+    return trainer.export_weights
 
 
 class InProcessTransport:
@@ -212,11 +226,53 @@ class NcclTransport:
                 self.group = None
 
 
+class AdapterTransport:
+    """LoRA exported as adapters: each version is a peft directory under ``directory`` that SGLang loads
+    (``POST /load_lora_adapter`` {lora_name, lora_path}) as ``clawgym-v{version}``; :attr:`adapter` is
+    the name generation is routed to (``lora_path`` in ``/generate``) from then on, and the previous
+    version is unloaded (``POST /unload_lora_adapter`` {lora_name}; SGLang lets requests still using it
+    finish first) and its directory removed. The server needs ``--enable-lora`` with a max rank and the
+    target modules (the builder passes them); SGLang reads the directory, so it must be on its host.
+    """
+
+    takes = "adapters"  # see served_weights
+
+    def __init__(self, post: Post, directory: str | Path, settings: Any, base_model: str = "") -> None:
+        self.post, self.directory, self.settings, self.base_model = post, Path(directory), settings, base_model
+        self.adapter: str | None = None
+
+    async def publish(self, weights: Any, version: int) -> None:
+        from clawgym.rl.trainer.lora import write_peft_adapters
+
+        adapters = dict(named(weights))
+        if not adapters or not all(".lora_A." in k or ".lora_B." in k for k in adapters):
+            raise TransportError("the adapter transport sends LoRA adapters only (peft names, trainer.export_adapters); "
+                                 f"got {len(adapters)} tensors such as {next(iter(adapters), None)!r}")
+        name = f"clawgym-v{version}"
+        path = self.directory / name
+        await asyncio.to_thread(write_peft_adapters, path, adapters, self.settings, self.base_model)
+        try:
+            _check(await self.post("/load_lora_adapter", {"lora_name": name, "lora_path": str(path)}), "/load_lora_adapter")
+        except BaseException:
+            shutil.rmtree(path, ignore_errors=True)
+            raise
+        previous, self.adapter = self.adapter, name
+        if previous is not None and previous != name:
+            _check(await self.post("/unload_lora_adapter", {"lora_name": previous}), "/unload_lora_adapter")
+            shutil.rmtree(self.directory / previous, ignore_errors=True)
+
+
 def make_transport(kind: str, policy: Any, bucket_bytes: int = 512 << 20, sglang_ranks: int = 1,
                    master_address: str = "127.0.0.1", master_port: int | None = None,
-                   device: str = "cuda") -> WeightTransport:
-    """The transport a placement plan names (``inproc`` | ``tensor`` | ``nccl``) for ``policy``
-    (``device="cpu"``: the same code without a GPU, the NCCL path over gloo)."""
+                   device: str = "cuda", adapter_dir: str | Path | None = None, lora: Any = None,
+                   base_model: str = "") -> WeightTransport:
+    """The transport a placement plan names (``inproc`` | ``tensor`` | ``nccl`` | ``adapter``) for ``policy``
+    (``device="cpu"``: the same code without a GPU, the NCCL path over gloo; ``adapter`` writes peft
+    directories for the LoRA settings ``lora`` under ``adapter_dir``)."""
+    if kind == "adapter":
+        if adapter_dir is None or lora is None:
+            raise ValueError("the adapter transport needs adapter_dir and the LoRA settings")
+        return AdapterTransport(policy.post, adapter_dir, lora, base_model)
     if kind == "inproc":
         return InProcessTransport(policy)
     if kind == "tensor":
@@ -226,4 +282,4 @@ def make_transport(kind: str, policy: Any, bucket_bytes: int = 512 << 20, sglang
 
         return NcclTransport(policy.post, master_address, master_port or free_port(), sglang_ranks,
                              backend="nccl" if device == "cuda" else "gloo", device=device, bucket_bytes=bucket_bytes)
-    raise ValueError(f"unknown weight transport {kind!r} (inproc, tensor or nccl; disk is the policy's own path)")
+    raise ValueError(f"unknown weight transport {kind!r} (inproc, tensor, nccl or adapter; disk is the policy's own path)")
