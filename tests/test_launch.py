@@ -109,6 +109,15 @@ def test_unknown_keys_in_the_file_fail(tmp_path):
         load_config(tmp_path / "missing.yaml")
 
 
+def test_hint_format_is_checked_and_reaches_the_trainer():
+    from clawgym import launchers
+    from clawgym.rl.launch import trainer_config
+
+    with pytest.raises(ConfigError, match="trainer.hint_format must be header or inline, got 'footer'"):
+        load_config(launchers.resolve("chat"), ["trainer.hint_format=footer"])
+    assert trainer_config(load_config(launchers.resolve("chat"), ["trainer.hint_format=inline"])).hint_format == "inline"
+
+
 GPU_LAUNCHERS = [p for p in LAUNCHERS if "\ngpu:" in p.read_text()]
 
 

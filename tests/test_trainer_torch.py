@@ -70,6 +70,24 @@ def test_hint_goes_to_last_user_message_and_input_is_untouched():
     assert parts[0]["content"][-1]["text"].endswith("h")
     with pytest.raises(ValueError, match="no user message"):
         hinted_messages([{"role": "system", "content": "s"}], "h")
+    inline = hinted_messages(messages, "  use a list  ", "inline")  # the user's own words, no header
+    assert inline[2]["content"] == "second use a list" and messages[2]["content"] == "second"
+    with pytest.raises(ValueError, match="unknown hint_format 'footer'"):
+        hinted_messages(messages, "h", "footer")
+
+
+def test_the_inline_hint_format_reaches_the_teacher_prompt(tokenizer):
+    trainer = TorchTrainer(tiny(tokenizer), tokenizer, TrainerConfig(method="opd", hint_format="inline"))
+    sample = make_sample(trainer, render_prompt_ids(tokenizer, CONTEXT), encode(tokenizer, "Hi!"), hint="Greet them warmly.",
+                         hint_messages=CONTEXT)
+    text = tokenizer.decode(teacher_prompt_ids(tokenizer, sample, trainer.config.hint_format))
+    assert "Greet them warmly." in text and HINT_HEADER not in text
+    trainer.compute_teacher_logprobs([sample])
+    header = make_sample(trainer, sample.prompt_ids, sample.response_ids, hint="Greet them warmly.", hint_messages=CONTEXT)
+    TorchTrainer(trainer.model, tokenizer, TrainerConfig(method="opd")).compute_teacher_logprobs([header])
+    assert sample.teacher_logprobs != header.teacher_logprobs  # the trainer scored the inline prompt, not the header one
+    with pytest.raises(ValueError, match="hint_format"):
+        TrainerConfig(hint_format="footer")
 
 
 def test_teacher_logprobs_cover_response_only_on_hinted_prompt(tokenizer):

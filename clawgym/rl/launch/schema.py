@@ -103,6 +103,7 @@ class TrainerSection(Section):
     aggregation: str = "token"
     advantage: str = "grpo"
     teacher: str = "initial"  # OPD teacher: initial | policy | judge (clawgym.rl.launch.teacher)
+    hint_format: str = "header"  # header (OpenClaw-RL's) | inline: how the OPD teacher sees the hint
     gradient_checkpointing: bool = False
     lora: LoraSection = Field(default_factory=LoraSection)
 
@@ -314,6 +315,8 @@ def validate(config: RunConfig) -> None:
                         "GPU partition judge.model: policy is the SGLang server; use judge.type prm,hint")
     if config.method in ("opd", "hybrid") and "hint" not in parts and "probhint" not in parts:
         problems.append(f"method {config.method!r} needs a hint judge: set judge.type to hint (or rules+prm,hint)")
+    if config.trainer.hint_format not in ("header", "inline"):
+        problems.append(f"trainer.hint_format must be header or inline, got {config.trainer.hint_format!r}")
     if config.judge.votes < 1:
         problems.append("judge.votes must be at least 1")
     if config.loop.batch_groups > config.loop.buffer_groups:

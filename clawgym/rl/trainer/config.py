@@ -41,6 +41,7 @@ class TrainerConfig:
     aggregation: Literal["token", "sequence"] = "token"
     advantage: Literal["grpo", "raw"] = "grpo"
     teacher: Literal["initial", "policy", "judge"] = "initial"  # see clawgym.rl.launch.teacher
+    hint_format: Literal["header", "inline"] = "header"  # how the teacher sees the hint (trainer/samples.py)
     temperature: float = 1.0  # the sampling temperature the old logprobs were computed at
     gradient_checkpointing: bool = False
     seed: int = 0
@@ -58,6 +59,7 @@ class TrainerConfig:
             "aggregation": self.aggregation in ("token", "sequence"),
             "advantage": self.advantage in ("grpo", "raw"),
             "teacher": self.teacher in ("initial", "policy", "judge"),
+            "hint_format": self.hint_format in ("header", "inline"),
             "micro_batch_size": self.micro_batch_size >= 1,
             "grad_accum": self.grad_accum >= 1,
             "temperature": self.temperature > 0,

@@ -224,7 +224,7 @@ class MegatronTrainer:
         width = max(len(s.prompt_ids) + len(s.response_ids) for s in samples)
         extra: dict[str, list[torch.Tensor]] = {"rl_adv": [torch.full((len(s.response_ids),), float(adv_rl[i])) for i, s in zip(mine, local)]}
         if tcfg.method in ("opd", "hybrid"):
-            teacher_ids = [teacher_prompt_ids(self.tokenizer, s) if s.hint else s.prompt_ids for s in local]
+            teacher_ids = [teacher_prompt_ids(self.tokenizer, s, tcfg.hint_format) if s.hint else s.prompt_ids for s in local]
             width = max(width, max(len(t) + len(s.response_ids) for t, s in zip(teacher_ids, local)))
         logprob_dtype = torch.promote_types(self.config.params_dtype, torch.float32)  # logits are upcast before the CE
         batches = micro_batches(local, extra, width, tcfg.micro_batch_size, self.pad_id, self.device, logprob_dtype)

@@ -13,15 +13,22 @@ from clawgym.rl import losses
 from clawgym.rl.types import Message, Sample
 
 HINT_HEADER = "[user's hint / instruction]"
+# header: OpenClaw-RL's format, the hint under HINT_HEADER on lines of its own; inline: the hint
+# appended to the user's own words, as if they had said it in the first place. Measured with SmolLM2-135M
+# as the teacher (greedy first replies, 16 teacher-persona tasks, each with its own correction as the
+# hint): header 0.28, inline 0.39, against 0.30 without a hint; the header made it talk about the hint.
+HINT_FORMATS = ("header", "inline")
 
 
-def hinted_messages(messages: Sequence[Message], hint: str) -> list[Message]:
-    """Copy of ``messages`` with the hint appended to the last user message (OpenClaw-RL's format)."""
+def hinted_messages(messages: Sequence[Message], hint: str, hint_format: str = "header") -> list[Message]:
+    """Copy of ``messages`` with the hint appended to the last user message (see ``HINT_FORMATS``)."""
+    if hint_format not in HINT_FORMATS:
+        raise ValueError(f"unknown hint_format {hint_format!r}; expected one of {HINT_FORMATS}")
     out = copy.deepcopy(list(messages))
     for message in reversed(out):
         if message.get("role") != "user":
             continue
-        addition = f"\n\n{HINT_HEADER}\n{hint.strip()}"
+        addition = f"\n\n{HINT_HEADER}\n{hint.strip()}" if hint_format == "header" else f" {hint.strip()}"
         content = message.get("content")
         if isinstance(content, list):
             message["content"] = content + [{"type": "text", "text": addition}]
@@ -39,13 +46,14 @@ def render_prompt_ids(tokenizer: Any, messages: Sequence[Message], tools: list[d
     return encode_prompt(tokenizer, list(messages), tools or None)
 
 
-def teacher_prompt_ids(tokenizer: Any, sample: Sample) -> list[int]:
+def teacher_prompt_ids(tokenizer: Any, sample: Sample, hint_format: str = "header") -> list[int]:
     """The hinted prompt of an OPD sample: its context (``hint_messages``) + hint, re-rendered."""
     if not sample.hint:
         raise ValueError(f"sample {sample.sample_id} has no hint")
     if not sample.hint_messages:
         raise ValueError(f"sample {sample.sample_id} has a hint but no hint_messages (its context) to place it in")
-    return render_prompt_ids(tokenizer, hinted_messages(sample.hint_messages, sample.hint), sample.metadata.get("tools"))
+    return render_prompt_ids(tokenizer, hinted_messages(sample.hint_messages, sample.hint, hint_format),
+                             sample.metadata.get("tools"))
 
 
 def validate_samples(samples: Sequence[Sample], vocab_size: int, method: str) -> None:

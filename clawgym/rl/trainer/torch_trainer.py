@@ -139,7 +139,7 @@ class TorchTrainer:
         with self._teacher() as teacher:
             for start in range(0, len(todo), mbs):
                 chunk = todo[start : start + mbs]
-                prompts = [teacher_prompt_ids(self.tokenizer, s) for s in chunk]
+                prompts = [teacher_prompt_ids(self.tokenizer, s, self.config.hint_format) for s in chunk]
                 batch = collate(prompts, [s.response_ids for s in chunk], self.pad_id, self.device)
                 logprobs = gather_logprobs(response_logits(teacher, batch, self.config.temperature), batch.targets)
                 for row, s in zip(logprobs.cpu(), chunk):
@@ -279,7 +279,7 @@ class TorchTrainer:
 
     @torch.no_grad()
     def _teacher_full_logprobs(self, part: Sequence[Sample], depth: int) -> torch.Tensor:
-        prompts = [teacher_prompt_ids(self.tokenizer, s) for s in part]
+        prompts = [teacher_prompt_ids(self.tokenizer, s, self.config.hint_format) for s in part]
         batch = collate(prompts, [s.response_ids for s in part], self.pad_id, self.device)
         with self._teacher() as teacher:
             return torch.log_softmax(response_logits(teacher, batch, self.config.temperature), -1)[:, :depth]
