@@ -36,6 +36,11 @@ MAX_TOKENS = 128  # every reply (training conversations and held-out scoring): r
 # 2: the honest persona checks (a stated correct result, a short check that can fail at 128 tokens, the hash
 # split). Rows of earlier versions were scored with the old checks and are left out of the table.
 METRICS = 2
+# 2: the judge-only recipe of this version: verdicts minus the batch's mean verdict (serve.baseline: batch)
+# and the user's correction appended to their request as the OPD hint (trainer.hint_format: inline).
+# Judge-only rows of recipe 1 (A = r, hints wrapped in an instruction under a header) are shown apart.
+RECIPE = 2
+JUDGE_ONLY = tuple(JUDGE_FOR)
 
 
 def config_for(method: str, seed: int, steps: int, out: Path):  # noqa: ANN201
@@ -64,6 +69,8 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     started = time.perf_counter()
     row = {"persona": persona, "method": method, "seed": seed, "steps_budget": steps, "metrics": METRICS,
            "eval_tasks": len(held_out), "max_tokens": MAX_TOKENS}
+    if method in JUDGE_ONLY:
+        row.update(recipe=RECIPE, baseline=config.serve.get("baseline", "batch"), hint_format=config.trainer.hint_format)
     if method in ("base", "prompting"):
         from clawgym.rl.policy.hf import HFPolicy
 
@@ -95,15 +102,18 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     return row
 
 
-def read_rows(path: Path) -> tuple[list[dict], int]:
-    """The rows scored with the current metrics, and how many older rows were left out."""
+def read_rows(path: Path) -> tuple[list[dict], int, list[dict]]:
+    """The rows scored with the current metrics, how many older rows were left out, and the judge-only
+    rows trained with an earlier recipe (shown apart)."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-    current = [r for r in rows if r.get("metrics") == METRICS]
-    return current, len(rows) - len(current)
+    scored = [r for r in rows if r.get("metrics") == METRICS]
+    superseded = [r for r in scored if r["method"] in JUDGE_ONLY and r.get("recipe", 1) != RECIPE]
+    current = [r for r in scored if r not in superseded]
+    return current, len(rows) - len(scored), superseded
 
 
 def table(path: Path) -> str:
-    rows, void = read_rows(path)
+    rows, void, superseded = read_rows(path)
     lines = [f"{'method':<12}" + "".join(f"{p:>24}" for p in PERSONAS) + "   (held-out score after, mean ± std over seeds [n], after − before)"]
     for method in METHODS:
         cells = []
@@ -117,6 +127,9 @@ def table(path: Path) -> str:
             std = statistics.stdev(after) if len(after) > 1 else 0.0
             cells.append(f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(got)}] {statistics.mean(gain):+.2f}")
         lines.append(f"{method:<12}" + "".join(cells))
+    for r in superseded:
+        lines.append(f"(superseded recipe {r.get('recipe', 1)}: {r['persona']} x {r['method']} x seed {r['seed']}: "
+                     f"{r['before']:.2f} -> {r['after']:.2f}; A = r without a baseline, hint wrapped under a header)")
     if void:
         lines.append(f"({void} rows scored with the old persona checks (metrics < {METRICS}) are void and left out)")
     dropped = [r for r in rows if r.get("refused")]
@@ -139,7 +152,7 @@ def main() -> int:
     if not args.table:
         if not (args.persona and args.method):
             parser.error("give --persona and --method (one cell per invocation), or --table")
-        done, _ = read_rows(args.results)
+        done, _, _ = read_rows(args.results)
         if any(r["persona"] == args.persona and r["method"] == args.method and r["seed"] == args.seed for r in done):
             print(f"{args.persona} x {args.method} x seed {args.seed} is already in {args.results}; skipped")
         else:

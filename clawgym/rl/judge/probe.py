@@ -7,8 +7,8 @@ batching the turns that wait at the same moment. ``cues=True`` (the default) fir
 documented lexicon of correction / acceptance phrases (:data:`CORRECTION_CUES`,
 :data:`ACCEPT_CUES`); the model decides only what the lexicon leaves open.
 
-The hint (OPD) is rule-based, not generated: the user's correction restated as an instruction
-(:func:`hint_from_reply`), so it always names what the user asked for.
+The hint (OPD) is rule-based, not generated: the user's correction in their own words, without a
+leading "no," (:func:`hint_from_reply`), so it always names what the user asked for.
 
 The few-shot examples and the threshold here are the *tuning* set; ``benchmarks/judge_quality.py``
 evaluates on a separate set that none of them were chosen from.
@@ -74,11 +74,16 @@ _LEAD = re.compile(r"(?i)^\W*(no|nope|hmm+|ugh|well|sorry|actually|but)\b[\s,.!]
 
 
 def hint_from_reply(reply: str) -> str | None:
-    """The user's correction restated as an instruction for the next answer (None for an acceptance)."""
+    """The user's correction, in their words, as the hint for the next answer (None when too short).
+
+    Not wrapped in an instruction: with SmolLM2-135M as the OPD teacher, a wrapper ("The user asked for
+    a change: ... Do exactly what they ask") made it talk about the change instead of making it
+    (greedy first replies on 16 teacher-persona tasks, each with its own correction: 0.17 wrapped,
+    0.39 with the bare correction appended to the request, 0.30 with no hint)."""
     text = _LEAD.sub("", " ".join(reply.split())).strip()
     if len(text) < 4:
         return None
-    return f"The user asked for a change: \"{text}\" Do exactly what they ask in this answer."
+    return text[0].upper() + text[1:]
 
 
 def prompt_for(reply: str) -> list[Message]:
