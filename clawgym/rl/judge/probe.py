@@ -76,10 +76,12 @@ _LEAD = re.compile(r"(?i)^\W*(no|nope|hmm+|ugh|well|sorry|actually|but)\b[\s,.!]
 def hint_from_reply(reply: str) -> str | None:
     """The user's correction, in their words, as the hint for the next answer (None when too short).
 
-    Not wrapped in an instruction: with SmolLM2-135M as the OPD teacher, a wrapper ("The user asked for
-    a change: ... Do exactly what they ask") made it talk about the change instead of making it
-    (greedy first replies on 16 teacher-persona tasks, each with its own correction: 0.17 wrapped,
-    0.39 with the bare correction appended to the request, 0.30 with no hint)."""
+    Not wrapped in an instruction, so the teacher prompt reads as the user having said it in the first
+    place (``trainer.hint_format: inline``). Which form a 135M teacher follows best depends on the
+    persona (docs/training.md has the measurements): on teacher-persona tasks the wrapper ("The user
+    asked for a change: ... Do exactly what they ask") made it talk about the change (0.17 vs 0.39
+    bare), on TA tasks the wrapper under OpenClaw-RL's header did best.
+    """
     text = _LEAD.sub("", " ".join(reply.split())).strip()
     if len(text) < 4:
         return None

@@ -14,9 +14,8 @@ from clawgym.rl.types import Message, Sample
 
 HINT_HEADER = "[user's hint / instruction]"
 # header: OpenClaw-RL's format, the hint under HINT_HEADER on lines of its own; inline: the hint
-# appended to the user's own words, as if they had said it in the first place. Measured with SmolLM2-135M
-# as the teacher (greedy first replies, 16 teacher-persona tasks, each with its own correction as the
-# hint): header 0.28, inline 0.39, against 0.30 without a hint; the header made it talk about the hint.
+# appended to the user's own words, as if they had said it in the first place. Which one a 135M teacher
+# follows better depends on the task (docs/training.md: teacher-ceiling measurements).
 HINT_FORMATS = ("header", "inline")
 
 
