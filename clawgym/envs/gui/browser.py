@@ -11,8 +11,10 @@ page is kept and wiped between episodes instead (``wipe.py`` says what is cleare
 that crashed, hung or broke gets a new context, as does every ``fresh_context_every``-th episode
 (renderer memory). Downloads are refused.
 
-Safety: every request of the context goes through ``context.route("**/*")``, which aborts anything
-whose origin is not on the episode's allow-list; service workers are blocked and pop-ups closed.
+Safety: the context routes every request whose URL is not on the episode's allow-list (a regular
+expression, ``blocked_pattern``) to a handler that aborts it; service workers are blocked and pop-ups
+closed. Allowed requests are matched and let through inside Playwright's driver, without a round trip
+to Python (~8 ms of every page load on 2 busy cores).
 
 Hangs and crashes: a watchdog timer guards every browser operation. If one runs past
 ``hang_timeout_s`` (an endless JS loop, a page stuck in an alert storm), the watchdog kills this
@@ -26,6 +28,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -73,6 +76,17 @@ class WrongThread(RuntimeError):
 def origin_of(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def blocked_pattern(allowed: set[str]) -> re.Pattern[str]:
+    """URLs to abort: any whose origin is not in ``allowed`` (data:, blob: and about: pass).
+
+    Chromium hands requests over normalised (lower-case scheme and host, a path after the host), so an
+    allowed origin is the URL's start up to the first ``/`` of the path; ``http://a:1@b/`` is not
+    ``http://a:1``. The expression must mean the same in JavaScript, where Playwright's driver runs it.
+    """
+    origins = "|".join(re.sub(r"[.*+?^${}()|\[\]\\/]", r"\\\g<0>", o) for o in sorted(allowed))
+    return re.compile(f"^(?!(?:data|blob|about):{'|(?:' + origins + ')/' if origins else ''})")
 
 
 # ---------------------------------------------------------------- one sync driver per thread
@@ -158,6 +172,9 @@ class Browser:
         self._hung = False
         self._downloads = 0
         self._cdp: Any = None  # the warm page's CDP session
+        self._blocking: re.Pattern[str] | None = None  # the route that aborts what is not allowed
+        self._navigating = False  # goto() is loading the page: its own document request is not settled
+        self._goto_requests: set[Any] = set()
         self._session_script: str | None = None
         self._episodes_on_context = 0
         self.reused = False  # whether the current episode runs on a wiped warm page
@@ -202,12 +219,16 @@ class Browser:
         self.allowed = {origin_of(o) for o in allowed_origins}
         self.blocked, self.broken, self._hung = [], None, False
         self._inflight, self._requests, self._dialogs, self._popups, self._downloads = 0, 0, [], 0, 0
+        self._goto_requests.clear()
         self._episodes_on_context += 1
         if self.reused:
+            with self.guard():
+                self._block_all_but(self.allowed)
             return
         with self.guard():
             self.context = self._browser.new_context(viewport=self.viewport, service_workers="block", accept_downloads=False)
-            self.context.route("**/*", self._route)
+            self._blocking = None
+            self._block_all_but(self.allowed)
             if hasattr(self.context, "route_web_socket"):
                 self.context.route_web_socket("**/*", self._route_ws)
             self.context.on("page", self._on_page)
@@ -222,6 +243,16 @@ class Browser:
             if self._cdp is not None:
                 self._cdp.send("Page.enable")  # scripts for new documents run only with the Page domain on
         self._episodes_on_context = 1
+
+    def _block_all_but(self, allowed: set[str]) -> None:
+        """Route the requests outside ``allowed`` to the aborting handler (only when the set changed)."""
+        pattern = blocked_pattern(allowed)
+        if self._blocking is not None and self._blocking.pattern == pattern.pattern:
+            return
+        if self._blocking is not None:
+            self.context.unroute(self._blocking, self._route)
+        self.context.route(pattern, self._route)
+        self._blocking = pattern
 
     def _can_reuse(self) -> bool:
         return (
@@ -251,6 +282,7 @@ class Browser:
             return
         if self.context is not None:
             context, self.context, self.page, self._cdp, self._session_script = self.context, None, None, None, None
+            self._blocking = None
             try:
                 context.close()
             except Exception as exc:  # a crashed renderer or a dead browser
@@ -303,11 +335,17 @@ class Browser:
             page.close()
 
     def _on_request(self, request: Any) -> None:
+        if self._navigating and request.is_navigation_request() and request.frame == self.page.main_frame:
+            self._goto_requests.add(request)  # goto() waits for this one itself (domcontentloaded)
+            return
         self._inflight += 1
         self._requests += 1
 
     def _on_request_done(self, request: Any) -> None:
-        self._inflight = max(0, self._inflight - 1)
+        if request in self._goto_requests:
+            self._goto_requests.discard(request)
+        else:
+            self._inflight = max(0, self._inflight - 1)
 
     def _on_dialog(self, dialog: Any) -> None:
         self._dialogs.append(f"{dialog.type} {dialog.message[:200]!r}")
@@ -405,7 +443,11 @@ class Browser:
     def goto(self, url: str) -> None:
         with self.guard():
             self._raise_if_broken()
-            self.page.goto(url, wait_until="domcontentloaded", timeout=self.load_timeout_ms)
+            self._navigating = True
+            try:
+                self.page.goto(url, wait_until="domcontentloaded", timeout=self.load_timeout_ms)
+            finally:
+                self._navigating = False
             self.settle()
 
     def act(self, fn: Any) -> None:
