@@ -4,8 +4,7 @@ A new browser context costs a new renderer (~200 ms of a reset). Reusing the pag
 nothing of the last episode survives, so :func:`wipe_page`:
 
 1. navigates to about:blank: the old document unloads (its ``pagehide`` handlers run now, before the
-   clear), and its timers, workers, sockets and pending dialogs die with it; the renderer is asked
-   for its URL until it reports about:blank, so the unload has run before anything is cleared;
+   clear), and its timers, workers, sockets and pending dialogs die with it;
 2. resets the navigation history to that about:blank (``go_back`` cannot reach the last episode);
 3. clears every storage of the last episode's allowed origins through CDP (``Storage.clearDataForOrigin``
    "all": cookies, localStorage, IndexedDB, Cache Storage, service workers); no other origin could
@@ -18,7 +17,8 @@ nothing of the last episode survives, so :func:`wipe_page`:
    script is removed first.
 
 Steps 2-6 do not depend on each other, so their CDP commands go out together and the wipe waits for
-all answers at once (:func:`send_all`) instead of one round trip each (~3 ms apiece on 2 busy cores).
+all answers at once (:func:`send_all`) instead of one round trip each; they run in the browser process
+while the renderer is still setting up about:blank (the navigation returns at its commit).
 
 ``tests/test_gui_reset.py`` writes each of these in one episode and checks the next sees none of it.
 """
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 import uuid
 from typing import Any
 
@@ -63,29 +62,12 @@ def send_all(cdp: Any, calls: list[tuple[str, dict[str, Any] | None]]) -> list[A
     return run(together())
 
 
-def blank(cdp: Any, timeout_ms: float) -> None:
-    """Navigate to about:blank and return once the renderer shows it (the old document has unloaded)."""
-    cdp.send("Page.navigate", {"url": "about:blank"})
-    deadline = time.monotonic() + timeout_ms / 1000
-    while True:
-        try:
-            found = cdp.send("Runtime.evaluate", {"expression": "location.href", "returnByValue": True})
-            if found.get("result", {}).get("value") == "about:blank":
-                return
-        except Exception as exc:  # the old document's context went away mid-call: ask the new one
-            if "context" not in str(exc).lower():
-                raise
-        if time.monotonic() > deadline:
-            raise TimeoutError("the page did not reach about:blank")
-        time.sleep(0.002)
-
-
 def wipe_page(page: Any, cdp: Any, origins: set[str], session_script: str | None, timeout_ms: float = 5000) -> str:
     """Wipe ``page`` (``cdp``: a CDP session on it, with the Page domain enabled); returns the new script id.
 
     ``session_script`` is the id :func:`wipe_page` returned last time (None the first time).
     """
-    blank(cdp, timeout_ms)
+    page.goto("about:blank", wait_until="commit", timeout=timeout_ms)
     for other in page.context.pages:
         if other != page:
             other.close()
