@@ -97,3 +97,10 @@ async def test_a_group_that_cannot_be_built_fails_its_producer_while_it_waits_fo
             await asyncio.wait_for(producer, 10)
     finally:
         await stop(collector, pool, producer)
+
+
+def test_judge_concurrency_defaults_to_one_slot_per_rollout_worker(tmp_path):
+    assert LoopConfig(output_dir=str(tmp_path)).judge_workers is None  # the loop then uses num_workers
+    assert LoopConfig(output_dir=str(tmp_path), judge_workers=2).judge_workers == 2
+    with pytest.raises(ValueError, match="judge_workers"):
+        LoopConfig(output_dir=str(tmp_path), judge_workers=0)
