@@ -11,10 +11,9 @@ page is kept and wiped between episodes instead (``wipe.py`` says what is cleare
 that crashed, hung or broke gets a new context, as does every ``fresh_context_every``-th episode
 (renderer memory). Downloads are refused.
 
-Safety: the context routes every request whose URL is not on the episode's allow-list (a regular
-expression, ``blocked_pattern``) to a handler that aborts it; service workers are blocked and pop-ups
-closed. Allowed requests are matched and let through inside Playwright's driver, without a round trip
-to Python (~8 ms of every page load on 2 busy cores).
+Safety: requests whose URL is not on the episode's allow-list (``origins.blocked_pattern``) are routed to
+a handler that aborts them; allowed ones pass inside Playwright's driver, with no round trip to Python
+(~8 ms of a page load on 2 busy cores). Service workers are blocked and pop-ups closed.
 
 Hangs and crashes: a watchdog timer guards every browser operation. If one runs past
 ``hang_timeout_s`` (an endless JS loop, a page stuck in an alert storm), the watchdog kills this
@@ -36,11 +35,13 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import numpy as np
 
 from clawgym.envs.gui.observe import SNAPSHOT_JS, PageView
+from clawgym.envs.gui.origins import blocked_pattern, origin_of
+from clawgym.envs.gui.task import STATE_JS
 from clawgym.envs.gui.wipe import wipe_page
 
 log = logging.getLogger(__name__)
@@ -51,19 +52,6 @@ CHROMIUM_ARGS = [
 ]
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 
-STATE_JS = r"""
-() => {
-  let state = {};
-  try { state = JSON.parse(sessionStorage.getItem('__clawgym_state') || '{}'); } catch (e) {}
-  const fields = {};
-  document.querySelectorAll('input,select,textarea').forEach((el, i) => {
-    const key = el.name || el.id || ('field' + i);
-    if (el.type === 'checkbox' || el.type === 'radio') { if (el.type === 'radio') { if (el.checked) fields[key] = el.value; } else fields[key] = el.checked; }
-    else fields[key] = el.value;
-  });
-  return {state: state, url: location.href, text: document.body ? document.body.innerText : '', fields: fields};
-}
-"""
 
 class PageBroken(RuntimeError):
     """The page crashed, hung or left the allowed origins: the episode cannot go on."""
@@ -71,22 +59,6 @@ class PageBroken(RuntimeError):
 
 class WrongThread(RuntimeError):
     """A Playwright object was used from a thread other than the one that created it."""
-
-
-def origin_of(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}".lower()
-
-
-def blocked_pattern(allowed: set[str]) -> re.Pattern[str]:
-    """URLs to abort: any whose origin is not in ``allowed`` (data:, blob: and about: pass).
-
-    Chromium hands requests over normalised (lower-case scheme and host, a path after the host), so an
-    allowed origin is the URL's start up to the first ``/`` of the path; ``http://a:1@b/`` is not
-    ``http://a:1``. The expression must mean the same in JavaScript, where Playwright's driver runs it.
-    """
-    origins = "|".join(re.sub(r"[.*+?^${}()|\[\]\\/]", r"\\\g<0>", o) for o in sorted(allowed))
-    return re.compile(f"^(?!(?:data|blob|about):{'|(?:' + origins + ')/' if origins else ''})")
 
 
 # ---------------------------------------------------------------- one sync driver per thread
@@ -227,7 +199,6 @@ class Browser:
             return
         with self.guard():
             self.context = self._browser.new_context(viewport=self.viewport, service_workers="block", accept_downloads=False)
-            self._blocking = None
             self._block_all_but(self.allowed)
             if hasattr(self.context, "route_web_socket"):
                 self.context.route_web_socket("**/*", self._route_ws)
@@ -247,12 +218,11 @@ class Browser:
     def _block_all_but(self, allowed: set[str]) -> None:
         """Route the requests outside ``allowed`` to the aborting handler (only when the set changed)."""
         pattern = blocked_pattern(allowed)
-        if self._blocking is not None and self._blocking.pattern == pattern.pattern:
-            return
-        if self._blocking is not None:
-            self.context.unroute(self._blocking, self._route)
-        self.context.route(pattern, self._route)
-        self._blocking = pattern
+        if self._blocking is None or self._blocking.pattern != pattern.pattern:
+            if self._blocking is not None:
+                self.context.unroute(self._blocking, self._route)
+            self.context.route(pattern, self._route)
+            self._blocking = pattern
 
     def _can_reuse(self) -> bool:
         return (
@@ -342,10 +312,9 @@ class Browser:
         self._requests += 1
 
     def _on_request_done(self, request: Any) -> None:
-        if request in self._goto_requests:
-            self._goto_requests.discard(request)
-        else:
+        if request not in self._goto_requests:
             self._inflight = max(0, self._inflight - 1)
+        self._goto_requests.discard(request)
 
     def _on_dialog(self, dialog: Any) -> None:
         self._dialogs.append(f"{dialog.type} {dialog.message[:200]!r}")
