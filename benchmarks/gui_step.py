@@ -3,7 +3,10 @@
 Both drive the system Chromium (``/usr/bin/chromium`` or ``$CLAWGYM_CHROMIUM``) on the bundled
 ``form-fill`` page served by clawgym's task server on 127.0.0.1, and alternate the same two actions
 (fill the name field, click Submit). Latency is wall time per ``reset()`` / ``step()``, p50 and p95.
-The envs take turns (one reset or step each, round robin), so a change in machine load hits them all.
+The envs take turns (one reset or step each, round robin; ``--block N``: N in a row each), so a change in
+machine load hits them all. A new-context reset leaves a renderer starting and one exiting for a while
+after it returns, which strict round robin charges to the next env's call; ``--block 10`` keeps that
+to the first call of each block.
 
 GUI-v0 runs twice: as shipped (one warm page reused across episodes and wiped between them, see
 ``clawgym/envs/gui/browser.py``) and with ``reuse_pages=False`` (a new browser context per episode).
@@ -17,7 +20,7 @@ pass ``executable_path``. Nothing else of it changes. Rows: BrowserGym as shippe
 1000 ms, 0.5 s ``pre_observation_delay``) and tuned (both 0). Playwright allows one sync driver per
 thread and BrowserGym keeps a global one, so each side lives in its own worker thread.
 
-Run: ``.venv/bin/python benchmarks/gui_step.py [--steps 40] [--resets 10] [--skip-browsergym]``
+Run: ``.venv/bin/python benchmarks/gui_step.py [--steps 40] [--resets 20] [--block 10] [--skip-browsergym]``
 """
 
 from __future__ import annotations
@@ -213,6 +216,10 @@ def main() -> None:
     parser.add_argument("--browsergym-resets", type=int, default=4, help="BrowserGym resets (two browser launches each)")
     parser.add_argument("--shipped-steps", type=int, default=10, help="steps for BrowserGym as shipped (~1.5 s each)")
     parser.add_argument("--skip-browsergym", action="store_true")
+    parser.add_argument("--block", type=int, default=1,
+                        help="consecutive calls per env before the next takes its turn (1: strict round robin); a "
+                             "new-context reset leaves a renderer starting and one exiting, which lands in the next "
+                             "env's call, so larger blocks keep that cross-talk to the first call of each block")
     args = parser.parse_args()
 
     load_before = os.getloadavg()[0]
@@ -240,13 +247,14 @@ def main() -> None:
     resets: dict[str, list[float]] = {name: [] for name, *_ in runners}
     steps: dict[str, list[float]] = {name: [] for name, *_ in runners}
     try:
-        for i in range(max(n for *_, n, _ in runners)):
+        block = max(1, args.block)
+        for start in range(0, max(n for *_, n, _ in runners), block):
             for name, worker, runner, n_resets, _ in runners:
-                if i < n_resets:
+                for i in range(start, min(start + block, n_resets)):
                     resets[name].append(worker.call(runner.reset))
-        for i in range(max(n for *_, n in runners)):
+        for start in range(0, max(n for *_, n in runners), block):
             for name, worker, runner, _, n_steps in runners:
-                if i < n_steps:
+                for i in range(start, min(start + block, n_steps)):
                     steps[name].append(worker.call(lambda: runner.step(i)))
     finally:
         for _, worker, runner, *_ in runners:

@@ -198,6 +198,7 @@ async def run_mode(mode: str, args: argparse.Namespace, out: Path) -> dict[str, 
         export_final=False,
         seed=args.seed,
         switch_interval_s=args.switch_interval,
+        **({"judge_workers": args.judge_workers} if args.judge_workers else {}),
     )
     marks = Marks(serving, env_busy, judging)
     loop = AsyncRLLoop(lambda **kw: TimedEnv(gym.make(ENV, **kw), env_busy), policy, trainer, config,
@@ -244,6 +245,7 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=16, help="rollout answer tokens")
     parser.add_argument("--kl", type=float, default=0.04, help="k3 KL to the initial weights (GRPO's usual 0.04)")
     parser.add_argument("--judge-tokens", type=int, default=8, help="PRM verdict tokens (\\boxed{1} is 5)")
+    parser.add_argument("--judge-workers", type=int, default=0, help="judge concurrency for both loops (0: the loop's default, one per rollout worker)")
     parser.add_argument("--repeats", type=int, default=2, help="runs per mode, alternating; the table shows means")
     parser.add_argument("--no-judge", dest="judge", action="store_false", help="leave out the PRM judge")
     parser.add_argument("--seed", type=int, default=0)

@@ -125,3 +125,29 @@ def test_reuse_can_be_turned_off():
         assert not env.browser.reused and env.browser.context is not first
     finally:
         env.close()
+
+
+def test_wipe_commands_go_one_by_one_where_playwright_has_no_async_session():
+    """``send_all`` gathers CDP commands on Playwright's event loop; a session without that shape still works."""
+    from clawgym.envs.gui.wipe import send_all
+
+    class OneByOne:
+        def __init__(self):
+            self.sent = []
+
+        def send(self, method, params=None):
+            self.sent.append((method, params))
+            return {"method": method}
+
+    session = OneByOne()
+    assert send_all(session, [("Page.a", None), ("Page.b", {"x": 1})]) == [{"method": "Page.a"}, {"method": "Page.b"}]
+    assert session.sent == [("Page.a", None), ("Page.b", {"x": 1})]
+
+
+def test_wipe_commands_are_answered_in_order_on_a_real_session(env):
+    from clawgym.envs.gui.wipe import send_all
+
+    env.reset(seed=5, options={"task_id": "probe"})
+    answers = send_all(env.browser._cdp, [("Runtime.evaluate", {"expression": f"{i} * 2", "returnByValue": True})
+                                          for i in range(5)])
+    assert [a["result"]["value"] for a in answers] == [0, 2, 4, 6, 8]

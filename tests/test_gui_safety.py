@@ -158,3 +158,35 @@ def test_an_unreachable_url_task_ends_cleanly():
         assert (reward, truncated) == (0.0, True) and "did not load" in info["error"]
     finally:
         env.close()
+
+
+def test_the_allow_list_follows_the_episode_on_a_reused_page(outside):
+    """A URL task allows its origin for that episode only: the next episode on the same warm page blocks it."""
+    env = GUIEnv(tasks=[url_task("secret", outside.origin + "/page", "Read it.", answer="4711"), misbehaving(outside.origin)])
+    try:
+        env.reset(seed=0, options={"task_id": "secret"})
+        assert outside.origin in env.browser.allowed and 'text "The secret is 4711."' in env.view.text()
+        seen = len(outside.requests)
+        v = start(env)
+        assert env.browser.reused and outside.origin not in env.browser.allowed
+        env.step(act("click", ref=v.find("button", "Fetch")))
+        env.browser.page.wait_for_function("() => CG.state().fetch !== undefined")  # the rejection comes a moment later
+        assert env.browser.read_state()["state"]["fetch"].startswith("failed")
+        assert len(outside.requests) == seen and f"{outside.origin}/fetched" in env.browser.blocked
+        env.reset(seed=1, options={"task_id": "secret"})
+        assert env.browser.reused and 'text "The secret is 4711."' in env.view.text()
+    finally:
+        env.close()
+
+
+def test_what_the_route_blocks():
+    """Allowed: an allow-listed origin followed by its path, and data:, blob:, about:; anything else is aborted."""
+    from clawgym.envs.gui.browser import blocked_pattern
+
+    blocked = blocked_pattern({"http://127.0.0.1:8000", "https://a-b.example.com"}).search
+    for url in ("http://127.0.0.1:8000/x?y=1", "https://a-b.example.com/", "data:text/plain,x", "about:blank", "blob:http://x/1"):
+        assert not blocked(url), url
+    for url in ("http://127.0.0.1:8000@evil.test/", "http://127.0.0.1:80001/", "https://a-bxexample.com/",
+                "http://127.0.0.1:8001/", "https://127.0.0.1:8000/", "ws://127.0.0.1:8000/"):
+        assert blocked(url), url
+    assert blocked_pattern(set()).search("http://127.0.0.1:8000/")

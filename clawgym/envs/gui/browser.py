@@ -11,8 +11,9 @@ page is kept and wiped between episodes instead (``wipe.py`` says what is cleare
 that crashed, hung or broke gets a new context, as does every ``fresh_context_every``-th episode
 (renderer memory). Downloads are refused.
 
-Safety: every request of the context goes through ``context.route("**/*")``, which aborts anything
-whose origin is not on the episode's allow-list; service workers are blocked and pop-ups closed.
+Safety: requests whose URL is not on the episode's allow-list (``origins.blocked_pattern``) are routed to
+a handler that aborts them; allowed ones pass inside Playwright's driver, with no round trip to Python
+(~8 ms of a page load on 2 busy cores). Service workers are blocked and pop-ups closed.
 
 Hangs and crashes: a watchdog timer guards every browser operation. If one runs past
 ``hang_timeout_s`` (an endless JS loop, a page stuck in an alert storm), the watchdog kills this
@@ -26,6 +27,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -33,11 +35,13 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import numpy as np
 
 from clawgym.envs.gui.observe import SNAPSHOT_JS, PageView
+from clawgym.envs.gui.origins import blocked_pattern, origin_of
+from clawgym.envs.gui.task import STATE_JS
 from clawgym.envs.gui.wipe import wipe_page
 
 log = logging.getLogger(__name__)
@@ -48,19 +52,6 @@ CHROMIUM_ARGS = [
 ]
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 
-STATE_JS = r"""
-() => {
-  let state = {};
-  try { state = JSON.parse(sessionStorage.getItem('__clawgym_state') || '{}'); } catch (e) {}
-  const fields = {};
-  document.querySelectorAll('input,select,textarea').forEach((el, i) => {
-    const key = el.name || el.id || ('field' + i);
-    if (el.type === 'checkbox' || el.type === 'radio') { if (el.type === 'radio') { if (el.checked) fields[key] = el.value; } else fields[key] = el.checked; }
-    else fields[key] = el.value;
-  });
-  return {state: state, url: location.href, text: document.body ? document.body.innerText : '', fields: fields};
-}
-"""
 
 class PageBroken(RuntimeError):
     """The page crashed, hung or left the allowed origins: the episode cannot go on."""
@@ -68,11 +59,6 @@ class PageBroken(RuntimeError):
 
 class WrongThread(RuntimeError):
     """A Playwright object was used from a thread other than the one that created it."""
-
-
-def origin_of(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}".lower()
 
 
 # ---------------------------------------------------------------- one sync driver per thread
@@ -158,6 +144,9 @@ class Browser:
         self._hung = False
         self._downloads = 0
         self._cdp: Any = None  # the warm page's CDP session
+        self._blocking: re.Pattern[str] | None = None  # the route that aborts what is not allowed
+        self._navigating = False  # goto() is loading the page: its own document request is not settled
+        self._goto_requests: set[Any] = set()
         self._session_script: str | None = None
         self._episodes_on_context = 0
         self.reused = False  # whether the current episode runs on a wiped warm page
@@ -202,12 +191,15 @@ class Browser:
         self.allowed = {origin_of(o) for o in allowed_origins}
         self.blocked, self.broken, self._hung = [], None, False
         self._inflight, self._requests, self._dialogs, self._popups, self._downloads = 0, 0, [], 0, 0
+        self._goto_requests.clear()
         self._episodes_on_context += 1
         if self.reused:
+            with self.guard():
+                self._block_all_but(self.allowed)
             return
         with self.guard():
             self.context = self._browser.new_context(viewport=self.viewport, service_workers="block", accept_downloads=False)
-            self.context.route("**/*", self._route)
+            self._block_all_but(self.allowed)
             if hasattr(self.context, "route_web_socket"):
                 self.context.route_web_socket("**/*", self._route_ws)
             self.context.on("page", self._on_page)
@@ -222,6 +214,15 @@ class Browser:
             if self._cdp is not None:
                 self._cdp.send("Page.enable")  # scripts for new documents run only with the Page domain on
         self._episodes_on_context = 1
+
+    def _block_all_but(self, allowed: set[str]) -> None:
+        """Route the requests outside ``allowed`` to the aborting handler (only when the set changed)."""
+        pattern = blocked_pattern(allowed)
+        if self._blocking is None or self._blocking.pattern != pattern.pattern:
+            if self._blocking is not None:
+                self.context.unroute(self._blocking, self._route)
+            self.context.route(pattern, self._route)
+            self._blocking = pattern
 
     def _can_reuse(self) -> bool:
         return (
@@ -251,6 +252,7 @@ class Browser:
             return
         if self.context is not None:
             context, self.context, self.page, self._cdp, self._session_script = self.context, None, None, None, None
+            self._blocking = None
             try:
                 context.close()
             except Exception as exc:  # a crashed renderer or a dead browser
@@ -303,11 +305,16 @@ class Browser:
             page.close()
 
     def _on_request(self, request: Any) -> None:
+        if self._navigating and request.is_navigation_request() and request.frame == self.page.main_frame:
+            self._goto_requests.add(request)  # goto() waits for this one itself (domcontentloaded)
+            return
         self._inflight += 1
         self._requests += 1
 
     def _on_request_done(self, request: Any) -> None:
-        self._inflight = max(0, self._inflight - 1)
+        if request not in self._goto_requests:
+            self._inflight = max(0, self._inflight - 1)
+        self._goto_requests.discard(request)
 
     def _on_dialog(self, dialog: Any) -> None:
         self._dialogs.append(f"{dialog.type} {dialog.message[:200]!r}")
@@ -405,7 +412,11 @@ class Browser:
     def goto(self, url: str) -> None:
         with self.guard():
             self._raise_if_broken()
-            self.page.goto(url, wait_until="domcontentloaded", timeout=self.load_timeout_ms)
+            self._navigating = True
+            try:
+                self.page.goto(url, wait_until="domcontentloaded", timeout=self.load_timeout_ms)
+            finally:
+                self._navigating = False
             self.settle()
 
     def act(self, fn: Any) -> None:

@@ -81,6 +81,21 @@ CG_JS = r"""
 })();
 """
 
+# what checkers get as ``s``: the page's reported state (sessionStorage), URL, body text and form fields
+STATE_JS = r"""
+() => {
+  let state = {};
+  try { state = JSON.parse(sessionStorage.getItem('__clawgym_state') || '{}'); } catch (e) {}
+  const fields = {};
+  document.querySelectorAll('input,select,textarea').forEach((el, i) => {
+    const key = el.name || el.id || ('field' + i);
+    if (el.type === 'checkbox' || el.type === 'radio') { if (el.type === 'radio') { if (el.checked) fields[key] = el.value; } else fields[key] = el.checked; }
+    else fields[key] = el.value;
+  });
+  return {state: state, url: location.href, text: document.body ? document.body.innerText : '', fields: fields};
+}
+"""
+
 PAGE_STYLE = (
     "<style>body{font-family:sans-serif;margin:12px;font-size:14px}button{margin:3px}"
     "#instr{background:#ffc;padding:6px;margin-bottom:8px}.modal{position:fixed;inset:0;background:rgba(0,0,0,.4);"

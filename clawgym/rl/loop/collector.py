@@ -2,8 +2,12 @@
 
 Each producer owns one :class:`RolloutPool` of G env workers and plays one group after another. It
 reserves a buffer slot *before* it starts a group (so ``buffer_groups`` bounds groups in flight +
-waiting, and so how stale data can get), waits until every turn of the group is judged, builds the
-group's samples (:func:`clawgym.rl.groups.build_group`) and puts the group in the buffer.
+waiting, and so how stale data can get). Once a group's episodes are played, a finisher task waits
+until every turn is judged, builds the group's samples (:func:`clawgym.rl.groups.build_group`) and
+puts the group in the buffer, while the producer already plays its next group (if a slot is free):
+the judge's verdicts and the next group's answers then share the server's batches instead of taking
+turns, which is what keeps the trainer fed (``benchmarks/loop_overlap.py``). A finisher's error
+fails its producer.
 
 The synchronous schedule is a gate: :meth:`BatchCollector.pause` holds producers before their next
 group until :meth:`BatchCollector.resume` (the loop pauses from batch to publish in ``mode="sync"``).
@@ -120,41 +124,68 @@ class BatchCollector:
         return task_ids[int(rng.integers(len(task_ids)))]
 
     async def produce(self, pool: RolloutPool, task_ids: Sequence[str]) -> None:
-        """One producer: play a group, wait for its judgements, buffer it; until :meth:`stop`."""
+        """One producer: play a group, hand it to a finisher (judged -> buffered), play the next; until :meth:`stop`."""
         c = self.config
-        while not self._stopping:
-            t0 = time.perf_counter()
-            await self.buffer.reserve()
-            await self._gate.wait()
-            self.blocked_s += time.perf_counter() - t0
-            if self._stopping:
-                self.buffer.release()
-                return
-            index = self.groups_started
-            self.groups_started += 1
-            specs = make_groups([self._next_task(index, task_ids)], c.group_size,
-                                seed=(c.seed * 1_000_003 + index * c.group_size) % (2**31 - 1))
-            self.rollouts.up()
-            try:
-                trajectories = await pool.run(specs)
-            finally:
-                self.rollouts.down()
-            self.counters["episodes"] += len(trajectories)
-            self.counters["episode_errors"] += sum(t.error is not None for t in trajectories)
-            await self._wait_judged(trajectories)
-            group, refused = build_group(
-                trajectories,
-                method=self.method,
-                reward=self.reward_mode,
-                prm_coef=c.prm_coef,
-                version_offset=self.version_offset,
-                drop_zero_advantage=c.drop_zero_advantage,
-                tools=self.tools,
-            )
-            self.refused.update(refused)
-            self.counters["groups_played"] += 1
-            if group is None:
-                self.counters["groups_empty"] += 1
-                self.buffer.release()
-                continue
-            await self.buffer.put(group, reserved=True)
+        producer = asyncio.current_task()
+        finishing: set[asyncio.Task] = set()
+        failed: list[BaseException] = []
+
+        def finished(task: asyncio.Task) -> None:
+            finishing.discard(task)
+            if not task.cancelled() and task.exception() is not None and not failed:
+                failed.append(task.exception())  # type: ignore[arg-type]
+                producer.cancel()  # wherever the producer waits (a slot, a group): it fails now
+
+        try:
+            while not self._stopping:
+                t0 = time.perf_counter()
+                await self.buffer.reserve()
+                await self._gate.wait()
+                self.blocked_s += time.perf_counter() - t0
+                if self._stopping:
+                    self.buffer.release()
+                    return
+                index = self.groups_started
+                self.groups_started += 1
+                specs = make_groups([self._next_task(index, task_ids)], c.group_size,
+                                    seed=(c.seed * 1_000_003 + index * c.group_size) % (2**31 - 1))
+                self.rollouts.up()
+                try:
+                    trajectories = await pool.run(specs)
+                finally:
+                    self.rollouts.down()
+                self.counters["episodes"] += len(trajectories)
+                self.counters["episode_errors"] += sum(t.error is not None for t in trajectories)
+                task = asyncio.create_task(self._finish(trajectories), name="clawgym-finisher")
+                finishing.add(task)
+                task.add_done_callback(finished)
+        except asyncio.CancelledError:
+            if failed:
+                raise failed[0] from None
+            raise
+        finally:
+            for task in list(finishing):
+                task.cancel()
+            await asyncio.gather(*finishing, return_exceptions=True)
+
+    async def _finish(self, trajectories: Sequence[Trajectory]) -> None:
+        """Wait for the group's judgements, build its samples, buffer it (or free its slot)."""
+        c = self.config
+        await self._wait_judged(trajectories)
+        group, refused = build_group(
+            trajectories,
+            method=self.method,
+            reward=self.reward_mode,
+            prm_coef=c.prm_coef,
+            version_offset=self.version_offset,
+            drop_zero_advantage=c.drop_zero_advantage,
+            tools=self.tools,
+        )
+        self.refused.update(refused)
+        self.counters["groups_played"] += 1
+        if group is None:
+            self.counters["groups_empty"] += 1
+            self.buffer.release()
+            return
+        await self.buffer.put(group, reserved=True)
+

@@ -252,7 +252,7 @@ class AsyncRLLoop:
             eval_before = await self.evaluate("before")
         history: list[dict[str, Any]] = []
         if self.judges:
-            collector.stage = JudgeStage(self.judges, workers=c.judge_workers, on_judged=collector.on_judged)
+            collector.stage = JudgeStage(self.judges, workers=c.judge_workers or c.num_workers, on_judged=collector.on_judged)
             await collector.stage.start()
         self._pools = self._make_pools()
         producers: list[asyncio.Task] = []
