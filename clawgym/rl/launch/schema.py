@@ -64,7 +64,7 @@ class JudgeSection(Section):
     api_key: str | None = None
     timeout_s: float | None = None  # a judge call slower than this counts as the judge being down
     temperature: float = 0.6
-    workers: int = 4
+    workers: int | None = None  # concurrent judge calls; null: one per rollout worker (a batch is judged in one wave)
 
 
 class RolloutSection(Section):
