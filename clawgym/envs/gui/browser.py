@@ -6,14 +6,11 @@ the driver is shared (reference-counted) by every Browser in that thread, and ev
 from the same thread: **use an env from one thread only** (a rollout worker per env is the intended
 shape). A call from another thread raises ``WrongThread`` instead of corrupting the driver.
 
-Reset: a new context costs a new renderer (~200 ms). So by default (``reuse_pages=True``) a healthy
-page is kept and wiped between episodes instead (``wipe.py`` says what is cleared and how). A page
-that crashed, hung or broke gets a new context, as does every ``fresh_context_every``-th episode
-(renderer memory). Downloads are refused.
-
-Safety: requests whose URL is not on the episode's allow-list (``origins.blocked_pattern``) are routed to
-a handler that aborts them; allowed ones pass inside Playwright's driver, with no round trip to Python
-(~8 ms of a page load on 2 busy cores). Service workers are blocked and pop-ups closed.
+Reset: a new context costs a new renderer (~200 ms), so (``reuse_pages=True``) a healthy page is kept and
+wiped between episodes (``wipe.py``); a crashed, hung or broken page gets a new context, as does every
+``fresh_context_every``-th episode (renderer memory). Downloads are refused. Safety: requests off the
+episode's allow-list (``origins.blocked_pattern``) go to a handler that aborts them; allowed ones pass
+inside Playwright's driver (no round trip to Python). Service workers are blocked, pop-ups closed.
 
 Hangs and crashes: a watchdog timer guards every browser operation. If one runs past
 ``hang_timeout_s`` (an endless JS loop, a page stuck in an alert storm), the watchdog kills this
@@ -232,13 +229,18 @@ class Browser:
 
     def _wipe(self, origins: set[str]) -> bool:
         """Clear everything the last episode could leave in this page; False (new context) if that fails."""
-        try:
-            with self.guard():
-                self._session_script = wipe_page(self.page, self._cdp, origins, self._session_script, self.load_timeout_ms)
-        except Exception as exc:
-            log.info("wiping the warm page failed (%s): opening a new context", exc)
-            return False
-        return True
+        for attempt in range(3):
+            try:
+                with self.guard():
+                    self._session_script = wipe_page(self.page, self._cdp, origins, self._session_script, self.load_timeout_ms)
+                return True
+            except Exception as exc:  # a cross-process navigation detaches the CDP session: attach anew
+                if attempt < 2 and ("Not attached" in str(exc) or "Script not found" in str(exc)) and not self.broken:
+                    with self.guard():  # (the old session's new-document script went with it)
+                        self._cdp, self._session_script = self.context.new_cdp_session(self.page), None
+                    continue
+                log.info("wiping the warm page failed (%s): opening a new context", exc)
+        return False
 
     def end_episode(self) -> None:
         """Leave the page warm for the next episode when it can be reused; otherwise close the context."""
@@ -387,8 +389,9 @@ class Browser:
         if self.page is None:
             raise PageBroken("no page is open")
 
-    def settle(self) -> None:
-        """Wait, briefly and only as needed, for a started navigation and in-flight requests."""
+    def settle(self, after_action: bool = False) -> None:
+        """Wait, as needed, for a started navigation and in-flight requests; ``after_action``: a round trip
+        first, as a request an action started (a click's ``fetch``) reaches the counters a moment later."""
         page = self.page
         try:
             page.wait_for_load_state("domcontentloaded", timeout=self.load_timeout_ms)
@@ -396,18 +399,24 @@ class Browser:
             if _is_crash(exc) or self.broken:
                 raise
             log.debug("load state wait: %s", exc)
+        if after_action and self._requests == 0:
+            self._page_round_trip()
         deadline = time.monotonic() + self.idle_timeout_ms / 1000
         while self._requests > 0 and time.monotonic() < deadline:
             while self._inflight > 0 and time.monotonic() < deadline:
                 page.wait_for_timeout(5)
             # responses reach the page's callbacks a moment after the network says done: let them run
             self._requests = 0
-            try:
-                page.evaluate("() => new Promise((done) => setTimeout(done, 0))")
-            except Exception as exc:  # a navigation replaced the document meanwhile: wait for it instead
-                if _is_crash(exc) or self.broken:
-                    raise
-                page.wait_for_load_state("domcontentloaded", timeout=self.load_timeout_ms)
+            self._page_round_trip()
+
+    def _page_round_trip(self) -> None:
+        """Let the page run its pending callbacks (a ``setTimeout(0)``) and deliver its events to us."""
+        try:
+            self.page.evaluate("() => new Promise((done) => setTimeout(done, 0))")
+        except Exception as exc:  # a navigation replaced the document meanwhile: wait for it instead
+            if _is_crash(exc) or self.broken:
+                raise
+            self.page.wait_for_load_state("domcontentloaded", timeout=self.load_timeout_ms)
 
     def goto(self, url: str) -> None:
         with self.guard():
@@ -428,7 +437,7 @@ class Browser:
                 fn(self.page)
             finally:
                 if not self.broken:
-                    self.settle()
+                    self.settle(after_action=True)
         self._raise_if_broken()
 
     def locator(self, ref: int) -> Any:

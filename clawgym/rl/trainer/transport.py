@@ -180,10 +180,12 @@ class NcclTransport:
         joining = asyncio.ensure_future(asyncio.to_thread(join_update_group, self.address, self.port, 0, world,
                                                           self.group_name, self.backend, self.timeout_s))
         done, _ = await asyncio.wait({request, joining}, return_when=asyncio.FIRST_COMPLETED)
-        if request in done and not joining.done():  # SGLang answered before joining: it refused
+        if request in done and not joining.done():
+            # the server's answer can overtake this rank's own join by a moment: only a refusal is an error
             result = request.result() if request.exception() is None else {"message": repr(request.exception())}
-            raise TransportError(f"SGLang did not join the weight-update group: {result.get('message', result)} "
-                                 f"(this rank gives up after {self.timeout_s:.0f} s)")
+            if not (isinstance(result, dict) and result.get("success")):
+                raise TransportError(f"SGLang did not join the weight-update group: {result.get('message', result)} "
+                                     f"(this rank gives up after {self.timeout_s:.0f} s)")
         try:
             self.group = await joining
         except BaseException:
