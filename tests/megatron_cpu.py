@@ -92,3 +92,22 @@ def init_gloo(tp: int, pp: int) -> None:
     torch.distributed.init_process_group("gloo")
     parallel_state.initialize_model_parallel(tp, pp)
     tensor_parallel.get_cuda_rng_tracker().fork = lambda *a, **k: contextlib.nullcontext()
+
+
+def parity_batch(ref, tokenizer, context) -> list:
+    """The three hybrid samples both parity scripts train on: old logprobs are the torch policy's,
+    nudged so the PPO ratio is not exactly 1; two of them carry a hint for the OPD term."""
+    from clawgym.rl.trainer.torch_trainer import _collate, gather_logprobs, render_prompt_ids, response_logits
+    from clawgym.rl.types import Sample
+
+    prompt = render_prompt_ids(tokenizer, context)
+
+    def make(text, reward, hint):
+        response = tokenizer(text, add_special_tokens=False)["input_ids"]
+        batch = _collate([prompt], [response], ref.pad_id, ref.device)
+        with torch.no_grad():
+            old = [x - 0.05 for x in gather_logprobs(response_logits(ref.model, batch), batch.targets)[0].tolist()]
+        return Sample(prompt_ids=prompt, response_ids=response, old_logprobs=old, reward=reward, group_id="g",
+                      hint=hint, hint_messages=context if hint else None)
+
+    return [make("Hello there!", 1.0, "Be warm."), make("No.", -1.0, None), make("Hi, how can I help you today?", 0.5, "Offer help.")]

@@ -19,9 +19,7 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 
 from clawgym.rl.policy.models import load_tokenizer  # noqa: E402
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig  # noqa: E402
-from clawgym.rl.trainer.torch_trainer import _collate, gather_logprobs, render_prompt_ids, response_logits  # noqa: E402
-from clawgym.rl.types import Sample  # noqa: E402
-from tests.megatron_cpu import allow_float64, init_gloo, redirect_cuda_to_cpu  # noqa: E402
+from tests.megatron_cpu import allow_float64, init_gloo, parity_batch, redirect_cuda_to_cpu  # noqa: E402
 
 hf_dir, tp, pp = sys.argv[1], int(os.environ["TP"]), int(os.environ["PP"])
 modes = os.environ.get("MODES", "full,lora").split(",")
@@ -29,7 +27,6 @@ tok = load_tokenizer("tiny-random")
 base_cfg = dict(method="hybrid", lr=1e-3, micro_batch_size=1, grad_accum=3, kl_coef=0.05, max_grad_norm=1.0)
 lora = LoraSettings(r=4, alpha=8, target_modules=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"))
 context = [{"role": "user", "content": "Say hello."}]
-prompt = render_prompt_ids(tok, context)
 
 
 def torch_trainer(mode: str) -> TorchTrainer:
@@ -44,16 +41,8 @@ def torch_trainer(mode: str) -> TorchTrainer:
     return trainer
 
 
-def make_batch(ref: TorchTrainer) -> list[Sample]:
-    def make(text, reward, hint):
-        response = tok(text, add_special_tokens=False)["input_ids"]
-        batch = _collate([prompt], [response], ref.pad_id, ref.device)
-        with torch.no_grad():  # the torch policy's logprobs, nudged so the ratio is not exactly 1
-            old = [x - 0.05 for x in gather_logprobs(response_logits(ref.model, batch), batch.targets)[0].tolist()]
-        return Sample(prompt_ids=prompt, response_ids=response, old_logprobs=old, reward=reward, group_id="g",
-                      hint=hint, hint_messages=context if hint else None)
-
-    return [make("Hello there!", 1.0, "Be warm."), make("No.", -1.0, None), make("Hi, how can I help you today?", 0.5, "Offer help.")]
+def make_batch(ref: TorchTrainer) -> list:
+    return parity_batch(ref, tok, context)
 
 
 refs = {mode: torch_trainer(mode) for mode in modes}  # HF models load before the CUDA stand-ins go in

@@ -223,19 +223,9 @@ runs = {"float64": False, "float32": True}  # dtype -> use_distributed_optimizer
 refs = {dtype: TorchTrainer(AutoModelForCausalLM.from_pretrained(hf_dir, dtype=getattr(torch, dtype)), tok, TrainerConfig(**cfg))
         for dtype in runs}
 context = [{"role": "user", "content": "Say hello."}]
-prompt = render_prompt_ids(tok, context)
-
-def make(ref, text, reward, hint):
-    response = tok(text, add_special_tokens=False)["input_ids"]
-    batch = _collate([prompt], [response], ref.pad_id, ref.device)
-    with torch.no_grad():  # the torch policy's logprobs, nudged so the ratio is not exactly 1
-        old = [x - 0.05 for x in gather_logprobs(response_logits(ref.model, batch), batch.targets)[0].tolist()]
-    return Sample(prompt_ids=prompt, response_ids=response, old_logprobs=old, reward=reward, group_id="g",
-                  hint=hint, hint_messages=context if hint else None)
-
 def batch(ref):
-    return [make(ref, "Hello there!", 1.0, "Be warm."), make(ref, "No.", -1.0, None),
-            make(ref, "Hi, how can I help you today?", 0.5, "Offer help.")]
+    from tests.megatron_cpu import parity_batch
+    return parity_batch(ref, tok, context)
 
 # CPU stand-ins for megatron-core's CUDA-only spots, installed only now (after the HF models are loaded):
 from tests.megatron_cpu import allow_float64, init_gloo, redirect_cuda_to_cpu
