@@ -9,7 +9,7 @@ import torch
 
 from clawgym.core.policy import Generation, Policy, SamplingParams
 from clawgym.rl.policy.chat_template import encode_prompt, fallback_messages, render_prompt, supports_tools
-from clawgym.rl.policy.hf import HFPolicy
+from clawgym.rl.policy.hf import HFPolicy, _draw
 from clawgym.rl.policy.models import build_tiny_random, load_model, load_tokenizer
 from clawgym.rl.policy.streaming import TextDelta
 from clawgym.rl.policy.testing import teach
@@ -149,6 +149,20 @@ def test_seeded_sampling_is_reproducible_and_temperature_zero_is_greedy(tiny):
         logits = model(torch.tensor([ids])).logits[0]
     start = len(greedy.prompt_ids) - 1
     assert [int(logits[start + i].argmax()) for i in range(10)] == greedy.response_ids
+
+
+def test_draw_samples_the_distribution_and_never_a_zero_probability_token():
+    probs = torch.tensor([0.5, 0.0, 0.2, 0.3, 0.0])
+    generator = torch.Generator().manual_seed(0)
+    counts = torch.zeros(5)
+    for _ in range(20000):
+        counts[_draw(probs, generator)] += 1
+    assert counts[1] == 0 and counts[4] == 0
+    # 20k draws: the standard error of each frequency is below 0.004, so 0.015 is > 3.5 sigma
+    assert torch.allclose(counts / counts.sum(), probs, atol=0.015)
+    # the same generator state gives the same token; an unnormalised row (top-p filtered) is fine too
+    a, b = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    assert [_draw(probs * 7, a) for _ in range(50)] == [_draw(probs, b) for _ in range(50)]
 
 
 def test_load_weights_mid_flight_bumps_version_and_drops_nothing(tiny):
