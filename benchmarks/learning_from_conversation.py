@@ -58,7 +58,7 @@ def config_for(method: str, seed: int, steps: int, out: Path):  # noqa: ANN201
     return load_config(launchers.resolve("chat"), sets)
 
 
-async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: int) -> dict:
+async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: int, max_minutes: float) -> dict:
     from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT
     from clawgym.envs.openclaw_chat.personas import PERSONAS as P
     from clawgym.serve import rehearsal
@@ -94,8 +94,11 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
         row.update(steps=result.steps, refused={k: v for k, v in result.counters.items() if k.startswith("refused/")})
         await parts.close()
     else:
-        result = await rehearsal.rehearse(config, persona=persona, steps=steps, eval_tasks=eval_tasks, max_tokens=MAX_TOKENS)
-        row.update(before=result.before, after=result.after, steps=result.steps, refused=result.refused,
+        # a judge-only run trains only when verdicts disagree or a hint comes: the time cap ends a run
+        # whose signal never arrives (binary with every verdict -1 makes no step at all)
+        result = await rehearsal.rehearse(config, persona=persona, steps=steps, eval_tasks=eval_tasks,
+                                          max_tokens=MAX_TOKENS, max_minutes=max_minutes)
+        row.update(max_minutes=max_minutes, conversations=result.conversations, before=result.before, after=result.after, steps=result.steps, refused=result.refused,
                    turns=result.turns, judged=result.judged, judge_lag_s=result.judge_lag_s,
                    trainer_wait_judge_frac=result.trainer_wait_judge_frac)
     row["wall_s"] = time.perf_counter() - started
@@ -132,6 +135,10 @@ def table(path: Path) -> str:
                      f"{r['before']:.2f} -> {r['after']:.2f}; A = r without a baseline, hint wrapped under a header)")
     if void:
         lines.append(f"({void} rows scored with the old persona checks (metrics < {METRICS}) are void and left out)")
+    for r in rows:
+        if r["method"] not in ("base", "prompting") and r["steps"] < r["steps_budget"]:
+            lines.append(f"({r['persona']} x {r['method']} x seed {r['seed']}: {r['steps']} of {r['steps_budget']} steps "
+                         f"within the {r.get('max_minutes')}-minute cap, {r.get('conversations')} conversations)")
     dropped = [r for r in rows if r.get("refused")]
     if dropped:
         lines.append("turns not trained (summed over runs): " + json.dumps(
@@ -146,6 +153,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--eval-tasks", type=int, default=None, help="held-out tasks scored before/after (default: all of the persona's test split)")
+    parser.add_argument("--max-minutes", type=float, default=60.0,
+                        help="judge-only methods: stop conversing after this long, even short of --steps")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--table", action="store_true", help="only print the table from --results")
     args = parser.parse_args()
@@ -156,7 +165,7 @@ def main() -> int:
         if any(r["persona"] == args.persona and r["method"] == args.method and r["seed"] == args.seed for r in done):
             print(f"{args.persona} x {args.method} x seed {args.seed} is already in {args.results}; skipped")
         else:
-            row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks))
+            row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks, args.max_minutes))
             args.results.parent.mkdir(parents=True, exist_ok=True)
             with args.results.open("a") as f:
                 f.write(json.dumps(row) + "\n")
