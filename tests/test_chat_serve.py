@@ -26,7 +26,7 @@ class ThanksIsGood(RuleJudge):
         return None
 
 
-def config_file(tmp_path, trainer=None, serve_base=None, **serve):
+def config_file(tmp_path, trainer=None, serve_base=None, rollout=None, **serve):
     """A serve config on the tiny model; ``trainer``/``serve_base`` replace the single-user defaults."""
     data = {
         "method": "grpo",
@@ -35,6 +35,7 @@ def config_file(tmp_path, trainer=None, serve_base=None, **serve):
         "judge": {"type": "rules"},
         "trainer": trainer or {"lr": 1e-3, "micro_batch_size": 2, "lora": {"enabled": False}},
         "loop": {"output_dir": str(tmp_path / "run")},
+        **({"rollout": rollout} if rollout else {}),
         "serve": {**(serve_base or {"api_key": "k"}), "batch_size": 2, "max_tokens": 8, **serve},
     }
     path = tmp_path / "chat.yaml"
@@ -170,3 +171,30 @@ def test_all_negative_verdicts_train_nothing_with_the_batch_baseline(tmp_path):
         assert serving.trainer.steps == steps, baseline
         assert serving.policy.version == steps
         assert serving.trainer.refused["zero_advantage"] == (2 if baseline == "batch" else 0)
+
+
+def test_turns_train_only_at_the_trainers_temperature(tmp_path):
+    """``rollout.temperature`` is what the gateway samples at when the client sends none (OpenClaw sends
+    none) and what the trainer trains at; a turn the client asked to sample at another temperature is
+    answered as asked, logged with its sampling, and never trained on (its logprobs are of another
+    distribution)."""
+    serving = build_serving(load_config(config_file(tmp_path, rollout={"temperature": 0.7}, baseline="none")))
+    serving.gateway.judge_stage.judges = [ThanksIsGood()]
+    assert serving.trainer.trainer.config.temperature == 0.7
+    with BackgroundServer(serving.app) as url:
+        api = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        for user, asked in (("alice", {}), ("bob", {"temperature": 1.0}), ("carol", {})):
+            first = api.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], user=user,
+                                                max_tokens=8, **asked).choices[0].message.content
+            api.chat.completions.create(model="m", user=user, max_tokens=8, **asked, messages=[
+                {"role": "user", "content": "hi"}, {"role": "assistant", "content": first},
+                {"role": "user", "content": "no, wrong"}])
+        deadline = time.monotonic() + 60
+        while (serving.trainer.steps < 1 or serving.gateway.stats.judged < 3 or serving.trainer.busy) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+    assert serving.trainer.refused["off_policy_sampling"] == 1
+    assert serving.trainer.steps == 1  # alice's and carol's turns: one batch of 2
+    logged = [e["turn"]["info"] for e in read_jsonl(tmp_path / "run" / "turns.jsonl") if e["event"] == "turn"]
+    assert sorted(info["sampling"]["temperature"] for info in logged) == [0.7, 0.7, 0.7, 0.7, 1.0, 1.0]

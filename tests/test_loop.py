@@ -149,10 +149,10 @@ def test_step_wise_turns_without_a_verdict_train_on_the_outcome_instead_of_endin
     assert [s.reward for s in group.samples] == [1.0, 0.0]
 
 
-@pytest.mark.parametrize("field, value", [("temperature", 0.7), ("top_p", 0.9)])
+@pytest.mark.parametrize("field, value", [("temperature", 0.0), ("top_p", 0.9)])
 def test_sampling_settings_the_trainer_cannot_match_are_refused(tmp_path, field, value):
-    """The trainer's logprobs are at temperature 1 / full vocabulary: anything else would train off-policy."""
-    with pytest.raises(ValueError, match="temperature 1.0 and top_p 1.0"):
+    """The trainer's logprobs are over the full vocabulary at a temperature: greedy or top-p would train off-policy."""
+    with pytest.raises(ValueError, match="temperature above 0 and top_p 1.0"):
         loop_config(tmp_path, **{field: value})
 
 
@@ -189,6 +189,22 @@ async def test_loop_refuses_a_policy_that_cannot_take_weights(tmp_path):
     with pytest.raises(ValueError, match="hint judge"):
         AsyncRLLoop(make_parity_env, policy, trainer, loop_config(tmp_path))
     await policy.close()
+
+
+async def test_loop_trains_at_its_rollout_temperature_and_refuses_a_trainer_at_another(tmp_path):
+    policy, trainer = make_parts()  # the trainer computes logprobs at temperature 1.0
+    with pytest.raises(ValueError, match="off-policy"):
+        AsyncRLLoop(make_parity_env, policy, trainer, loop_config(tmp_path, temperature=0.7))
+    await policy.close()
+    policy, trainer = make_parts(temperature=0.7)
+    cfg = loop_config(tmp_path, temperature=0.7, steps=1)
+    try:
+        result = await AsyncRLLoop(make_parity_env, policy, trainer, cfg, env_kwargs={"split": "train"}).run()
+    finally:
+        await policy.close()
+    # one micro-batch, scored before the update by the same weights at the same temperature: the rollout's
+    # logprobs are the trainer's (at temperature 1.0 they would differ by ~0.1-1 nats a token)
+    assert result.steps == 1 and result.history[0]["abs_logprob_diff"] < 1e-4
 
 
 async def test_buffer_persists_before_the_trainer_sees_a_group(tmp_path):

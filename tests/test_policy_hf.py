@@ -28,11 +28,11 @@ def tiny():
     return load_model("tiny-random")
 
 
-def reference_logprobs(model, prompt_ids: list[int], response_ids: list[int]) -> list[float]:
-    """log_softmax of one separate full forward pass over prompt + response."""
+def reference_logprobs(model, prompt_ids: list[int], response_ids: list[int], temperature: float = 1.0) -> list[float]:
+    """log_softmax of one separate full forward pass over prompt + response (logits / temperature)."""
     ids = torch.tensor([prompt_ids + response_ids])
     with torch.no_grad():
-        logprobs = torch.log_softmax(model(ids).logits[0].float(), dim=-1)
+        logprobs = torch.log_softmax(model(ids).logits[0].float() / temperature, dim=-1)
     start = len(prompt_ids) - 1
     return [float(logprobs[start + i, token]) for i, token in enumerate(response_ids)]
 
@@ -126,6 +126,26 @@ def test_concurrent_requests_are_batched_and_logprobs_match_a_forward_pass(tiny)
         reference = reference_logprobs(model, generation.prompt_ids, generation.response_ids)
         worst = max(worst, max(abs(a - b) for a, b in zip(reference, generation.response_logprobs)))
     assert worst < 1e-4, worst
+
+
+def test_logprobs_are_those_of_the_sampling_temperature_and_greedy_ones_at_one(tiny):
+    """What the trainer needs to train at the rollout's temperature (SGLang returns the same)."""
+    model, tokenizer = tiny
+    policy = HFPolicy(model, tokenizer)
+
+    async def run():
+        cool = await policy.generate(HELLO, sampling=SamplingParams(max_tokens=8, seed=1, temperature=0.5))
+        greedy = await policy.generate(HELLO, sampling=SamplingParams(max_tokens=8, temperature=0))
+        await policy.close()
+        return cool, greedy
+
+    cool, greedy = asyncio.run(run())
+    at_half = reference_logprobs(model, cool.prompt_ids, cool.response_ids, temperature=0.5)
+    at_one = reference_logprobs(model, cool.prompt_ids, cool.response_ids)
+    assert max(abs(a - b) for a, b in zip(at_half, cool.response_logprobs)) < 1e-4
+    assert max(abs(a - b) for a, b in zip(at_one, cool.response_logprobs)) > 1e-2  # not the temperature-1 ones
+    plain = reference_logprobs(model, greedy.prompt_ids, greedy.response_ids)
+    assert max(abs(a - b) for a, b in zip(plain, greedy.response_logprobs)) < 1e-4
 
 
 def test_seeded_sampling_is_reproducible_and_temperature_zero_is_greedy(tiny):

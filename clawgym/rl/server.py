@@ -16,7 +16,7 @@ clawgym extensions (ignored by ordinary clients):
 - request ``"return_tokens": true`` -> response field ``"clawgym": {"prompt_ids", "response_ids",
   "response_logprobs", "policy_version", "finish_reason"}`` (in the last chunk when streaming);
 - standard ``"logprobs": true`` -> OpenAI-format ``choices[0].logprobs.content`` (the sampled tokens'
-  logprobs at temperature 1; ``top_logprobs`` lists are left empty).
+  logprobs at the sampling temperature, as SGLang returns them; ``top_logprobs`` lists are left empty).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _number(body: dict[str, Any], key: str, default: float, low: float, high: fl
     return float(value)
 
 
-def parse_chat_request(body: Any, default_max_tokens: int = 256) -> ChatRequest:
+def parse_chat_request(body: Any, default_max_tokens: int = 256, default_temperature: float = 1.0) -> ChatRequest:
     """Validate a ``/v1/chat/completions`` body; raise :class:`BadRequest` naming the bad field.
 
     Why by hand: the ``openai`` package's request types are TypedDicts written for clients; their
@@ -142,7 +142,7 @@ def parse_chat_request(body: Any, default_max_tokens: int = 256) -> ChatRequest:
     if not isinstance(options, dict):
         raise BadRequest("'stream_options' must be an object", "stream_options")
     sampling = SamplingParams(
-        temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
+        temperature=_number(body, "temperature", default_temperature, 0.0, 2.0),
         top_p=_number(body, "top_p", 1.0, 0.0, 1.0, low_open=True),
         max_tokens=max_tokens,
         stop=stop,

@@ -35,7 +35,8 @@ MAX_BODY_BYTES = 8 * 1024 * 1024  # OpenClaw's requests are ~60 kB; a long sessi
 
 
 def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-                      default_max_tokens: int = 512, users: UserDirectory | None = None, dashboard: Dashboard | None = None,
+                      default_max_tokens: int = 512, default_temperature: float = 1.0,
+                      users: UserDirectory | None = None, dashboard: Dashboard | None = None,
                       forget: Callable[[str], Awaitable[dict[str, Any]]] | None = None) -> FastAPI:
     renderer = PolicyServer(getattr(gateway.responder, "policy", None), gateway.model_name, default_max_tokens)
     app = FastAPI(title="clawgym chat gateway")
@@ -127,7 +128,7 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return error_response(400, f"the request body is not valid JSON: {exc}", "invalid_request_error")
         try:
-            chat = parse_chat_request(body, default_max_tokens)
+            chat = parse_chat_request(body, default_max_tokens, default_temperature)
         except BadRequest as exc:
             return error_response(400, str(exc), "invalid_request_error", param=exc.param)
         try:

@@ -140,6 +140,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
 
     users = UserDirectory(settings.users, settings.admin_key, shared_key=settings.api_key)
     app = build_gateway_app(gateway, api_key=settings.api_key, default_max_tokens=settings.max_tokens, users=users,
+                            default_temperature=config.rollout.temperature,  # what the trainer trains at
                             dashboard=dashboard, forget=forget if settings.adapters == "per_user" or settings.admin_key else None)
     return Serving(app, gateway, policy, personal, adapters, dashboard)
 

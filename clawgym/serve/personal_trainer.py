@@ -35,11 +35,19 @@ logger = logging.getLogger(__name__)
 BASELINES = ("batch", "none")
 
 
-def sample_from_turn(turn: Turn, method: str) -> tuple[Sample | None, str | None]:
-    """A personal-agent Sample from one judged turn, or (None, why not)."""
+def sample_from_turn(turn: Turn, method: str, temperature: float = 1.0) -> tuple[Sample | None, str | None]:
+    """A personal-agent Sample from one judged turn, or (None, why not).
+
+    ``temperature`` is the trainer's: a turn sampled at another temperature, or with top-p, has
+    logprobs of another distribution and would train off-policy (turns logged before the gateway
+    recorded its sampling were served at temperature 1.0).
+    """
     reason = refuse_reason(turn)
     if reason is not None:
         return None, reason
+    sampling = turn.info.get("sampling") or {}
+    if sampling.get("temperature", 1.0) != temperature or sampling.get("top_p", 1.0) != 1.0:
+        return None, "off_policy_sampling"
     score = prm_score(turn)
     if score is None and method == "hybrid" and "hint" in turn.judge and turn.judge["hint"].source != "error":
         score = float(turn.judge["hint"].score)  # hint judge only: its vote is the verdict (else hybrid = opd)
@@ -145,7 +153,7 @@ class PersonalTrainer(BackgroundTrainer):
         self.busy = False  # a train step (or a weight swap) is running now
 
     def _keep(self, turn: Turn) -> bool:
-        sample, reason = sample_from_turn(turn, self.method)
+        sample, reason = sample_from_turn(turn, self.method, getattr(self.trainer.config, "temperature", 1.0))
         if sample is None:
             self.refused[reason or "unknown"] += 1
             return False

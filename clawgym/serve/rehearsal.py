@@ -80,7 +80,7 @@ async def chat(client: Any, model: str, persona: Persona, task: Task, *, max_tur
     simulator = ScriptedUser()
     for turn in range(1, max_turns + 1):
         response = await client.post("/v1/chat/completions", headers={"X-Session-Id": session}, json={
-            "model": model, "messages": messages, "max_tokens": max_tokens, "temperature": 1.0})
+            "model": model, "messages": messages, "max_tokens": max_tokens})  # no temperature, as OpenClaw
         response.raise_for_status()
         reply = response.json()["choices"][0]["message"]["content"] or ""
         answer, satisfied = simulator.reply(persona, task, messages, reply)

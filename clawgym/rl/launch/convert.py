@@ -47,7 +47,7 @@ def trainer_config(config: RunConfig, num_layers: int | None = None) -> Any:
         lora = LoraSettings(r=t.lora.r, alpha=t.lora.alpha, dropout=t.lora.dropout,
                             target_modules=lora_targets(t.lora, num_layers if t.lora.top_layers > 0 else None))
     return from_sections(TrainerConfig, t, method=config.method, lora=lora, teacher=trainer_teacher(config),
-                         temperature=1.0,  # HFPolicy logprobs are at temperature 1 whatever the sampling temperature
+                         temperature=config.rollout.temperature,  # rollout logprobs are at the sampling temperature
                          seed=config.loop.seed)
 
 

@@ -74,11 +74,12 @@ class LoopConfig:
             "switch_interval_s": self.switch_interval_s is None or self.switch_interval_s > 0,
         }
         bad = [name for name, ok in checks.items() if not ok]
-        if not bad and (self.temperature != 1.0 or self.top_p != 1.0):
-            # the trainer's logprobs are the model's plain softmax (temperature 1, full vocabulary): other
-            # sampling settings would make every sample silently off-policy, so they are refused
+        if not bad and (self.temperature == 0 or self.top_p != 1.0):
+            # the rollout logprobs are those of the tempered softmax over the full vocabulary; the trainer
+            # recomputes them at its own temperature (checked against this one by AsyncRLLoop), never with
+            # top-p, and greedy rollouts are not drawn from any distribution it could train
             raise ValueError(f"invalid loop settings: rollout temperature={self.temperature!r}, top_p={self.top_p!r}; "
-                             "training needs temperature 1.0 and top_p 1.0 (the trainer computes logprobs at those)")
+                             "training needs a temperature above 0 and top_p 1.0")
         if bad:
             detail = ", ".join(f"{n}={getattr(self, n)!r}" for n in bad)
             hint = " (buffer_groups must be >= batch_groups)" if "buffer_groups" in bad else ""

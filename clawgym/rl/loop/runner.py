@@ -64,6 +64,11 @@ class AsyncRLLoop:
         self.env = env
         self.policy = policy
         self.trainer = trainer
+        trained_at = getattr(trainer.config, "temperature", self.config.temperature)
+        if trained_at != self.config.temperature:
+            raise ValueError(f"the rollouts sample at temperature {self.config.temperature} but the trainer computes "
+                             f"logprobs at {trained_at}: every sample would be off-policy; set TrainerConfig.temperature "
+                             "to the rollout temperature (the launchers do: rollout.temperature sets both)")
         self.method = str(trainer.config.method)
         self.judges = list(judges or [])
         names = [getattr(j, "name", "") for j in self.judges]

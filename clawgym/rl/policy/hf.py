@@ -14,10 +14,11 @@ the model. Each loop iteration:
 
 So requests join and leave between decoding steps; nobody waits for a whole batch to finish.
 
-Logprobs: ``response_logprobs[i]`` is ``log_softmax(logits)[token]`` at temperature 1, with no top-p
-filtering — the log-probability of the sampled token under the current policy, which is what PPO's
-importance ratio needs (the sampling temperature only decides which token is drawn). They match a
-separate full forward pass over prompt + response to float32 round-off.
+Logprobs: ``response_logprobs[i]`` is ``log_softmax(logits / T)[token]`` at the request's sampling
+temperature T (T = 1 for greedy requests), with no top-p filtering — the log-probability of the
+sampled token under the distribution it was drawn from, as SGLang returns it, so the trainer computes
+PPO's ratio at the same temperature (``TrainerConfig.temperature``). They match a separate full
+forward pass over prompt + response to float32 round-off.
 
 Tokens: ``response_ids`` are exactly the sampled tokens, including the end-of-turn token that stopped
 the answer (the trainer must learn to stop) and any tokens of a matched stop string; ``text`` is their
@@ -415,6 +416,8 @@ class HFPolicy(VersionedPolicy):
             if sampling.top_p < 1.0:
                 probs = _top_p_filter(probs, sampling.top_p)
             token = _draw(probs, request.generator)
+        if request.generator is not None and sampling.temperature != 1.0:  # the distribution it was drawn from
+            logprobs = torch.log_softmax(logits / sampling.temperature, dim=-1)
         request.response_ids.append(token)
         request.logprobs.append(float(logprobs[token]))
         request.versions.append(version)
