@@ -43,12 +43,12 @@ RECIPE = 2
 JUDGE_ONLY = tuple(JUDGE_FOR)
 
 
-def config_for(method: str, seed: int, steps: int, out: Path):  # noqa: ANN201
+def config_for(method: str, seed: int, steps: int, out: Path, temperature: float = 1.0):  # noqa: ANN201
     from clawgym import launchers
     from clawgym.rl.launch import load_config
 
     sets = [f"policy.seed={seed}", f"loop.seed={seed}", f"loop.output_dir={out}", f"loop.steps={steps}",
-            "serve.batch_size=8", "judge.model=policy"]
+            "serve.batch_size=8", "judge.model=policy", f"rollout.temperature={temperature}"]
     if method in JUDGE_FOR:
         trainer_method, judge = JUDGE_FOR[method]
         sets += [f"method={trainer_method}", f"judge.type={judge}"]
@@ -58,17 +58,20 @@ def config_for(method: str, seed: int, steps: int, out: Path):  # noqa: ANN201
     return load_config(launchers.resolve("chat"), sets)
 
 
-async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: int, max_minutes: float) -> dict:
+async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: int, max_minutes: float,
+                  temperature: float = 1.0) -> dict:
     from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT
     from clawgym.envs.openclaw_chat.personas import PERSONAS as P
     from clawgym.serve import rehearsal
 
-    out = Path(f"runs/lfc/{persona}-{method}-{seed}")
+    out = Path(f"runs/lfc/{persona}-{label(method, temperature)}-{seed}")
     held_out = rehearsal.persona_tasks(persona, "test")[:eval_tasks]
-    config = config_for(method, seed, steps, out)
+    config = config_for(method, seed, steps, out, temperature)
     started = time.perf_counter()
     row = {"persona": persona, "method": method, "seed": seed, "steps_budget": steps, "metrics": METRICS,
            "eval_tasks": len(held_out), "max_tokens": MAX_TOKENS}
+    if temperature != 1.0:
+        row["temperature"] = temperature  # training conversations sampled (and trained) at this temperature
     if method in JUDGE_ONLY:
         row.update(recipe=RECIPE, baseline=config.serve.get("baseline", "batch"), hint_format=config.trainer.hint_format)
     if method in ("base", "prompting"):
@@ -105,6 +108,11 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     return row
 
 
+def label(method: str, temperature: float = 1.0) -> str:
+    """A method's row name: rows trained at another sampling temperature than 1.0 are their own rows."""
+    return method if temperature == 1.0 else f"{method}@T{temperature:g}"
+
+
 def read_rows(path: Path) -> tuple[list[dict], int, list[dict]]:
     """The rows scored with the current metrics, how many older rows were left out, and the judge-only
     rows trained with an earlier recipe (shown apart)."""
@@ -118,10 +126,11 @@ def read_rows(path: Path) -> tuple[list[dict], int, list[dict]]:
 def table(path: Path) -> str:
     rows, void, superseded = read_rows(path)
     lines = [f"{'method':<12}" + "".join(f"{p:>24}" for p in PERSONAS) + "   (held-out score after, mean ± std over seeds [n], after − before)"]
-    for method in METHODS:
+    names = [m for m in METHODS] + sorted({label(r["method"], r.get("temperature", 1.0)) for r in rows} - set(METHODS))
+    for method in names:
         cells = []
         for persona in PERSONAS:
-            got = [r for r in rows if r["method"] == method and r["persona"] == persona]
+            got = [r for r in rows if label(r["method"], r.get("temperature", 1.0)) == method and r["persona"] == persona]
             if not got:
                 cells.append(f"{'missing':>24}")
                 continue
@@ -155,6 +164,8 @@ def main() -> int:
     parser.add_argument("--eval-tasks", type=int, default=None, help="held-out tasks scored before/after (default: all of the persona's test split)")
     parser.add_argument("--max-minutes", type=float, default=60.0,
                         help="judge-only methods: stop conversing after this long, even short of --steps")
+    parser.add_argument("--temperature", type=float, default=1.0,
+                        help="sampling (and training) temperature of the training conversations; held-out scoring stays greedy")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--table", action="store_true", help="only print the table from --results")
     args = parser.parse_args()
@@ -162,10 +173,12 @@ def main() -> int:
         if not (args.persona and args.method):
             parser.error("give --persona and --method (one cell per invocation), or --table")
         done, _, _ = read_rows(args.results)
-        if any(r["persona"] == args.persona and r["method"] == args.method and r["seed"] == args.seed for r in done):
+        if any(r["persona"] == args.persona and r["method"] == args.method and r["seed"] == args.seed
+               and r.get("temperature", 1.0) == args.temperature for r in done):
             print(f"{args.persona} x {args.method} x seed {args.seed} is already in {args.results}; skipped")
         else:
-            row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks, args.max_minutes))
+            row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks, args.max_minutes,
+                                      args.temperature))
             args.results.parent.mkdir(parents=True, exist_ok=True)
             with args.results.open("a") as f:
                 f.write(json.dumps(row) + "\n")
