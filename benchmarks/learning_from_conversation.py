@@ -36,10 +36,13 @@ MAX_TOKENS = 128  # every reply (training conversations and held-out scoring): r
 # 2: the honest persona checks (a stated correct result, a short check that can fail at 128 tokens, the hash
 # split). Rows of earlier versions were scored with the old checks and are left out of the table.
 METRICS = 2
-# 2: the judge-only recipe of this version: verdicts minus the batch's mean verdict (serve.baseline: batch)
-# and the user's correction appended to their request as the OPD hint (trainer.hint_format: inline).
-# Judge-only rows of recipe 1 (A = r, hints wrapped in an instruction under a header) are shown apart.
-RECIPE = 2
+# The judge-only recipe of this version (rows of earlier recipes are shown apart, see SUPERSEDED):
+# 3: verdicts minus the batch's mean verdict (serve.baseline: batch), the user's correction appended to
+# their request as the OPD hint (trainer.hint_format: inline), and every personal-trainer step on a full
+# batch of fresh turns (stale turns are dropped before a batch is taken).
+RECIPE = 3
+SUPERSEDED = {1: "A = r without a baseline, hint wrapped under a header",
+              2: "a step could train the fresh remainder (1-7 turns) of a batch whose other turns were stale"}
 JUDGE_ONLY = tuple(JUDGE_FOR)
 
 
@@ -140,8 +143,9 @@ def table(path: Path) -> str:
             cells.append(f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(got)}] {statistics.mean(gain):+.2f}")
         lines.append(f"{method:<12}" + "".join(cells))
     for r in superseded:
-        lines.append(f"(superseded recipe {r.get('recipe', 1)}: {r['persona']} x {r['method']} x seed {r['seed']}: "
-                     f"{r['before']:.2f} -> {r['after']:.2f}; A = r without a baseline, hint wrapped under a header)")
+        recipe = r.get("recipe", 1)
+        lines.append(f"(superseded recipe {recipe}: {r['persona']} x {label(r['method'], r.get('temperature', 1.0))} "
+                     f"x seed {r['seed']}: {r['before']:.2f} -> {r['after']:.2f}, {r['steps']} steps; {SUPERSEDED[recipe]})")
     if void:
         lines.append(f"({void} rows scored with the old persona checks (metrics < {METRICS}) are void and left out)")
     for r in rows:

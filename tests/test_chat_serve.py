@@ -110,11 +110,11 @@ def test_restart_resumes_weights_and_trains_what_was_judged_but_not_trained(tmp_
     assert [s.turn_id for s in again.trainer.pending] == [s.turn_id for s in serving.trainer.pending]
 
 
-def _sample(reward, hint=None):
+def _sample(reward, hint=None, version=0):
     from clawgym.rl.types import Sample
 
     return Sample(prompt_ids=[1], response_ids=[2], old_logprobs=[-1.0], reward=reward, advantage=reward, hint=hint,
-                  hint_messages=[{"role": "user", "content": "q"}] if hint else None)
+                  hint_messages=[{"role": "user", "content": "q"}] if hint else None, policy_version=version)
 
 
 def test_batch_baseline_centres_verdicts_and_drops_what_teaches_nothing():
@@ -198,3 +198,32 @@ def test_turns_train_only_at_the_trainers_temperature(tmp_path):
     assert serving.trainer.steps == 1  # alice's and carol's turns: one batch of 2
     logged = [e["turn"]["info"] for e in read_jsonl(tmp_path / "run" / "turns.jsonl") if e["event"] == "turn"]
     assert sorted(info["sampling"]["temperature"] for info in logged) == [0.7, 0.7, 0.7, 0.7, 1.0, 1.0]
+
+
+async def test_stale_turns_are_dropped_before_a_batch_is_taken(tmp_path):
+    """Every step trains a full batch of fresh turns: stale ones are dropped first instead of leaving a
+    step on the fresh remainder of a batch (which under Adam moves the weights as far as a full one)."""
+    from clawgym.rl.policy.hf import HFPolicy
+    from clawgym.rl.policy.models import load_model
+    from clawgym.rl.trainer import TorchTrainer, TrainerConfig
+    from clawgym.serve.personal_trainer import PersonalTrainer
+
+    serve_model, tokenizer = load_model("tiny-random")
+    train_model, _ = load_model("tiny-random")
+    trainer = TorchTrainer(train_model, tokenizer, TrainerConfig(lr=1e-3, micro_batch_size=4))
+    trainer.version = 5
+    policy = HFPolicy(serve_model, tokenizer)
+    personal = PersonalTrainer(trainer, policy, batch_size=4, max_staleness=2, output_dir=tmp_path, baseline="none")
+
+    def turns(version, n):
+        return [_sample((-1.0) ** i, version=version) for i in range(n)]
+
+    personal.pending = turns(1, 3) + turns(5, 2)  # three turns 4 versions old, two fresh
+    await personal._train_due()
+    assert personal.steps == 0 and personal.refused["stale"] == 3 and len(personal.pending) == 2
+    personal.pending += turns(4, 2)
+    await personal._train_due()
+    await policy.close()
+    assert personal.steps == 1 and personal.refused["stale"] == 3 and personal.pending == []
+    (record,) = read_jsonl(tmp_path / "train_steps.jsonl")
+    assert record["samples"] == 4
