@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
 import sys
 import time
@@ -68,6 +69,8 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     from clawgym.serve import rehearsal
 
     out = Path(f"runs/lfc/{persona}-{label(method, temperature)}-{seed}")
+    if out.exists():  # a previous run of this cell (an earlier recipe): the gateway would resume its weights
+        shutil.rmtree(out)
     held_out = rehearsal.persona_tasks(persona, "test")[:eval_tasks]
     config = config_for(method, seed, steps, out, temperature)
     started = time.perf_counter()
