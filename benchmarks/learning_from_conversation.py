@@ -47,37 +47,41 @@ SUPERSEDED = {1: "A = r without a baseline, hint wrapped under a header",
 JUDGE_ONLY = tuple(JUDGE_FOR)
 
 
-def config_for(method: str, seed: int, steps: int, out: Path, temperature: float = 1.0):  # noqa: ANN201
+def config_for(method: str, seed: int, steps: int, out: Path, temperature: float = 1.0,  # noqa: ANN201
+               sets: tuple[str, ...] = ()):
     from clawgym import launchers
     from clawgym.rl.launch import load_config
 
-    sets = [f"policy.seed={seed}", f"loop.seed={seed}", f"loop.output_dir={out}", f"loop.steps={steps}",
-            "serve.batch_size=8", "judge.model=policy", f"rollout.temperature={temperature}"]
+    extra = [f"policy.seed={seed}", f"loop.seed={seed}", f"loop.output_dir={out}", f"loop.steps={steps}",
+             "serve.batch_size=8", "judge.model=policy", f"rollout.temperature={temperature}"]
     if method in JUDGE_FOR:
         trainer_method, judge = JUDGE_FOR[method]
-        sets += [f"method={trainer_method}", f"judge.type={judge}"]
+        extra += [f"method={trainer_method}", f"judge.type={judge}"]
     elif method == "oracle_grpo":
-        sets += ["method=grpo", "judge.type=none", "loop.batch_groups=2", "loop.buffer_groups=4",
+        extra += ["method=grpo", "judge.type=none", "loop.batch_groups=2", "loop.buffer_groups=4",
                  "loop.eval_every=0", "rollout.workers=8", f"rollout.max_tokens={MAX_TOKENS}"]
-    return load_config(launchers.resolve("chat"), sets)
+    return load_config(launchers.resolve("chat"), [*extra, *sets])  # the ablation's overrides last
 
 
 async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: int, max_minutes: float,
-                  temperature: float = 1.0) -> dict:
+                  temperature: float = 1.0, sets: tuple[str, ...] = ()) -> dict:
     from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT
     from clawgym.envs.openclaw_chat.personas import PERSONAS as P
     from clawgym.serve import rehearsal
 
-    out = Path(f"runs/lfc/{persona}-{label(method, temperature)}-{seed}")
+    variant = {"method": method, "temperature": temperature, "sets": list(sets)}
+    out = Path(f"runs/lfc/{persona}-{label(variant)}-{seed}".replace("=", "_"))
     if out.exists():  # a previous run of this cell (an earlier recipe): the gateway would resume its weights
         shutil.rmtree(out)
     held_out = rehearsal.persona_tasks(persona, "test")[:eval_tasks]
-    config = config_for(method, seed, steps, out, temperature)
+    config = config_for(method, seed, steps, out, temperature, sets)
     started = time.perf_counter()
     row = {"persona": persona, "method": method, "seed": seed, "steps_budget": steps, "metrics": METRICS,
            "eval_tasks": len(held_out), "max_tokens": MAX_TOKENS}
     if temperature != 1.0:
         row["temperature"] = temperature  # training conversations sampled (and trained) at this temperature
+    if sets:
+        row["sets"] = list(sets)  # an ablation: launcher overrides on top of the method's recipe
     if method in JUDGE_ONLY:
         row.update(recipe=RECIPE, baseline=config.serve.get("baseline", "batch"), hint_format=config.trainer.hint_format)
     if method in ("base", "prompting"):
@@ -114,9 +118,11 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     return row
 
 
-def label(method: str, temperature: float = 1.0) -> str:
-    """A method's row name: rows trained at another sampling temperature than 1.0 are their own rows."""
-    return method if temperature == 1.0 else f"{method}@T{temperature:g}"
+def label(row: dict) -> str:
+    """A row's method name: runs at another sampling temperature than 1.0, or with launcher overrides
+    (``--set``), are rows of their own, e.g. ``hybrid@T0.6`` or ``opd[trainer.lr=3e-05]``."""
+    name = row["method"] if row.get("temperature", 1.0) == 1.0 else f"{row['method']}@T{row['temperature']:g}"
+    return name + "".join(f"[{s}]" for s in row.get("sets", []))
 
 
 def read_rows(path: Path) -> tuple[list[dict], int, list[dict]]:
@@ -131,12 +137,13 @@ def read_rows(path: Path) -> tuple[list[dict], int, list[dict]]:
 
 def table(path: Path) -> str:
     rows, void, superseded = read_rows(path)
-    lines = [f"{'method':<12}" + "".join(f"{p:>24}" for p in PERSONAS) + "   (held-out score after, mean ± std over seeds [n], after − before)"]
-    names = [m for m in METHODS] + sorted({label(r["method"], r.get("temperature", 1.0)) for r in rows} - set(METHODS))
+    names = [m for m in METHODS] + sorted({label(r) for r in rows} - set(METHODS))
+    width = max(12, *(len(n) + 1 for n in names))
+    lines = [f"{'method':<{width}}" + "".join(f"{p:>24}" for p in PERSONAS) + "   (held-out score after, mean ± std over seeds [n], after − before)"]
     for method in names:
         cells = []
         for persona in PERSONAS:
-            got = [r for r in rows if label(r["method"], r.get("temperature", 1.0)) == method and r["persona"] == persona]
+            got = [r for r in rows if label(r) == method and r["persona"] == persona]
             if not got:
                 cells.append(f"{'missing':>24}")
                 continue
@@ -144,10 +151,10 @@ def table(path: Path) -> str:
             gain = [r["after"] - r["before"] for r in got]
             std = statistics.stdev(after) if len(after) > 1 else 0.0
             cells.append(f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(got)}] {statistics.mean(gain):+.2f}")
-        lines.append(f"{method:<12}" + "".join(cells))
+        lines.append(f"{method:<{width}}" + "".join(cells))
     for r in superseded:
         recipe = r.get("recipe", 1)
-        lines.append(f"(superseded recipe {recipe}: {r['persona']} x {label(r['method'], r.get('temperature', 1.0))} "
+        lines.append(f"(superseded recipe {recipe}: {r['persona']} x {label(r)} "
                      f"x seed {r['seed']}: {r['before']:.2f} -> {r['after']:.2f}, {r['steps']} steps; {SUPERSEDED[recipe]})")
     if void:
         lines.append(f"({void} rows scored with the old persona checks (metrics < {METRICS}) are void and left out)")
@@ -173,6 +180,8 @@ def main() -> int:
                         help="judge-only methods: stop conversing after this long, even short of --steps")
     parser.add_argument("--temperature", type=float, default=1.0,
                         help="sampling (and training) temperature of the training conversations; held-out scoring stays greedy")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="an ablation: a launcher override on top of the method (repeatable); its own table row")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--table", action="store_true", help="only print the table from --results")
     args = parser.parse_args()
@@ -181,11 +190,12 @@ def main() -> int:
             parser.error("give --persona and --method (one cell per invocation), or --table")
         done, _, _ = read_rows(args.results)
         if any(r["persona"] == args.persona and r["method"] == args.method and r["seed"] == args.seed
-               and r.get("temperature", 1.0) == args.temperature for r in done):
+               and label(r) == label({"method": args.method, "temperature": args.temperature, "sets": args.sets})
+               for r in done):
             print(f"{args.persona} x {args.method} x seed {args.seed} is already in {args.results}; skipped")
         else:
             row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks, args.max_minutes,
-                                      args.temperature))
+                                      args.temperature, tuple(args.sets)))
             args.results.parent.mkdir(parents=True, exist_ok=True)
             with args.results.open("a") as f:
                 f.write(json.dumps(row) + "\n")
