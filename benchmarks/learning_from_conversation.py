@@ -8,7 +8,7 @@ split), before and after the same budget of train steps.
 
 - ``base``: the model as it is. ``prompting``: the persona's wishes written into the system prompt.
 - ``oracle_grpo``: GRPO with the persona score as the reward (the offline env; not available live).
-- ``binary`` / ``opd`` / ``hybrid``: the judge-only signal, through the deployed gateway, session
+- ``binary`` / ``opd`` / ``hybrid`` / ``opd_topk``: the judge-only signal, through the deployed gateway, session
   tracker, turn log, judge stage and personal trainer (:mod:`clawgym.serve.rehearsal`); the judge is
   ``prob`` (label-token verdicts) and ``probhint`` (the user's correction as the hint).
 
@@ -29,9 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-METHODS = ("base", "prompting", "oracle_grpo", "binary", "opd", "hybrid")
+METHODS = ("base", "prompting", "oracle_grpo", "binary", "opd", "hybrid", "opd_topk")
 PERSONAS = ("student", "teacher", "ta")
-JUDGE_FOR = {"binary": ("grpo", "prob"), "opd": ("opd", "probhint"), "hybrid": ("hybrid", "prob,probhint")}
+JUDGE_FOR = {"binary": ("grpo", "prob"), "opd": ("opd", "probhint"), "hybrid": ("hybrid", "prob,probhint"),
+             "opd_topk": ("opd_topk", "probhint")}  # top-K distillation of the hinted teacher at every position
 RESULTS = Path("runs/learning_from_conversation.jsonl")
 MAX_TOKENS = 128  # every reply (training conversations and held-out scoring): room for > 80 words, as in the demo
 # 2: the honest persona checks (a stated correct result, a short check that can fail at 128 tokens, the hash

@@ -125,6 +125,29 @@ def test_judge_only_rehearsal_trains_through_the_deployed_gateway(tmp_path):
         rehearsal.persona_tasks("pirate", "test")
 
 
+def test_judge_only_topk_distillation_trains_on_hinted_turns(tmp_path):
+    """``opd_topk`` through the deployed path: only turns with the user's correction as a hint train,
+    and the step distils the hinted teacher's top-K distribution (a KL over every response position)."""
+    import asyncio
+
+    from clawgym import launchers
+    from clawgym.rl.launch import load_config
+    from clawgym.rl.types import read_jsonl
+    from clawgym.serve import rehearsal
+
+    config = load_config(launchers.resolve("chat"), [
+        "policy.model=tiny-random", "method=opd_topk", "judge.type=probhint", f"loop.output_dir={tmp_path}",
+        "serve.batch_size=2", "trainer.micro_batch_size=2"])
+    result = asyncio.run(rehearsal.rehearse(config, persona="teacher", steps=1, users=2, max_turns=2,
+                                            max_tokens=8, eval_tasks=1))
+    assert result.steps >= 1
+    (step, *_) = read_jsonl(tmp_path / "train_steps.jsonl")
+    assert step["topk_kl"] > 0 and step["samples"] == 2
+    turns = {t.turn_id: t for t in read_jsonl_turns(tmp_path / "turns.jsonl")}
+    for turn_id in step["trained"]:
+        assert turns[turn_id].judge["hint"].hints  # the user's correction, the teacher's hint
+
+
 def read_jsonl_turns(path):
     from clawgym.serve.turn_log import TurnLog
 

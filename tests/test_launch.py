@@ -83,7 +83,7 @@ def test_set_overrides_coerce_types():
         ("loop.eval_before=maybe", "loop.eval_before: expected true/false"),
         ("trainer.lr=fast", "trainer.lr: expected a number"),
         ("loop.steps", "expects key=value"),
-        ("method=ppo", "method must be grpo, opd or hybrid"),
+        ("method=ppo", "method must be one of grpo, opd, hybrid, opd_topk"),
         ("judge.type=oracle", "unknown judge(s) ['oracle']"),
         ("method=opd", "needs a hint judge"),
         ("loop.batch_groups=9", "buffer_groups must be >= loop.batch_groups"),

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from clawgym.rl import losses
 from clawgym.rl.buffer import SampleGroup
 from clawgym.rl.judge import chosen_hint
+from clawgym.rl.methods import NEEDS_HINT, USES_HINTS
 from clawgym.rl.types import Sample, Trajectory, Turn, new_id
 
 
@@ -105,8 +106,8 @@ def build_group(
 
     samples: list[Sample] = []
     for (index, turn), r_k, a_k, p_k in zip(turns, per_turn_reward, per_turn_adv, prm):
-        hint = chosen_hint(turn.judge.get("hint")) if method in ("opd", "hybrid") else None
-        if method == "opd" and not hint:
+        hint = chosen_hint(turn.judge.get("hint")) if method in USES_HINTS else None
+        if method in NEEDS_HINT and not hint:
             refused["no_hint"] += 1
             continue
         samples.append(

@@ -6,7 +6,11 @@ import logging
 
 # The training methods. ``grpo`` trains on verdict/reward advantages (group-normalised, or raw for
 # personal chat); it was called ``binary`` (OpenClaw-RL's "Binary RL"), which is kept as an alias.
-METHODS = ("grpo", "opd", "hybrid")
+# ``opd_topk`` distils the hinted teacher's top-K distribution at every response position (a dense
+# signal: it can raise a token nobody sampled) plus PPO-clip on the verdict advantage; torch trainer only.
+METHODS = ("grpo", "opd", "hybrid", "opd_topk")
+USES_HINTS = ("opd", "hybrid", "opd_topk")  # their samples carry the hint judge's hint for the OPD teacher
+NEEDS_HINT = ("opd", "opd_topk")  # a turn without a hint teaches them nothing
 _METHOD_ALIASES = {"binary": "grpo"}
 
 

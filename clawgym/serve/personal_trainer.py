@@ -28,6 +28,7 @@ from typing import Any
 
 from clawgym.rl.judge import chosen_hint
 from clawgym.rl.loop import prm_score, refuse_reason
+from clawgym.rl.methods import NEEDS_HINT, USES_HINTS
 from clawgym.rl.types import Sample, Turn, read_jsonl, write_jsonl
 
 logger = logging.getLogger(__name__)
@@ -51,8 +52,8 @@ def sample_from_turn(turn: Turn, method: str, temperature: float = 1.0) -> tuple
     score = prm_score(turn)
     if score is None and method == "hybrid" and "hint" in turn.judge and turn.judge["hint"].source != "error":
         score = float(turn.judge["hint"].score)  # hint judge only: its vote is the verdict (else hybrid = opd)
-    hint = chosen_hint(turn.judge.get("hint")) if method in ("opd", "hybrid") else None
-    if method == "opd" and not hint:
+    hint = chosen_hint(turn.judge.get("hint")) if method in USES_HINTS else None
+    if method in NEEDS_HINT and not hint:
         return None, "no_hint"
     if method == "grpo" and not score:
         return None, "no_verdict"

@@ -17,6 +17,7 @@ from typing import Any, Iterator, Sequence
 from clawgym.rl.launch.placement import Plan, Shape, plan, resolve_model, sglang_model_path
 from clawgym.rl.launch.schema import ConfigError, RunConfig, judge_parts, uses_llm_judge
 from clawgym.rl.launch.teacher import trainer_teacher
+from clawgym.rl.methods import USES_HINTS
 
 
 @dataclass
@@ -268,7 +269,7 @@ def build(config: RunConfig, on_step: Any = None) -> Components:
         eval_env_kwargs={**config.env.kwargs, **config.env.eval_kwargs},
         executor=config.rollout.executor,
         executor_options=executor_options(config),
-        tools=env_tools(config) if config.method in ("opd", "hybrid") else None,
+        tools=env_tools(config) if config.method in USES_HINTS else None,
         on_step=on_step,
     )
     return Components(loop, stack.policy, stack.judge_policy)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from clawgym.errors import UsageError
 from clawgym.rl.launch.teacher import canonical_teacher, teacher_problems
-from clawgym.rl.methods import METHODS, canonical_method
+from clawgym.rl.methods import METHODS, USES_HINTS, canonical_method
 
 
 class ConfigError(UsageError):
@@ -294,7 +294,7 @@ def validate(config: RunConfig) -> None:
     config.method = canonical_method(config.method)
     config.trainer.teacher = canonical_teacher(config.trainer.teacher)
     if config.method not in METHODS:
-        problems.append(f"method must be grpo, opd or hybrid, got {config.method!r}")
+        problems.append(f"method must be one of {', '.join(METHODS)}, got {config.method!r}")
     if config.policy.backend not in ("hf", "sglang"):
         problems.append(f"policy.backend must be hf or sglang (a backend that can receive weights), got {config.policy.backend!r}")
     if config.policy.dtype not in ("float32", "bfloat16", "float16"):
@@ -313,7 +313,7 @@ def validate(config: RunConfig) -> None:
     elif config.gpu.enabled and config.judge.model == "policy" and any(p in ("prob", "probhint") for p in parts):
         problems.append("judge.type prob/probhint reads label probabilities from an in-process hf model, but on the "
                         "GPU partition judge.model: policy is the SGLang server; use judge.type prm,hint")
-    if config.method in ("opd", "hybrid") and "hint" not in parts and "probhint" not in parts:
+    if config.method in USES_HINTS and "hint" not in parts and "probhint" not in parts:
         problems.append(f"method {config.method!r} needs a hint judge: set judge.type to hint (or rules+prm,hint)")
     if config.trainer.hint_format not in ("header", "inline"):
         problems.append(f"trainer.hint_format must be header or inline, got {config.trainer.hint_format!r}")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from clawgym.rl.methods import USES_HINTS
+
 TEACHERS = ("initial", "policy", "judge")
 ALIASES = {"current": "policy"}
 
@@ -48,6 +50,6 @@ def trainer_teacher(config: Any) -> str:
     teacher = canonical_teacher(config.trainer.teacher)
     if teacher == "judge" and config.judge.model == "policy":
         return "policy"  # the judge is the current policy
-    if teacher == "judge" and config.method not in ("opd", "hybrid", "opd_topk"):
+    if teacher == "judge" and config.method not in USES_HINTS:
         return "initial"  # no OPD term: the teacher is never asked
     return teacher

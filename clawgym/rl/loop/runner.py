@@ -26,6 +26,7 @@ from clawgym.rl.loop.config import PENDING_FILE, LoopConfig, LoopResult
 from clawgym.rl.loop.evaluation import evaluate_policy, export_hf
 from clawgym.rl.loop.training import publish_weights, step_row
 from clawgym.rl.metrics import MetricsLogger
+from clawgym.rl.methods import USES_HINTS
 from clawgym.rl.rollout import EnvSpec, RolloutPool
 
 logger = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ class AsyncRLLoop:
         self.method = str(trainer.config.method)
         self.judges = list(judges or [])
         names = [getattr(j, "name", "") for j in self.judges]
-        if self.method in ("opd", "hybrid") and "hint" not in names:
+        if self.method in USES_HINTS and "hint" not in names:
             raise ValueError(f"method {self.method!r} needs a hint judge (judge: hint or rules+prm,hint)")
         has_prm = any(n != "hint" for n in names)
         self.reward_mode = self.config.reward if self.config.reward != "auto" else ("step_wise" if has_prm else "outcome")
