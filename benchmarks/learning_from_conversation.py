@@ -112,8 +112,8 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
         # whose signal never arrives (binary with every verdict -1 makes no step at all)
         result = await rehearsal.rehearse(config, persona=persona, steps=steps, eval_tasks=eval_tasks,
                                           max_tokens=MAX_TOKENS, max_minutes=max_minutes)
-        row.update(max_minutes=max_minutes, conversations=result.conversations, before=result.before, after=result.after, steps=result.steps, refused=result.refused,
-                   turns=result.turns, judged=result.judged, judge_lag_s=result.judge_lag_s,
+        row.update(max_minutes=max_minutes, conversations=result.conversations, before=result.before,
+                   after=result.after, steps=result.steps, refused=result.refused, turns=result.turns, judged=result.judged, judge_lag_s=result.judge_lag_s,
                    trainer_wait_judge_frac=result.trainer_wait_judge_frac)
     row["wall_s"] = time.perf_counter() - started
     return row
@@ -161,7 +161,7 @@ def table(path: Path) -> str:
         lines.append(f"({void} rows scored with the old persona checks (metrics < {METRICS}) are void and left out)")
     for r in rows:
         if r["method"] not in ("base", "prompting") and r["steps"] < r["steps_budget"]:
-            lines.append(f"({r['persona']} x {r['method']} x seed {r['seed']}: {r['steps']} of {r['steps_budget']} steps "
+            lines.append(f"({r['persona']} x {label(r)} x seed {r['seed']}: {r['steps']} of {r['steps_budget']} steps "
                          f"within the {r.get('max_minutes')}-minute cap, {r.get('conversations')} conversations)")
     dropped = [r for r in rows if r.get("refused")]
     if dropped:
@@ -190,10 +190,9 @@ def main() -> int:
         if not (args.persona and args.method):
             parser.error("give --persona and --method (one cell per invocation), or --table")
         done, _, _ = read_rows(args.results)
-        if any(r["persona"] == args.persona and r["method"] == args.method and r["seed"] == args.seed
-               and label(r) == label({"method": args.method, "temperature": args.temperature, "sets": args.sets})
-               for r in done):
-            print(f"{args.persona} x {args.method} x seed {args.seed} is already in {args.results}; skipped")
+        cell = label({"method": args.method, "temperature": args.temperature, "sets": args.sets})
+        if any(r["persona"] == args.persona and r["seed"] == args.seed and label(r) == cell for r in done):
+            print(f"{args.persona} x {cell} x seed {args.seed} is already in {args.results}; skipped")
         else:
             row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks, args.max_minutes,
                                       args.temperature, tuple(args.sets)))

@@ -237,7 +237,7 @@ class ChatGateway:
         self._submit(turn)  # with its next state, or (history diverged) from what is known
 
     def _record(self, view: RequestView, body: dict[str, Any], generation: Generation, sent: list[dict[str, Any]],
-                turn_id: str | None = None, sampling: SamplingParams | None = None) -> Future:
+                turn_id: str | None, sampling: SamplingParams) -> Future:
         """Record a delivered main-line turn: its context is what the model read (``body``, fitted to
         the window if it had to be); the session continues from what the client sent (``sent``)."""
         turn = Turn(
@@ -256,7 +256,7 @@ class ChatGateway:
                   **({"fitted": body["clawgym_fit"]} if "clawgym_fit" in body else {}),
                   "reused_prefix_tokens": generation.metadata.get("reused_prefix_tokens", 0),
                   # what the logprobs are of: the trainer takes only turns sampled as it trains
-                  **({"sampling": {"temperature": sampling.temperature, "top_p": sampling.top_p}} if sampling else {})},
+                  "sampling": {"temperature": sampling.temperature, "top_p": sampling.top_p}},
             **({"turn_id": turn_id} if turn_id else {}),
         )
         written = self.log.record_turn(turn)

@@ -96,6 +96,7 @@ class BackgroundTrainer:
         self.trainer = trainer
         self.baseline = baseline
         self.method = str(trainer.config.method)
+        self.temperature = float(getattr(trainer.config, "temperature", 1.0))  # turns sampled otherwise are refused
         self.batch_size = batch_size
         self.max_staleness = max_staleness
         self.out = Path(output_dir)
@@ -120,12 +121,16 @@ class BackgroundTrainer:
     def trainable(self, batch: list[Sample]) -> list[Sample]:
         """The batch's samples that are fresh enough and still teach something after the baseline;
         the rest are counted in ``refused`` (stale, zero_advantage)."""
-        version = int(self.trainer.version)
-        fresh = [s for s in batch if version - s.policy_version <= self.max_staleness]
-        self.refused["stale"] += len(batch) - len(fresh)
-        kept, dropped = apply_baseline(fresh, self.baseline)
+        kept, dropped = apply_baseline(self.fresh(batch), self.baseline)
         self.refused["zero_advantage"] += dropped
         return kept
+
+    def fresh(self, samples: list[Sample]) -> list[Sample]:
+        """The samples at most ``max_staleness`` versions behind the trainer; the others are counted stale."""
+        version = int(self.trainer.version)
+        fresh = [s for s in samples if version - s.policy_version <= self.max_staleness]
+        self.refused["stale"] += len(samples) - len(fresh)
+        return fresh
 
     def _record_step(self, record: dict[str, Any]) -> None:
         write_jsonl(self.out / "train_steps.jsonl", [record])
@@ -154,7 +159,7 @@ class PersonalTrainer(BackgroundTrainer):
         self.busy = False  # a train step (or a weight swap) is running now
 
     def _keep(self, turn: Turn) -> bool:
-        sample, reason = sample_from_turn(turn, self.method, getattr(self.trainer.config, "temperature", 1.0))
+        sample, reason = sample_from_turn(turn, self.method, self.temperature)
         if sample is None:
             self.refused[reason or "unknown"] += 1
             return False
@@ -187,10 +192,7 @@ class PersonalTrainer(BackgroundTrainer):
         batch is taken: every step then trains on a full batch. Taking the batch first left steps on 1-3
         fresh turns of 8, which under Adam move the weights about as far as a full batch does, on a
         fraction of the signal (measured in the judge-only rehearsal: half the turns went stale)."""
-        version = int(self.trainer.version)
-        fresh = [s for s in self.pending if version - s.policy_version <= self.max_staleness]
-        self.refused["stale"] += len(self.pending) - len(fresh)
-        self.pending = fresh
+        self.pending = self.fresh(self.pending)
 
     async def train_once(self) -> dict[str, Any]:
         batch, self.pending = self.pending[: self.batch_size], self.pending[self.batch_size:]

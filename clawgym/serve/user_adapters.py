@@ -140,7 +140,7 @@ class UserAdapterTrainer(BackgroundTrainer):
         if not user:
             self.refused["no_user"] += 1
             return False
-        sample, reason = sample_from_turn(turn, self.method, getattr(self.trainer.config, "temperature", 1.0))
+        sample, reason = sample_from_turn(turn, self.method, self.temperature)
         if sample is None:
             self.refused[reason or "unknown"] += 1
             return False

@@ -412,12 +412,12 @@ class HFPolicy(VersionedPolicy):
         if request.generator is None:
             token = int(torch.argmax(logits))
         else:
-            probs = torch.softmax(logits / sampling.temperature, dim=-1)
+            if sampling.temperature != 1.0:  # the distribution it is drawn from, and whose logprob is kept
+                logprobs = torch.log_softmax(logits / sampling.temperature, dim=-1)
+            probs = logprobs.exp()
             if sampling.top_p < 1.0:
                 probs = _top_p_filter(probs, sampling.top_p)
             token = _draw(probs, request.generator)
-        if request.generator is not None and sampling.temperature != 1.0:  # the distribution it was drawn from
-            logprobs = torch.log_softmax(logits / sampling.temperature, dim=-1)
         request.response_ids.append(token)
         request.logprobs.append(float(logprobs[token]))
         request.versions.append(version)
