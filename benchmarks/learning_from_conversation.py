@@ -14,6 +14,7 @@ split), before and after the same budget of train steps.
 
     .venv/bin/python benchmarks/learning_from_conversation.py --persona teacher --method hybrid --seed 0
     .venv/bin/python benchmarks/learning_from_conversation.py --table
+    .venv/bin/python benchmarks/learning_from_conversation.py --missing   # the commands of the cells not run yet
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def table(path: Path) -> str:
             after = [r["after"] for r in got]
             gain = [r["after"] - r["before"] for r in got]
             std = statistics.stdev(after) if len(after) > 1 else 0.0
-            cells.append(f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(got)}] {statistics.mean(gain):+.2f}")
+            cells.append(f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(got)}] {round(statistics.mean(gain), 2) + 0.0:+.2f}")  # + 0.0: never "-0.00"
         lines.append(f"{method:<{width}}" + "".join(cells))
     for r in superseded:
         recipe = r.get("recipe", 1)
@@ -170,6 +171,20 @@ def table(path: Path) -> str:
     return "\n".join(lines)
 
 
+SEEDS = (0, 1, 2)
+DETERMINISTIC = ("base", "prompting")  # greedy scoring of untrained weights: one seed is the whole cell
+
+
+def missing(path: Path) -> list[str]:
+    """The commands that would complete the table (3 seeds of every trained method, one of the others)."""
+    rows, _, _ = read_rows(path)
+    have = {(r["persona"], label(r), r["seed"]) for r in rows}
+    cap = {m: " --max-minutes 30" for m in JUDGE_ONLY}  # a cell whose signal never comes stops (18 steps took 14-17 min)
+    return [f".venv/bin/python benchmarks/learning_from_conversation.py --persona {p} --method {m} --seed {s}{cap.get(m, '')}"
+            for m in METHODS for p in PERSONAS for s in (SEEDS[:1] if m in DETERMINISTIC else SEEDS)
+            if (p, m, s) not in have]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--persona", choices=PERSONAS)
@@ -185,7 +200,14 @@ def main() -> int:
                         help="an ablation: a launcher override on top of the method (repeatable); its own table row")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--table", action="store_true", help="only print the table from --results")
+    parser.add_argument("--missing", action="store_true", help="only print the commands of the cells not run yet")
     args = parser.parse_args()
+    if args.missing:
+        todo = missing(args.results)
+        print("\n".join(todo) or "every cell of the table has run")
+        print(f"({len(todo)} cells; a judge-only cell takes 14-26 minutes on 2 quiet cores, an oracle_grpo cell about an hour or more)",
+              file=sys.stderr)
+        return 0
     if not args.table:
         if not (args.persona and args.method):
             parser.error("give --persona and --method (one cell per invocation), or --table")

@@ -1,0 +1,65 @@
+"""The method table of benchmarks/learning_from_conversation.py is built over many sittings from a results
+file; these check that it aggregates what it says (mean ± std over seeds, superseded and void rows kept
+apart, ablations as rows of their own) and lists exactly the cells still to run."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "learning_from_conversation.py"
+
+
+@pytest.fixture(scope="module")
+def lfc():
+    spec = importlib.util.spec_from_file_location("learning_from_conversation", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def row(lfc, persona, method, seed, before, after, **extra):
+    base = {"persona": persona, "method": method, "seed": seed, "steps_budget": 16, "metrics": lfc.METRICS,
+            "before": before, "after": after, "steps": 16}
+    if method in lfc.JUDGE_ONLY:
+        base["recipe"] = lfc.RECIPE
+    return {**base, **extra}
+
+
+def write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_table_shows_mean_std_and_gain_over_seeds_and_keeps_old_rows_apart(lfc, tmp_path):
+    results = tmp_path / "results.jsonl"
+    write(results, [
+        row(lfc, "ta", "hybrid", 0, 0.40, 0.50),
+        row(lfc, "ta", "hybrid", 1, 0.40, 0.30),
+        row(lfc, "ta", "hybrid", 2, 0.40, 0.40, recipe=2),  # an earlier recipe: not averaged in
+        row(lfc, "ta", "hybrid", 0, 0.40, 0.60, sets=["trainer.hint_format=header"]),
+        row(lfc, "teacher", "base", 0, 0.25, 0.25, metrics=1),  # old checks: void
+    ])
+    text = lfc.table(results)
+    hybrid = next(line for line in text.splitlines() if line.startswith("hybrid "))
+    assert "0.40 ± 0.14 [2] +0.00" in hybrid  # mean of 0.5 and 0.3, sample std 0.1414
+    assert hybrid.count("missing") == 2  # student and teacher
+    ablation = next(line for line in text.splitlines() if line.startswith("hybrid[trainer.hint_format=header]"))
+    assert "0.60 ± 0.00 [1] +0.20" in ablation
+    assert "superseded recipe 2: ta x hybrid x seed 2" in text
+    assert "1 rows scored with the old persona checks" in text
+    base = next(line for line in text.splitlines() if line.startswith("base "))
+    assert base.count("missing") == 3  # the void row is not shown as a result
+
+
+def test_missing_lists_exactly_the_cells_not_run(lfc, tmp_path):
+    results = tmp_path / "results.jsonl"
+    assert len(lfc.missing(results)) == 2 * 3 + 5 * 3 * 3  # nothing run: base/prompting once, 5 trained x 3 seeds
+    write(results, [row(lfc, "ta", "hybrid", 1, 0.4, 0.4), row(lfc, "ta", "base", 0, 0.4, 0.4),
+                    row(lfc, "ta", "hybrid", 2, 0.4, 0.4, sets=["trainer.lr=1e-5"])])  # an ablation fills no cell
+    todo = lfc.missing(results)
+    assert len(todo) == 2 * 3 + 5 * 3 * 3 - 2
+    assert not any("--persona ta --method hybrid --seed 1" in c for c in todo)
+    assert any("--persona ta --method hybrid --seed 2" in c for c in todo)
+    assert not any("--persona ta --method base" in c for c in todo)
+    assert all("--max-minutes" in c for c in todo if "--method hybrid" in c)  # a judge-only cell is capped
