@@ -205,7 +205,7 @@ def main() -> int:
     if args.missing:
         todo = missing(args.results)
         print("\n".join(todo) or "every cell of the table has run")
-        print(f"({len(todo)} cells; a judge-only cell takes 14-26 minutes on 2 quiet cores, an oracle_grpo cell about an hour or more)",
+        print(f"({len(todo)} cells; on 2 quiet cores a judge-only cell takes 14-26 minutes, an oracle_grpo cell about 30)",
               file=sys.stderr)
         return 0
     if not args.table:
