@@ -31,6 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 METHODS = ("base", "prompting", "oracle_grpo", "binary", "opd", "hybrid", "opd_topk")
+UNTRAINED = ("base", "prompting")  # greedy scoring of untrained weights: one seed is the whole cell
+SEEDS = (0, 1, 2)  # of every trained cell
 PERSONAS = ("student", "teacher", "ta")
 JUDGE_FOR = {"binary": ("grpo", "prob"), "opd": ("opd", "probhint"), "hybrid": ("hybrid", "prob,probhint"),
              "opd_topk": ("opd_topk", "probhint")}  # top-K distillation of the hinted teacher at every position
@@ -86,7 +88,7 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
         row["sets"] = list(sets)  # an ablation: launcher overrides on top of the method's recipe
     if method in JUDGE_ONLY:
         row.update(recipe=RECIPE, baseline=config.serve.get("baseline", "batch"), hint_format=config.trainer.hint_format)
-    if method in ("base", "prompting"):
+    if method in UNTRAINED:
         from clawgym.rl.policy.hf import HFPolicy
 
         policy = HFPolicy.from_pretrained(config.policy.model, seed=seed)
@@ -114,7 +116,8 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
         result = await rehearsal.rehearse(config, persona=persona, steps=steps, eval_tasks=eval_tasks,
                                           max_tokens=MAX_TOKENS, max_minutes=max_minutes)
         row.update(max_minutes=max_minutes, conversations=result.conversations, before=result.before,
-                   after=result.after, steps=result.steps, refused=result.refused, turns=result.turns, judged=result.judged, judge_lag_s=result.judge_lag_s,
+                   after=result.after, steps=result.steps, refused=result.refused, turns=result.turns,
+                   judged=result.judged, judge_lag_s=result.judge_lag_s,
                    trainer_wait_judge_frac=result.trainer_wait_judge_frac)
     row["wall_s"] = time.perf_counter() - started
     return row
@@ -161,7 +164,7 @@ def table(path: Path) -> str:
     if void:
         lines.append(f"({void} rows scored with the old persona checks (metrics < {METRICS}) are void and left out)")
     for r in rows:
-        if r["method"] not in ("base", "prompting") and r["steps"] < r["steps_budget"]:
+        if r["method"] not in UNTRAINED and r["steps"] < r["steps_budget"]:
             lines.append(f"({r['persona']} x {label(r)} x seed {r['seed']}: {r['steps']} of {r['steps_budget']} steps "
                          f"within the {r.get('max_minutes')}-minute cap, {r.get('conversations')} conversations)")
     dropped = [r for r in rows if r.get("refused")]
@@ -171,17 +174,19 @@ def table(path: Path) -> str:
     return "\n".join(lines)
 
 
-SEEDS = (0, 1, 2)
-DETERMINISTIC = ("base", "prompting")  # greedy scoring of untrained weights: one seed is the whole cell
+def done_cells(path: Path) -> set[tuple[str, str, int]]:
+    """(persona, row label, seed) of every cell in the table: what a new invocation skips."""
+    rows, _, _ = read_rows(path)
+    return {(r["persona"], label(r), r["seed"]) for r in rows}
 
 
 def missing(path: Path) -> list[str]:
     """The commands that would complete the table (3 seeds of every trained method, one of the others)."""
-    rows, _, _ = read_rows(path)
-    have = {(r["persona"], label(r), r["seed"]) for r in rows}
-    cap = {m: " --max-minutes 30" for m in JUDGE_ONLY}  # a cell whose signal never comes stops (18 steps took 14-17 min)
-    return [f".venv/bin/python benchmarks/learning_from_conversation.py --persona {p} --method {m} --seed {s}{cap.get(m, '')}"
-            for m in METHODS for p in PERSONAS for s in (SEEDS[:1] if m in DETERMINISTIC else SEEDS)
+    have = done_cells(path)
+    # a judge-only cell whose signal never comes stops at the cap (18 steps took 14-17 minutes)
+    return [f".venv/bin/python benchmarks/learning_from_conversation.py --persona {p} --method {m} --seed {s}"
+            + (" --max-minutes 30" if m in JUDGE_ONLY else "")
+            for m in METHODS for p in PERSONAS for s in (SEEDS[:1] if m in UNTRAINED else SEEDS)
             if (p, m, s) not in have]
 
 
@@ -211,9 +216,8 @@ def main() -> int:
     if not args.table:
         if not (args.persona and args.method):
             parser.error("give --persona and --method (one cell per invocation), or --table")
-        done, _, _ = read_rows(args.results)
         cell = label({"method": args.method, "temperature": args.temperature, "sets": args.sets})
-        if any(r["persona"] == args.persona and r["seed"] == args.seed and label(r) == cell for r in done):
+        if (args.persona, cell, args.seed) in done_cells(args.results):
             print(f"{args.persona} x {cell} x seed {args.seed} is already in {args.results}; skipped")
         else:
             row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks, args.max_minutes,
