@@ -88,7 +88,9 @@ class TorchTrainer:
         else:
             self.model = wrap_lora(model, self.config.lora, self.config.seed)
         if self.config.gradient_checkpointing:
-            self.model.gradient_checkpointing_enable()
+            # transformers 5 renamed it (the old name warns and goes in v6); >=4.45 has only the old one
+            enable = getattr(self.model, "activation_checkpointing_enable", None) or self.model.gradient_checkpointing_enable
+            enable()
             if self.config.lora is not None:
                 self.model.enable_input_require_grads()
         self.model.train()
