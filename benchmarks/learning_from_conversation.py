@@ -36,7 +36,8 @@ SEEDS = (0, 1, 2)  # of every trained cell
 PERSONAS = ("student", "teacher", "ta")
 JUDGE_FOR = {"binary": ("grpo", "prob"), "opd": ("opd", "probhint"), "hybrid": ("hybrid", "prob,probhint"),
              "opd_topk": ("opd_topk", "probhint")}  # top-K distillation of the hinted teacher at every position
-RESULTS = Path("runs/learning_from_conversation.jsonl")
+# Committed, not under runs/: the table is built over several sittings, each possibly on a fresh machine.
+RESULTS = Path(__file__).resolve().parent / "results" / "learning_from_conversation.jsonl"
 MAX_TOKENS = 128  # every reply (training conversations and held-out scoring): room for > 80 words, as in the demo
 # 2: the honest persona checks (a stated correct result, a short check that can fail at 128 tokens, the hash
 # split). Rows of earlier versions were scored with the old checks and are left out of the table.
@@ -163,8 +164,12 @@ def table(path: Path) -> str:
                      f"x seed {r['seed']}: {r['before']:.2f} -> {r['after']:.2f}, {r['steps']} steps; {SUPERSEDED[recipe]})")
     if void:
         lines.append(f"({void} rows scored with the old persona checks (metrics < {METRICS}) are void and left out)")
+    transcribed = [r for r in rows + superseded if r.get("transcribed")]
+    if transcribed:
+        lines.append(f"({len(transcribed)} rows transcribed from an earlier README: scores rounded to two decimals; their raw rows, with step and "
+                     "dropped-turn counts, were lost with that sitting's machine)")
     for r in rows:
-        if r["method"] not in UNTRAINED and r["steps"] < r["steps_budget"]:
+        if r["method"] not in UNTRAINED and r["steps"] is not None and r["steps"] < r["steps_budget"]:
             lines.append(f"({r['persona']} x {label(r)} x seed {r['seed']}: {r['steps']} of {r['steps_budget']} steps "
                          f"within the {r.get('max_minutes')}-minute cap, {r.get('conversations')} conversations)")
     dropped = [r for r in rows if r.get("refused")]

@@ -63,3 +63,24 @@ def test_missing_lists_exactly_the_cells_not_run(lfc, tmp_path):
     assert any("--persona ta --method hybrid --seed 2" in c for c in todo)
     assert not any("--persona ta --method base" in c for c in todo)
     assert all("--max-minutes" in c for c in todo if "--method hybrid" in c)  # a judge-only cell is capped
+
+
+def test_transcribed_rows_without_a_step_count_are_tabled_and_labelled(lfc, tmp_path):
+    results = tmp_path / "results.jsonl"
+    write(results, [row(lfc, "teacher", "hybrid", 1, 0.25, 0.19, steps=None, transcribed="from an old README"),
+                    row(lfc, "teacher", "hybrid", 2, 0.25, 0.13, steps=12, max_minutes=30, conversations=80)])
+    text = lfc.table(results)
+    assert "0.16 ± 0.04 [2] -0.09" in text
+    assert "1 rows transcribed from an earlier README" in text
+    assert "teacher x hybrid x seed 2: 12 of 16 steps" in text  # a real short cell is still reported
+    assert "seed 1:" not in text  # an unknown step count is not reported as short
+
+
+def test_the_committed_results_are_what_the_readme_table_is_printed_from(lfc):
+    """The default results file lives in the repository (a sitting's machine does not outlive it), and
+    every row in it is readable and current or explicitly superseded."""
+    assert lfc.RESULTS.is_relative_to(BENCH.parent)
+    rows, void, superseded = lfc.read_rows(lfc.RESULTS)
+    assert rows and void == 0
+    assert all({"persona", "method", "seed", "before", "after"} <= r.keys() for r in rows + superseded)
+    assert lfc.table(lfc.RESULTS).splitlines()[0].startswith("method")
