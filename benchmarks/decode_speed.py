@@ -27,7 +27,7 @@ import torch
 from transformers import DynamicCache
 
 from clawgym.rl.policy.attention import GQA_DECODE
-from clawgym.rl.policy.kv_buffer import KVBuffer
+from clawgym.rl.policy.kv_buffer import CACHE_KWARG, KVBuffer
 from clawgym.rl.policy.models import load_model
 
 
@@ -43,12 +43,12 @@ def decode(model, keys, values, mask, steps: int, use_buffer: bool) -> tuple[flo
         else:
             cache = DynamicCache(ddp_cache_data=list(zip(keys, values)))
         out = model(input_ids=torch.full((rows, 1), 42), position_ids=torch.full((rows, 1), width + step),
-                    attention_mask=mask, past_key_values=cache, use_cache=True, logits_to_keep=1)
+                    attention_mask=mask, use_cache=True, logits_to_keep=1, **{CACHE_KWARG: cache})
         if use_buffer:
             buffer.advance(1, mask)
         else:
-            keys = [layer.keys for layer in out.past_key_values.layers]
-            values = [layer.values for layer in out.past_key_values.layers]
+            keys = [layer.keys for layer in getattr(out, CACHE_KWARG).layers]
+            values = [layer.values for layer in getattr(out, CACHE_KWARG).layers]
     return (time.perf_counter() - start) / steps, out.logits
 
 
@@ -71,7 +71,7 @@ def main() -> None:
         for context in args.contexts:
             for rows in args.rows:
                 ids = torch.randint(100, 40000, (1, context), generator=generator).expand(rows, context)
-                cache = model(input_ids=ids, use_cache=True, logits_to_keep=1).past_key_values
+                cache = getattr(model(input_ids=ids, use_cache=True, logits_to_keep=1), CACHE_KWARG)
                 keys = [layer.keys.contiguous() for layer in cache.layers]
                 values = [layer.values.contiguous() for layer in cache.layers]
                 mask = torch.ones(rows, context, dtype=torch.long)

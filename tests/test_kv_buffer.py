@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from clawgym.rl.policy import kv_buffer
-from clawgym.rl.policy.kv_buffer import KVBuffer
+from clawgym.rl.policy.kv_buffer import CACHE_KWARG, KVBuffer
 from clawgym.rl.policy.models import load_model
 
 torch.set_num_threads(1)
@@ -13,7 +13,7 @@ torch.set_num_threads(1)
 
 def _prefill(model, ids: torch.Tensor):
     out = model(input_ids=ids, use_cache=True)
-    cache = out.past_key_values
+    cache = getattr(out, CACHE_KWARG)
     return [layer.keys for layer in cache.layers], [layer.values for layer in cache.layers], cache
 
 
@@ -26,10 +26,10 @@ def test_decoding_past_the_spare_room_matches_the_dynamic_cache(monkeypatch):
         buffer = KVBuffer(keys, values, torch.ones(2, 9, dtype=torch.long))
         for step in range(8):
             token = torch.full((2, 1), 7 + step)
-            expected = model(input_ids=token, past_key_values=reference, use_cache=True).logits
+            expected = model(input_ids=token, use_cache=True, **{CACHE_KWARG: reference}).logits
             mask = torch.cat([buffer.mask, torch.ones(2, 1, dtype=torch.long)], dim=1)
             got = model(input_ids=token, attention_mask=mask, position_ids=torch.full((2, 1), 9 + step),
-                        past_key_values=buffer.cache(1), use_cache=True).logits
+                        use_cache=True, **{CACHE_KWARG: buffer.cache(1)}).logits
             buffer.advance(1, mask)
             assert torch.allclose(got, expected, atol=1e-5), step
     assert buffer.width == 17
@@ -60,11 +60,25 @@ def test_gqa_decode_attention_equals_transformers_sdpa_with_padding():
 
     def step():
         with torch.inference_mode():
-            cache = model(input_ids=ids, attention_mask=mask[:, :6], use_cache=True).past_key_values
+            cache = getattr(model(input_ids=ids, attention_mask=mask[:, :6], use_cache=True), CACHE_KWARG)
             return model(input_ids=torch.tensor([[9], [9]]), attention_mask=mask, position_ids=torch.tensor([[4], [6]]),
-                         past_key_values=cache, use_cache=True).logits
+                         use_cache=True, **{CACHE_KWARG: cache}).logits
 
     expected = step()
     assert use_gqa_decode(model) and model.config._attn_implementation == GQA_DECODE
     assert torch.allclose(step(), expected, atol=1e-5)
     assert not use_gqa_decode(model)  # already switched: a no-op
+
+
+def test_the_cache_is_passed_by_the_name_this_transformers_uses():
+    """Newer transformers renamed ``past_key_values`` to ``cache`` and warn on the old name (to be removed):
+    a decoding step through HFPolicy's keyword raises no such warning and reuses the cache it is given."""
+    import warnings
+
+    model, _ = load_model("tiny-random")
+    ids = torch.randint(5, 1000, (1, 4), generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        cache = getattr(model(input_ids=ids, use_cache=True), CACHE_KWARG)
+        model(input_ids=ids[:, :1], use_cache=True, **{CACHE_KWARG: cache})
+    assert cache.get_seq_length() == 5

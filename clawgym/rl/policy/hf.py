@@ -59,7 +59,7 @@ from clawgym.core.messages import Message, parse_action
 from clawgym.core.policy import Generation, SamplingParams, VersionedPolicy
 from clawgym.rl.policy.attention import use_gqa_decode
 from clawgym.rl.policy.chat_template import encode_prompt, stop_token_ids
-from clawgym.rl.policy.kv_buffer import KVBuffer
+from clawgym.rl.policy.kv_buffer import CACHE_KWARG, KVBuffer
 from clawgym.rl.policy.models import load_model
 from clawgym.rl.policy.prefix_cache import PrefixCache
 from clawgym.rl.policy.streaming import StreamItem, TextDelta, streamable_prefix
@@ -302,12 +302,12 @@ class HFPolicy(VersionedPolicy):
             self._deliver(request, closed)
         self._rows, self._kv = [], None
 
-    def _forward(self, input_ids: torch.Tensor, **kwargs: Any) -> tuple[torch.Tensor, Any, int]:
+    def _forward(self, input_ids: torch.Tensor, cache: Any, **kwargs: Any) -> tuple[torch.Tensor, Any, int]:
         with self._weights_lock:
-            out = self.model(input_ids=input_ids, use_cache=True, logits_to_keep=1, **kwargs)
+            out = self.model(input_ids=input_ids, use_cache=True, logits_to_keep=1, **{CACHE_KWARG: cache}, **kwargs)
             version = self._version
         self.stats["forward_passes"] += 1
-        return out.logits[:, -1, :].float(), out.past_key_values, version
+        return out.logits[:, -1, :].float(), getattr(out, CACHE_KWARG), version
 
     def _admit(self, requests: list[_Request]) -> None:
         """Prefill prompts of one length together, sample their first tokens, merge their caches.
@@ -317,7 +317,7 @@ class HFPolicy(VersionedPolicy):
         """
         ids = torch.tensor([r.prompt_ids for r in requests], dtype=torch.long, device=self.device)
         try:
-            logits, cache, version = self._forward(ids, past_key_values=DynamicCache())
+            logits, cache, version = self._forward(ids, DynamicCache())
         except Exception as exc:  # e.g. out of memory: fail these requests, keep serving the others
             logger.exception("prefill failed")
             for request in requests:
@@ -335,7 +335,7 @@ class HFPolicy(VersionedPolicy):
         past = DynamicCache(ddp_cache_data=[(k[:, :, :shared], v[:, :, :shared]) for k, v in zip(entry.keys, entry.values)])
         ids = torch.tensor([request.prompt_ids[shared:]], dtype=torch.long, device=self.device)
         try:
-            logits, cache, version = self._forward(ids, past_key_values=past)
+            logits, cache, version = self._forward(ids, past)
         except Exception as exc:
             logger.exception("prefill after a cached prefix failed")
             self._deliver(request, exc)
@@ -377,7 +377,7 @@ class HFPolicy(VersionedPolicy):
         mask = torch.cat([self._kv.mask, torch.ones(len(rows), 1, dtype=torch.long, device=self.device)], dim=1)
         try:
             logits, _, version = self._forward(
-                input_ids, attention_mask=mask, position_ids=positions, past_key_values=self._kv.cache(1)
+                input_ids, self._kv.cache(1), attention_mask=mask, position_ids=positions
             )
         except Exception as exc:
             logger.exception("decode step failed; failing %d running requests", len(rows))

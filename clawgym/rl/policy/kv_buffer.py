@@ -18,6 +18,11 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
+from transformers.modeling_outputs import CausalLMOutputWithPast
+
+# The model's keyword (and output field) for its KV cache: ``cache`` in newer transformers, where the old
+# ``past_key_values`` still works but warns and is to be removed; decided once from the library itself.
+CACHE_KWARG = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
 
 SPARE_COLUMNS = 256  # room for this many decoding steps before a buffer is reallocated
 
