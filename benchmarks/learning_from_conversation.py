@@ -94,9 +94,9 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
 
         policy = HFPolicy.from_pretrained(config.policy.model, seed=seed)
         system = SYSTEM_PROMPT if method == "base" else f"{SYSTEM_PROMPT}\nThe user's wishes: {P[persona].description}"
-        score = await rehearsal.score_first_replies(policy, held_out, system_prompt=system, max_tokens=MAX_TOKENS)
+        score, checks = await rehearsal.score_checks(policy, held_out, system_prompt=system, max_tokens=MAX_TOKENS)
         await policy.close()
-        row.update(before=score, after=score, steps=0)
+        row.update(before=score, after=score, steps=0, checks_before=checks, checks_after=checks)
     elif method == "oracle_grpo":
         import dataclasses
 
@@ -106,9 +106,9 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
         parts = build(config)
         parts.loop.config = dataclasses.replace(parts.loop.config, eval_before=False, eval_after=False, plot=False,
                                                 export_final=False)
-        row["before"] = await rehearsal.score_first_replies(parts.policy, held_out, max_tokens=MAX_TOKENS)
+        row["before"], row["checks_before"] = await rehearsal.score_checks(parts.policy, held_out, max_tokens=MAX_TOKENS)
         result = await parts.loop.run()
-        row["after"] = await rehearsal.score_first_replies(parts.policy, held_out, max_tokens=MAX_TOKENS)
+        row["after"], row["checks_after"] = await rehearsal.score_checks(parts.policy, held_out, max_tokens=MAX_TOKENS)
         row.update(steps=result.steps, refused={k: v for k, v in result.counters.items() if k.startswith("refused/")})
         await parts.close()
     else:
@@ -119,7 +119,8 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
         row.update(max_minutes=max_minutes, conversations=result.conversations, before=result.before,
                    after=result.after, steps=result.steps, refused=result.refused, turns=result.turns,
                    judged=result.judged, judge_lag_s=result.judge_lag_s,
-                   trainer_wait_judge_frac=result.trainer_wait_judge_frac)
+                   trainer_wait_judge_frac=result.trainer_wait_judge_frac, checks_before=result.checks_before,
+                   checks_after=result.checks_after)
     row["wall_s"] = time.perf_counter() - started
     return row
 

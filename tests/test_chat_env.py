@@ -97,6 +97,29 @@ def test_opd_teacher_prompt_keeps_the_tool_schemas_through_the_template_fallback
         assert "lookup_weather_zz" in tokenizer.decode(ids)
 
 
+def test_held_out_scoring_reports_each_hidden_check_and_their_mean():
+    """score_checks: the mean persona score of greedy first replies and each check's pass rate."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from clawgym.serve import rehearsal
+
+    tasks = rehearsal.persona_tasks("ta", "test")[:4]
+    replies = ["", "7/10. The answer is 12. You added well. Then you slipped.", "1. wrong\n2. wrong", "Fine."]
+
+    class OneReplyPerTask:
+        async def generate(self, messages, tools, sampling):
+            assert sampling.temperature == 0.0  # held-out scoring is greedy
+            return SimpleNamespace(text=replies[[t.prompt in str(messages) for t in tasks].index(True)])
+
+    score, checks = asyncio.run(rehearsal.score_checks(OneReplyPerTask(), tasks))
+    persona = PERSONAS["ta"]
+    expected = [persona.score(reply, task) for reply, task in zip(replies, tasks)]
+    assert score == pytest.approx(sum(s for s, _ in expected) / 4)
+    assert checks == {name: pytest.approx(sum(c[name] for _, c in expected) / 4) for name in expected[0][1]}
+    assert checks["no_lists"] < 1.0 and all(0.0 <= rate <= 1.0 for rate in checks.values())
+
+
 @pytest.mark.slow
 def test_judge_only_rehearsal_trains_through_the_deployed_gateway(tmp_path):
     """Simulated users -> gateway -> turn log -> judge stage -> personal trainer; persona checks stay hidden."""
@@ -114,6 +137,8 @@ def test_judge_only_rehearsal_trains_through_the_deployed_gateway(tmp_path):
                                             max_tokens=8, eval_tasks=2))
     assert result.steps >= 1 and result.conversations >= 1 and result.judged >= 2
     assert 0.0 <= result.before <= 1.0 and 0.0 <= result.after <= 1.0
+    assert set(result.checks_after) == {p.name for p in PERSONAS["teacher"].preferences}  # which wish moved
+    assert sum(result.checks_after.values()) / len(result.checks_after) == pytest.approx(result.after)
     turns = {t.turn_id: t for t in read_jsonl_turns(tmp_path / "turns.jsonl")}
     steps = list(read_jsonl(tmp_path / "train_steps.jsonl"))
     assert len(steps) == result.steps and steps[0]["trained"]

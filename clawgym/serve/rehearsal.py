@@ -47,6 +47,8 @@ class RehearsalResult:
     trainer_wait_judge_frac: float = 0.0  # share of the run the trainer idled with turns still being judged
     judge_unavailable: int = 0
     wall_s: float = 0.0
+    checks_before: dict[str, float] = field(default_factory=dict)  # each hidden check's held-out pass rate
+    checks_after: dict[str, float] = field(default_factory=dict)
 
 
 def persona_tasks(persona: str, split: str) -> list[Task]:
@@ -59,18 +61,24 @@ def opening(persona: Persona, task: Task, system_prompt: str = SYSTEM_PROMPT) ->
     return [{"role": "system", "content": system_prompt}, {"role": "user", "content": persona.opener(task)}]
 
 
-async def score_first_replies(policy: Any, tasks: list[Task], *, max_tokens: int = 96,
-                              system_prompt: str = SYSTEM_PROMPT) -> float:
-    """Mean persona score of the greedy first reply on ``tasks`` (the hidden checks; nothing is logged)."""
+async def score_checks(policy: Any, tasks: list[Task], *, max_tokens: int = 96,
+                       system_prompt: str = SYSTEM_PROMPT) -> tuple[float, dict[str, float]]:
+    """The mean persona score and each hidden check's pass rate: which wish a run learned or lost,
+    not only how much the mean moved."""
     sampling = SamplingParams(temperature=0.0, max_tokens=max_tokens)
 
-    async def one(task: Task) -> float:
+    async def one(task: Task) -> tuple[float, dict[str, bool]]:
         persona = PERSONAS[task.data["persona"]]
         generation = await policy.generate(opening(persona, task, system_prompt), None, sampling)
-        return persona.score(generation.text, task)[0]
+        return persona.score(generation.text, task)
 
-    scores = await asyncio.gather(*(one(t) for t in tasks))
-    return sum(scores) / max(len(scores), 1)
+    results = await asyncio.gather(*(one(t) for t in tasks))
+    passed: dict[str, int] = {}
+    for _, checks in results:
+        for name, ok in checks.items():
+            passed[name] = passed.get(name, 0) + int(ok)
+    count = max(len(results), 1)
+    return sum(score for score, _ in results) / count, {name: n / count for name, n in passed.items()}
 
 
 async def chat(client: Any, model: str, persona: Persona, task: Task, *, max_turns: int, max_tokens: int) -> int:
@@ -107,7 +115,7 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
     held_out = persona_tasks(persona, "test")[: eval_tasks or None]
     training = itertools.cycle(persona_tasks(persona, "train"))
     started = time.perf_counter()
-    before = await score_first_replies(serving.policy, held_out, max_tokens=max_tokens)
+    before, checks_before = await score_checks(serving.policy, held_out, max_tokens=max_tokens)
     counts = {"conversations": 0, "turns": 0}
     wait_judge = 0.0
     stage = serving.gateway.judge_stage
@@ -133,7 +141,7 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
         while trainer.busy or (trainer._task is not None and not trainer._task.done()
                                and len(trainer.pending) >= trainer.batch_size):
             await asyncio.sleep(0.1)
-    after = await score_first_replies(serving.policy, held_out, max_tokens=max_tokens)
+    after, checks_after = await score_checks(serving.policy, held_out, max_tokens=max_tokens)
     turns = serving.gateway.log.turns()
     lags = [t.timings["judged_at"] - t.timings["queued_at"] for t in turns
             if "judged_at" in t.timings and "queued_at" in t.timings]
@@ -148,4 +156,5 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
         conversations=counts["conversations"], turns=counts["turns"], judged=sum(bool(t.judge) for t in turns),
         refused=dict(trainer.refused), judge_lag_s=sum(lags) / max(len(lags), 1),
         trainer_wait_judge_frac=wait_judge / max(wall, 1e-9),
-        judge_unavailable=stage.stats.unavailable if stage is not None else 0, wall_s=wall)
+        judge_unavailable=stage.stats.unavailable if stage is not None else 0, wall_s=wall,
+        checks_before=checks_before, checks_after=checks_after)
