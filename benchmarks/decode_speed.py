@@ -47,8 +47,8 @@ def decode(model, keys, values, mask, steps: int, use_buffer: bool) -> tuple[flo
         if use_buffer:
             buffer.advance(1, mask)
         else:
-            keys = [layer.keys for layer in getattr(out, CACHE_KWARG).layers]
-            values = [layer.values for layer in getattr(out, CACHE_KWARG).layers]
+            layers = getattr(out, CACHE_KWARG).layers
+            keys, values = [layer.keys for layer in layers], [layer.values for layer in layers]
     return (time.perf_counter() - start) / steps, out.logits
 
 

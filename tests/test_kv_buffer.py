@@ -79,6 +79,6 @@ def test_the_cache_is_passed_by_the_name_this_transformers_uses():
     ids = torch.randint(5, 1000, (1, 4), generator=torch.Generator().manual_seed(1))
     with torch.inference_mode(), warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
-        cache = getattr(model(input_ids=ids, use_cache=True), CACHE_KWARG)
+        _, _, cache = _prefill(model, ids)
         model(input_ids=ids[:, :1], use_cache=True, **{CACHE_KWARG: cache})
     assert cache.get_seq_length() == 5

@@ -73,12 +73,10 @@ async def score_checks(policy: Any, tasks: list[Task], *, max_tokens: int = 96,
         return persona.score(generation.text, task)
 
     results = await asyncio.gather(*(one(t) for t in tasks))
-    passed: dict[str, int] = {}
-    for _, checks in results:
-        for name, ok in checks.items():
-            passed[name] = passed.get(name, 0) + int(ok)
     count = max(len(results), 1)
-    return sum(score for score, _ in results) / count, {name: n / count for name, n in passed.items()}
+    names = results[0][1] if results else {}  # every task of a persona has the same checks
+    return (sum(score for score, _ in results) / count,
+            {name: sum(checks[name] for _, checks in results) / count for name in names})
 
 
 async def chat(client: Any, model: str, persona: Persona, task: Task, *, max_turns: int, max_tokens: int) -> int:
