@@ -22,13 +22,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from clawgym.envs.openclaw_chat.personas import PERSONAS, bundled_tasks, stated_results  # noqa: E402
+
 OUTCOMES = ("right", "wrong", "none")
 
 
 def classify(reply: str, answer: float) -> str:
     """``right`` if the reply states the answer as a result, ``wrong`` if it states another number, else ``none``."""
-    from clawgym.envs.openclaw_chat.personas import stated_results
-
     stated = stated_results(reply)
     if float(answer) in stated:
         return "right"
@@ -37,8 +37,6 @@ def classify(reply: str, answer: float) -> str:
 
 def openers() -> dict[str, tuple[str, float]]:
     """The first user message of every bundled task -> (persona, correct answer)."""
-    from clawgym.envs.openclaw_chat.personas import PERSONAS, bundled_tasks
-
     return {PERSONAS[t.data["persona"]].opener(t): (t.data["persona"], float(t.answer)) for t in bundled_tasks()}
 
 

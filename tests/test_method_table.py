@@ -2,21 +2,17 @@
 file; these check that it aggregates what it says (mean ± std over seeds, superseded and void rows kept
 apart, ablations as rows of their own) and lists exactly the cells still to run."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "learning_from_conversation.py"
+from tests.scripts import ROOT, load_script
+
 
 
 @pytest.fixture(scope="module")
 def lfc():
-    spec = importlib.util.spec_from_file_location("learning_from_conversation", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/learning_from_conversation.py")
 
 
 def row(lfc, persona, method, seed, before, after, **extra):
@@ -79,7 +75,7 @@ def test_transcribed_rows_without_a_step_count_are_tabled_and_labelled(lfc, tmp_
 def test_the_committed_results_are_what_the_readme_table_is_printed_from(lfc):
     """The default results file lives in the repository (a sitting's machine does not outlive it), and
     every row in it is readable and current or explicitly superseded."""
-    assert lfc.RESULTS.is_relative_to(BENCH.parent)
+    assert lfc.RESULTS.is_relative_to(ROOT / "benchmarks")
     rows, void, superseded = lfc.read_rows(lfc.RESULTS)
     assert rows and void == 0
     assert all({"persona", "method", "seed", "before", "after"} <= r.keys() for r in rows + superseded)

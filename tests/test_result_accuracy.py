@@ -1,23 +1,19 @@
 """benchmarks/result_accuracy.py counts, from the method table's turn logs, how many first replies state the
 task's correct number, a wrong one, or none; these check the counting on a hand-written turn log."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
+from tests.scripts import load_script
+
 from clawgym.envs.openclaw_chat.personas import PERSONAS, bundled_tasks
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "result_accuracy.py"
 
 
 @pytest.fixture(scope="module")
 def accuracy():
-    spec = importlib.util.spec_from_file_location("result_accuracy", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/result_accuracy.py")
 
 
 def turn(prompt, reply, version, index=0):
