@@ -9,7 +9,6 @@ import pytest
 from tests.scripts import ROOT, load_script
 
 
-
 @pytest.fixture(scope="module")
 def lfc():
     return load_script("benchmarks/learning_from_conversation.py")

@@ -5,10 +5,8 @@ import json
 
 import pytest
 
-from tests.scripts import load_script
-
 from clawgym.envs.openclaw_chat.personas import PERSONAS, bundled_tasks
-
+from tests.scripts import load_script
 
 
 @pytest.fixture(scope="module")

@@ -2,19 +2,15 @@
 and that the bundled file is exactly what the generator produces (slow: it reruns every mutant)."""
 
 import ast
-import importlib.util
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("gen_swe_tasks", ROOT / "scripts" / "gen_swe_tasks.py")
-gen = importlib.util.module_from_spec(spec)
-sys.modules["gen_swe_tasks"] = gen  # dataclasses look their module up
-spec.loader.exec_module(gen)
+from tests.scripts import ROOT, load_script
+
+gen = load_script("scripts/gen_swe_tasks.py")
 
 SOURCE = '''
 def f(items, n, flag):

@@ -3,11 +3,9 @@ the committed task set's shape, generator determinism, and a sample of tasks run
 gold 1), also after export as a SWE-bench instance through the SWE-bench loader and a git mirror.
 `benchmarks/swe_pypi_tasks.py` validates every task; CI runs the sample below."""
 
-import importlib.util
 import json
 import sys
 import tarfile
-from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -17,8 +15,8 @@ from clawgym.envs.swe import pypi
 from clawgym.envs.swe.env import SWEEnv
 from clawgym.envs.swe.export import export_swebench, repo_config
 from clawgym.envs.swe.loader import bundled_tasks, load_swebench, pypi_base_files, pypi_tasks
+from tests.scripts import ROOT, load_script
 
-ROOT = Path(__file__).resolve().parents[1]
 TASKS = list(pypi_tasks())
 SAMPLE = sorted({task.data["repo"]: task.id for task in reversed(TASKS)}.values())  # each project's first task
 SUBMIT = '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
@@ -26,11 +24,7 @@ SUBMIT = '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
 
 def load_generator():
     sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location("gen_swe_pypi_tasks", ROOT / "scripts" / "gen_swe_pypi_tasks.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gen_swe_pypi_tasks"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/gen_swe_pypi_tasks.py")
 
 
 def test_a_tampered_sdist_is_refused(tmp_path):

@@ -1,25 +1,20 @@
 """ToolCall-v0's bundled tasks: enough of them, split, reproducible from the generator, oracle-checked."""
 
-import importlib.util
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from clawgym.envs.toolcall import ToolCallEnv
 from clawgym.envs.toolcall.answer import answers_match
+from tests.scripts import ROOT, load_script
 
-ROOT = Path(__file__).resolve().parents[1]
 BUNDLED = ROOT / "clawgym" / "envs" / "toolcall" / "tasks.jsonl"
 
 
 @pytest.fixture(scope="module")
 def generator():
-    spec = importlib.util.spec_from_file_location("gen_toolcall_tasks", ROOT / "scripts" / "gen_toolcall_tasks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/gen_toolcall_tasks.py")
 
 
 def test_bundled_set_is_large_split_and_well_formed():
