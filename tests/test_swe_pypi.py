@@ -23,8 +23,7 @@ SUBMIT = '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
 
 
 def load_generator():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    return load_script("scripts/gen_swe_pypi_tasks.py")
+    return load_script("scripts/gen_swe_pypi_tasks.py")  # the script puts scripts/ on sys.path itself
 
 
 def test_a_tampered_sdist_is_refused(tmp_path):
