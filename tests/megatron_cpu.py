@@ -76,14 +76,19 @@ def allow_float64() -> None:
 
     from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm
 
-    upcasting_norm = Qwen2RMSNorm.forward
+    Qwen2RMSNorm.forward = float64_rms_norm(Qwen2RMSNorm.forward)
+
+
+def float64_rms_norm(upcasting_norm):
+    """Qwen2RMSNorm's forward that keeps fp64 in fp64 (transformers computes the norm in fp32, a downcast
+    for fp64); other dtypes go the original way. Also used by tests/test_gpu_torch.py's CPU-vs-GPU parity."""
 
     def rms_norm(self, hidden: torch.Tensor) -> torch.Tensor:
         if hidden.dtype != torch.float64:
             return upcasting_norm(self, hidden)
         return self.weight * (hidden * torch.rsqrt(hidden.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
 
-    Qwen2RMSNorm.forward = rms_norm
+    return rms_norm
 
 
 def init_gloo(tp: int, pp: int) -> None:
