@@ -23,6 +23,7 @@ from clawgym.rl.policy.hf import HFPolicy
 from clawgym.rl.policy.models import build_tiny_random, load_tokenizer
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
 from clawgym.rl.trainer.batching import collate, gather_logprobs, response_logits
+from clawgym.rl.trainer.samples import render_prompt_ids
 from clawgym.rl.types import Sample
 
 DEVICE = os.environ.get("CLAWGYM_TEST_DEVICE", "cuda")
@@ -61,8 +62,7 @@ def policy_logprobs(model, prompt: list[int], response: list[int]) -> list[float
 
 def judged_samples(tokenizer, model) -> list[Sample]:
     """Two groups of two replies, rewarded +1 / -1, one of each group hinted (hybrid: RL + OPD terms)."""
-    prompt = tokenizer.apply_chat_template(HELLO, tokenize=False, add_generation_prompt=True)
-    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    prompt_ids = render_prompt_ids(tokenizer, HELLO)
     replies = [("Hello there, friend!", 1.0, "g0", None), ("Go away.", -1.0, "g0", "Be friendly."),
                ("Hi! Nice to meet you.", 1.0, "g1", None), ("No.", -1.0, "g1", "Greet the user warmly.")]
     samples = []
