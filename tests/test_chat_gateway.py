@@ -214,6 +214,7 @@ def test_restart_loses_and_duplicates_nothing(tmp_path):
             {"role": "user", "content": "first"}, {"role": "assistant", "content": "echo: first"},
             {"role": "user", "content": "second"}])
         assert wait_for(lambda: len(judged) == 1)
+        gateway.log.flush()  # the verdict was queued before on_judged; the log's thread writes it
         turns = TurnLog(tmp_path / "turns.jsonl").turns()
         assert [t.session_id for t in turns] == ["alice", "alice"]
         assert turns[0].next_state[0]["content"] == "second" and turns[0].judge["rule"].score == 1.0
@@ -230,6 +231,7 @@ def test_idle_sessions_close_and_their_last_turn_is_judged(tmp_path):
         gateway.tracker.idle_timeout_s = 0.0
         assert gateway.close_idle_sessions() == ["bob"]
         assert wait_for(lambda: len(judged) == 1)
+        gateway.log.flush()
         assert judged[0].next_state == [] and TurnLog(tmp_path / "turns.jsonl").closed_sessions() == {"bob"}
     finally:
         server.stop()
@@ -240,6 +242,7 @@ def test_session_done_header_closes_the_session(gateway_server, tmp_path):
     client(server).chat.completions.create(model="m", messages=[{"role": "user", "content": "bye"}],
                                            extra_headers={"X-Session-Id": "S", "X-Session-Done": "1"})
     assert wait_for(lambda: len(judged) == 1)
+    gateway.log.flush()
     assert "S" not in gateway.tracker.sessions and TurnLog(tmp_path / "turns.jsonl").closed_sessions() == {"S"}
 
 

@@ -55,8 +55,11 @@ def test_feedback_beats_the_judge_and_late_feedback_trains_on_its_own(tmp_path):
         assert judged.judge["prm"].score == -1.0 and judged.judge["prm"].source == "feedback"
         assert judged.judge["hint"].hints == ["The user's correction: Answer in French, please."]
 
-        # a duplicate, and the other bad inputs: clear 4xx, nothing recorded
-        before = (tmp_path / "turns.jsonl").read_text()
+        # a duplicate, and the other bad inputs: clear 4xx, nothing recorded. The judge's own verdict is
+        # queued before on_judged runs but written by the log's thread: snapshot once it is on disk.
+        gateway.log.flush()
+        log_path = tmp_path / "turns.jsonl"
+        before = log_path.read_text()
         bad = [
             ({"response_id": first["id"], "thumb": "up"}, 409, "already has feedback"),
             ({"response_id": "chatcmpl-nope", "thumb": "up"}, 404, "no recorded response"),
@@ -75,7 +78,7 @@ def test_feedback_beats_the_judge_and_late_feedback_trains_on_its_own(tmp_path):
                            json={"response_id": first["id"], "thumb": "up"}).status_code == 403
         assert client.post("/v1/feedback", headers={"Authorization": "Bearer k-eve"},
                            json={"response_id": first["id"], "thumb": "up"}).status_code == 401
-        assert (tmp_path / "turns.jsonl").read_text() == before  # nothing changed
+        assert log_path.read_text() == before  # nothing changed
 
         # late feedback on the session's last turn once it was judged: a sample with only the explicit signal
         second_id = gateway.tracker.sessions["s1"].last_turn_id
