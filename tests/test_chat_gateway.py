@@ -110,6 +110,7 @@ def test_openai_sdk_streaming_and_plain_with_sessions(gateway_server, tmp_path):
         {"role": "user", "content": "no, say bye"}])
     assert reply.choices[0].message.content == "echo: no, say bye"
     assert wait_for(lambda: len(judged) == 1)
+    gateway.log.flush()  # verdicts are queued before on_judged; the log's thread writes them
     turns = TurnLog(tmp_path / "turns.jsonl").turns()
     assert [t.session_id for t in turns] == ["sess-1:0", "sess-1:0"]
     assert turns[0].next_state == [{"role": "user", "content": "no, say bye"}]
@@ -132,6 +133,7 @@ def test_tool_calls_stream_and_the_tool_result_is_the_next_state(gateway_server,
     reply = api.chat.completions.create(model="m", messages=history, tools=tools)
     assert reply.choices[0].message.content == "The tool said: secret-42"
     assert wait_for(lambda: len(judged) == 1)
+    gateway.log.flush()  # verdicts are queued before on_judged; the log's thread writes them
     first, second = TurnLog(tmp_path / "turns.jsonl").turns()
     assert second.session_id == first.session_id and second.info["session_source"] == "history"
     assert first.next_state == [history[2]] and first.action["tool_calls"][0]["function"]["name"] == "read"
