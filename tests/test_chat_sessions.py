@@ -139,8 +139,11 @@ def test_turn_log_is_append_only_deduplicated_and_survives_reopen(tmp_path):
     assert log.record_turn(make_turn("t1")).result() is True
     assert log.record_turn(make_turn("t1")).result() is False  # never twice
     log.record_next_state("t1", [{"role": "user", "content": "thanks"}])
-    log.record_judge("t1", "prm", JudgeResult(score=1.0, votes=[1, 1, -1])).result()
+    log.record_judge("t1", "prm", JudgeResult(score=1.0, votes=[1, 1, -1]))
+    log.flush()
+    assert [json.loads(line)["event"] for line in path.read_text().splitlines()] == ["turn", "next_state", "judge"]
     log.close()
+    log.flush()  # a closed log has nothing queued: returns at once instead of waiting on a stopped writer
     with path.open("a") as handle:
         handle.write('{"event": "turn", "id": "turn:torn"')  # a crash mid-write
     reopened = TurnLog(path)

@@ -174,11 +174,21 @@ class TurnLog:
         return len(events) - len(keep)
 
     def flush(self) -> None:
-        """Wait until everything queued so far is on disk."""
+        """Wait until everything queued so far is on disk; returns at once on a closed log (close wrote it all).
+
+        Lock-free on purpose: ``forget_user`` calls it holding the lock. A marker queued behind close's
+        stop sentinel is never written, so the wait ends when the writer thread does.
+        """
         marker: Future = Future()
         marker.set_running_or_notify_cancel()
         self._pending.put(("", marker))
-        marker.result()
+        while not marker.done() and self._writer.is_alive():
+            try:
+                marker.result(timeout=0.1)
+            except TimeoutError:
+                continue
+        if marker.done():
+            marker.result()  # a write error reaches the caller
 
     def close(self) -> None:
         """Write what is queued, then stop the writer. Safe to call twice."""
