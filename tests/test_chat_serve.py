@@ -86,6 +86,7 @@ def test_judged_turns_train_the_served_policy_without_blocking_users(tmp_path):
     assert serving.policy.version == 1
     (step,) = list(read_jsonl(tmp_path / "run" / "train_steps.jsonl"))
     assert step["samples"] == 2 and step["policy_version"] == 1
+    serving.gateway.log.flush()
     turns = {t.turn_id: t for t in serving.gateway.log.turns()}
     assert sorted(turns[i].judge["prm"].score for i in step["trained"]) == [-1.0, 1.0]
     assert (tmp_path / "run" / "checkpoint").is_dir()
