@@ -216,7 +216,7 @@ def main() -> int:
     if args.missing:
         todo = missing(args.results)
         print("\n".join(todo) or "every cell of the table has run")
-        print(f"({len(todo)} cells; on 2 quiet cores a judge-only cell takes 10-30 minutes, an oracle_grpo cell 27-56)",
+        print(f"({len(todo)} cells; on 2 quiet cores a judge-only cell takes 10-30 minutes, an oracle_grpo cell 26-94)",
               file=sys.stderr)
         return 0
     if not args.table:
