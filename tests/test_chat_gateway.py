@@ -97,6 +97,14 @@ def client(server):
     return openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0)
 
 
+def one_turn_judged_and_logged(gateway, judged) -> bool:
+    """Wait for the judged turn, then for the log to hold its verdict: the gateway queues the verdict
+    before ``on_judged`` runs, and the log's writer thread writes it."""
+    judged_in_time = wait_for(lambda: len(judged) == 1)
+    gateway.log.flush()
+    return judged_in_time
+
+
 def test_openai_sdk_streaming_and_plain_with_sessions(gateway_server, tmp_path):
     server, gateway, judged = gateway_server
     api = client(server)
@@ -109,8 +117,7 @@ def test_openai_sdk_streaming_and_plain_with_sessions(gateway_server, tmp_path):
         {"role": "user", "content": "hello"}, {"role": "assistant", "content": "echo: hello"},
         {"role": "user", "content": "no, say bye"}])
     assert reply.choices[0].message.content == "echo: no, say bye"
-    assert wait_for(lambda: len(judged) == 1)
-    gateway.log.flush()  # verdicts are queued before on_judged; the log's thread writes them
+    assert one_turn_judged_and_logged(gateway, judged)
     turns = TurnLog(tmp_path / "turns.jsonl").turns()
     assert [t.session_id for t in turns] == ["sess-1:0", "sess-1:0"]
     assert turns[0].next_state == [{"role": "user", "content": "no, say bye"}]
@@ -132,8 +139,7 @@ def test_tool_calls_stream_and_the_tool_result_is_the_next_state(gateway_server,
                {"role": "tool", "tool_call_id": call_id, "content": "secret-42"}]
     reply = api.chat.completions.create(model="m", messages=history, tools=tools)
     assert reply.choices[0].message.content == "The tool said: secret-42"
-    assert wait_for(lambda: len(judged) == 1)
-    gateway.log.flush()  # verdicts are queued before on_judged; the log's thread writes them
+    assert one_turn_judged_and_logged(gateway, judged)
     first, second = TurnLog(tmp_path / "turns.jsonl").turns()
     assert second.session_id == first.session_id and second.info["session_source"] == "history"
     assert first.next_state == [history[2]] and first.action["tool_calls"][0]["function"]["name"] == "read"
@@ -215,8 +221,7 @@ def test_restart_loses_and_duplicates_nothing(tmp_path):
         api.chat.completions.create(model="m", user="alice", messages=[
             {"role": "user", "content": "first"}, {"role": "assistant", "content": "echo: first"},
             {"role": "user", "content": "second"}])
-        assert wait_for(lambda: len(judged) == 1)
-        gateway.log.flush()  # the verdict was queued before on_judged; the log's thread writes it
+        assert one_turn_judged_and_logged(gateway, judged)
         turns = TurnLog(tmp_path / "turns.jsonl").turns()
         assert [t.session_id for t in turns] == ["alice", "alice"]
         assert turns[0].next_state[0]["content"] == "second" and turns[0].judge["rule"].score == 1.0
@@ -232,8 +237,7 @@ def test_idle_sessions_close_and_their_last_turn_is_judged(tmp_path):
         client(server).chat.completions.create(model="m", messages=[{"role": "user", "content": "one"}], user="bob")
         gateway.tracker.idle_timeout_s = 0.0
         assert gateway.close_idle_sessions() == ["bob"]
-        assert wait_for(lambda: len(judged) == 1)
-        gateway.log.flush()
+        assert one_turn_judged_and_logged(gateway, judged)
         assert judged[0].next_state == [] and TurnLog(tmp_path / "turns.jsonl").closed_sessions() == {"bob"}
     finally:
         server.stop()
@@ -243,8 +247,7 @@ def test_session_done_header_closes_the_session(gateway_server, tmp_path):
     server, gateway, judged = gateway_server
     client(server).chat.completions.create(model="m", messages=[{"role": "user", "content": "bye"}],
                                            extra_headers={"X-Session-Id": "S", "X-Session-Done": "1"})
-    assert wait_for(lambda: len(judged) == 1)
-    gateway.log.flush()
+    assert one_turn_judged_and_logged(gateway, judged)
     assert "S" not in gateway.tracker.sessions and TurnLog(tmp_path / "turns.jsonl").closed_sessions() == {"S"}
 
 
