@@ -596,3 +596,22 @@ def test_judge_backend_openai_config_is_checked_and_built(tmp_path: Path) -> Non
         load_config(launchers.resolve("chat"), ["judge.backend=openai", "judge.base_url=http://127.0.0.1:9/v1"])
     with pytest.raises(ConfigError, match="judge.backend"):
         load_config(launchers.resolve("chat"), ["judge.backend=carrier-pigeon"])
+
+
+@pytest.mark.parametrize("reply, hint", [
+    ("No lists in a comment, please. Just sentences.", "No lists in a comment, please. Just sentences."),
+    ("No headings. Just text.", "No headings. Just text."),
+    ("No numbered or bulleted lists please, plain prose.", "No numbered or bulleted lists please, plain prose."),
+    ("no more bold text", "No more bold text"),
+    ("No, answer in French.", "Answer in French."),
+    ("no - shorter please", "Shorter please"),
+    ("No! I asked for the total.", "I asked for the total."),
+    ("No, no lists please.", "No lists please."),
+    ("Nope, the total is missing.", "The total is missing."),
+    ("Hmm, use the student's name.", "Use the student's name."),
+])
+def test_hint_keeps_a_leading_no_that_is_part_of_the_request(reply: str, hint: str) -> None:
+    """Only a refusal "No," / "no -" is dropped; "No lists" is the request itself, not a refusal."""
+    from clawgym.rl.judge import hint_from_reply
+
+    assert hint_from_reply(reply) == hint

@@ -8,7 +8,8 @@ documented lexicon of correction / acceptance phrases (:data:`CORRECTION_CUES`,
 :data:`ACCEPT_CUES`); the model decides only what the lexicon leaves open.
 
 The hint (OPD) is rule-based, not generated: the user's correction in their own words, without a
-leading "no," (:func:`hint_from_reply`), so it always names what the user asked for.
+leading refusal such as "No," (:func:`hint_from_reply`; "No lists" keeps its "No"), so it always
+names what the user asked for.
 
 The few-shot examples and the threshold here are the *tuning* set; ``benchmarks/judge_quality.py``
 evaluates on a separate set that none of them were chosen from.
@@ -70,7 +71,10 @@ def cue_verdict(reply: str) -> float | None:
     return None
 
 
-_LEAD = re.compile(r"(?i)^\W*(no|nope|hmm+|ugh|well|sorry|actually|but)\b[\s,.!]*")
+# A leading interjection that is not part of the request. "no" and "well" only when punctuation or a
+# spaced dash follows ("No, ...", "no - ..."): "No lists, please" is the request itself.
+_LEAD = re.compile(r"(?i)^\W*(?:(?:no|well)(?:\s*[,.!:;\u2026]+|\s+[-\u2013\u2014]+(?=\s)|\s*[\u2013\u2014]+)"
+                   r"|(?:nope|hmm+|ugh|sorry|actually|but)\b[\s,.!]*)\s*")
 
 
 def hint_from_reply(reply: str) -> str | None:
@@ -82,7 +86,9 @@ def hint_from_reply(reply: str) -> str | None:
     asked for a change: ... Do exactly what they ask") made it talk about the change (0.17 vs 0.39
     bare), on TA tasks the wrapper under OpenClaw-RL's header did best.
     """
-    text = _LEAD.sub("", " ".join(reply.split())).strip()
+    text = " ".join(reply.split())
+    while (stripped := _LEAD.sub("", text, count=1).strip()) != text:  # "No, sorry, ..." has two
+        text = stripped
     if len(text) < 4:
         return None
     return text[0].upper() + text[1:]
