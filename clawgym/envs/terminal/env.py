@@ -45,6 +45,8 @@ same persistent shell, starting in the work directory {workdir}. Each result sho
 the output. There is no network access. Work only inside {workdir}.
 When the task is done, {finish}."""
 
+ORACLE_CALL_ID = "oracle"  # the id of the oracle's solution call, so it knows its own result
+
 # Identity and pager settings every episode's shell gets, so `git commit` and `git log` just work.
 DEFAULT_ENV = {
     "GIT_AUTHOR_NAME": "Agent", "GIT_AUTHOR_EMAIL": "agent@example.com",
@@ -156,12 +158,17 @@ class TerminalEnv(AgentEnv):
         return reward, {"success": report.all_passed, "tests": report.to_info()}
 
     def oracle_action(self) -> Any:
-        """The task's solution script in one bash call, then its output as the final answer."""
+        """The task's solution script in one bash call, then its output as the final answer.
+
+        It works from any point of an episode: unless the last step was its own solution run, it runs the
+        solution (again) on the state the episode is in, so ``clawgym play`` can hand over after a few calls.
+        """
         assert self.task is not None
-        if self.turn == 0:
-            return {"role": "assistant", "content": None, "tool_calls": [{"id": "oracle", "type": "function",
+        last = self.messages[-1]
+        if last.get("role") != "tool" or last.get("tool_call_id") != ORACLE_CALL_ID:
+            return {"role": "assistant", "content": None, "tool_calls": [{"id": ORACLE_CALL_ID, "type": "function",
                     "function": {"name": "bash", "arguments": json.dumps({"command": self.task.data["solution"]})}}]}
-        output = self.messages[-1].get("content") or "" if self.messages[-1]["role"] == "tool" else ""
+        output = last.get("content") or ""
         return output.split("\n", 1)[1].strip() if output.startswith("exit code:") and "\n" in output else "done"
 
     def teardown(self) -> None:
