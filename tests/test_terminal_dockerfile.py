@@ -18,7 +18,7 @@ import clawgym  # noqa: F401  (registers the ids)
 from clawgym.envs.terminal import load_terminal_tasks
 from clawgym.envs.terminal.harbor import load_harbor
 from clawgym.envs.terminal.image import DockerfileNotReplayable, replay_dockerfile
-from clawgym.envs.terminal.tbench import load_terminal_bench
+from clawgym.envs.terminal.tbench import fetches_packages, load_terminal_bench
 from clawgym.sandbox.dockerfile import DockerfileError, parse, static_facts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tbench"
@@ -95,6 +95,58 @@ def test_network_only_for_tasks_whose_tests_fetch_packages_and_harbor_solution_d
     (harbor / "solution" / "slugify.py").write_text("print('helper')\n")
     solution = load_harbor(harbor)[0].data["solution"]
     assert "/solution/slugify.py" not in solution and "slugify.py" in solution and solution.endswith("bash /solution/solve.sh")
+
+
+# a runner that only names installers in its comments, as a runner adapted from terminal-bench's stock one may
+COMMENTED_RUNNER = ("#!/bin/bash\n# The stock runner installs curl and uv; this one needs neither.\n"
+                    'python3 -m pytest "$TEST_DIR/test_outputs.py" -rA -p no:cacheprovider  # no uv add pytest\n')
+
+
+def interfaces(proc_net_dev: str) -> list[str]:
+    """The network interfaces a process sees, from its /proc/net/dev (its own network namespace)."""
+    return [line.split(":")[0].strip() for line in proc_net_dev.splitlines()[2:] if ":" in line]
+
+
+def test_network_comes_from_real_commands_or_a_declaration_never_from_a_comment(tmp_path):
+    import shutil
+
+    assert not fetches_packages(COMMENTED_RUNNER)
+    assert fetches_packages("apt-get update; apt-get install -y curl\ncurl -LsSf https://astral.sh/uv/install.sh | sh\n")
+    assert fetches_packages("echo '# not a comment'; uv add pytest\n") and not fetches_packages("true #curl x\n")
+    v1 = tmp_path / "v1" / "top-words"
+    shutil.copytree(TBENCH / "top-words", v1)
+    (v1 / "run-tests.sh").write_text(COMMENTED_RUNNER)
+    task = load_terminal_bench(v1)[0]
+    assert "network" not in task.data
+    with gym.make("clawgym/Terminal-v0", tasks=str(v1), sandbox="bwrap") as env:
+        assert "There is no network access." in env.unwrapped.system_prompt(task)
+    spec = (v1 / "task.yaml").read_text()
+    (v1 / "task.yaml").write_text(spec + "allow_internet: true\n")  # a declaration grants it without a fetch
+    assert load_terminal_bench(v1)[0].data["network"] is True
+    (v1 / "task.yaml").write_text(spec + "allow_internet: false\n")  # and refuses it even with one
+    (v1 / "run-tests.sh").write_text("pip install pytest==8.3.5\n" + COMMENTED_RUNNER)
+    assert "network" not in load_terminal_bench(v1)[0].data
+    (v1 / "task.yaml").write_text(spec + "allow_internet: sometimes\n")
+    with pytest.raises(ValueError, match="allow_internet must be true or false, got 'sometimes'"):
+        load_terminal_bench(v1)
+    harbor = tmp_path / "hb" / "implement-slugify"
+    shutil.copytree(HARBOR / "implement-slugify", harbor)
+    test_sh = harbor / "tests" / "test.sh"
+    test_sh.write_text("# the stock verifier runs: curl -LsSf https://astral.sh/uv/install.sh | sh\n" + test_sh.read_text())
+    assert "network" not in load_harbor(harbor)[0].data
+    (harbor / "task.toml").write_text((harbor / "task.toml").read_text() + "allow_internet = true\n")  # [environment]
+    assert load_harbor(harbor)[0].data["network"] is True
+
+
+def test_a_task_naming_curl_in_a_comment_sees_only_loopback_on_bwrap(tmp_path):
+    task = write_replayable_task(tmp_path)
+    (task / "run-tests.sh").write_text("# The stock runner installs curl and uv first.\n" + (task / "run-tests.sh").read_text())
+    with gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(tmp_path)) as env:
+        observation, _ = env.reset(seed=0, options={"task_id": "greet"})
+        assert "There is no network access." in observation[0]["content"]
+        observation, *_ = env.step({"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function",
+                                    "function": {"name": "bash", "arguments": '{"command": "cat /proc/net/dev"}'}}]})
+        assert interfaces(observation[0]["content"].split("\n", 1)[1]) == ["lo"]
 
 
 def test_harbor_loader_rejects_incomplete_tasks(tmp_path):
@@ -252,3 +304,21 @@ def test_tests_that_install_packages_get_the_network_on_docker(docker_engine, tm
                    sandbox_options={"base_url": docker_engine.base_url}) as env:
         assert run_episode(env, "top-words", oracle=True)[0] == 1.0
         assert run_episode(env, "top-words", oracle=False)[0] == 0.0
+
+
+@pytest.mark.slow
+def test_a_task_naming_curl_in_a_comment_sees_only_loopback_on_docker(docker_engine, tmp_path):
+    import shutil
+
+    task = tmp_path / "top-words"
+    shutil.copytree(TBENCH / "top-words", task)
+    (task / "run-tests.sh").write_text(COMMENTED_RUNNER)
+    with gym.make("clawgym/Terminal-v0", tasks=str(tmp_path), sandbox="docker",
+                   sandbox_options={"base_url": docker_engine.base_url}) as env:
+        env.reset(seed=0, options={"task_id": "top-words"})
+        observation, *_ = env.step({"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function",
+                                    "function": {"name": "bash", "arguments": '{"command": "cat /proc/net/dev"}'}}]})
+        assert interfaces(observation[0]["content"].split("\n", 1)[1]) == ["lo"]
+        _, reward, *_ = env.step(env.unwrapped.oracle_action())  # the tests still run without the network
+        _, reward, *_ = env.step(env.unwrapped.oracle_action())
+        assert reward == 1.0

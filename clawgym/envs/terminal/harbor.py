@@ -10,7 +10,8 @@ How it maps onto Terminal-v0: the image is built from ``environment/Dockerfile``
 ``/tests`` (anything the agent left there is removed first), the reward files are removed (so the
 agent cannot write its own), ``bash /tests/test.sh`` runs from the work dir, and the reward file
 decides: a check named ``reward`` passes when it holds a value ≥ 1. pytest ``-rA`` lines printed by
-test.sh are reported per test in ``info["tests"]`` as well.
+test.sh are reported per test in ``info["tests"]`` as well. Network: ``[environment] allow_internet`` when
+task.toml sets it, else as for terminal-bench (only when test.sh really installs or downloads).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from clawgym.core.tasks import Task, TaskSet
 from clawgym.envs.terminal.records import validate
 from clawgym.envs.terminal.scoring import write_files_command
-from clawgym.envs.terminal.tbench import dockerfile_fields, fetches_packages
+from clawgym.envs.terminal.tbench import dockerfile_fields, network_access
 
 try:
     import tomllib
@@ -89,7 +90,7 @@ def load_harbor_task(task_dir: Path, split: str = "test") -> Task:
     data.update(dockerfile_fields(dockerfile, dockerfile.parent))
     tests = _files(tests_dir)
     data["check"] = _check_script(tests, data["env"].get("PATH"))
-    if fetches_packages(tests["test.sh"]):
+    if network_access((spec.get("environment") or {}).get("allow_internet"), tests["test.sh"], task_dir / "task.toml"):
         data["network"] = True
     if solve.is_file() and len(_files(solve.parent)) > 1:  # solve.sh with helper files: run it from /solution
         data["solution"] = (f"mkdir -p /solution && ( cd /solution && {write_files_command(_files(solve.parent))} ) "

@@ -16,7 +16,10 @@ How it maps onto Terminal-v0:
 - the check copies ``tests/`` and ``run-tests.sh`` into a fresh ``$TEST_DIR`` only at scoring time and
   runs ``bash $TEST_DIR/run-tests.sh`` (or ``python3 -m pytest $TEST_DIR -rA`` when there is none)
   from the work dir; pytest's ``-rA`` lines give per-test results, and the exit status decides;
-- ``solution.sh`` is the oracle.
+- ``solution.sh`` is the oracle;
+- the episode runs without network unless task.yaml says ``allow_internet: true`` or, with no such
+  key, ``run-tests.sh`` really runs a package install or download (``uv add``, ``pip install``,
+  ``curl ...``; words in its comments do not count); ``allow_internet: false`` always wins.
 
 Usage: ``gym.make("clawgym/Terminal-v0", tasks="path/to/tasks")`` (a task dir or a dir of task
 dirs), or ``load_terminal_bench(path)`` for a TaskSet.
@@ -90,7 +93,7 @@ def load_task_dir(task_dir: Path, workdir: str = "/app", split: str = "test") ->
         data["time_limit_s"] = float(spec["max_agent_timeout_sec"])
     data.update(dockerfile_fields(task_dir / "Dockerfile", task_dir))
     data["check"] = _check_script(test_files, "run-tests.sh" in test_files, data.get("env", {}).get("PATH"))
-    if fetches_packages(test_files.get("run-tests.sh", "")):
+    if network_access(spec.get("allow_internet"), test_files.get("run-tests.sh", ""), task_dir / "task.yaml"):
         data["network"] = True
     return validate(Task(id=task_dir.name, prompt=instruction, split=split, data=data))
 
@@ -98,10 +101,47 @@ def load_task_dir(task_dir: Path, workdir: str = "/app", split: str = "test") ->
 FETCH = re.compile(r"\b(apt-get|apt|pip3?|uv|npm)\s+(-\S+\s+)*(install|add|sync|init)\b|\b(curl|wget)\s")
 
 
+def network_access(declared: Any, test_runner: str, where: Path) -> bool:
+    """Whether a task's episode gets the network: its own ``allow_internet`` when it declares one, else
+    whether its test runner really installs or downloads at test time; no network otherwise.
+
+    The whole episode shares one sandbox, so a task given the network for its tests has it while the
+    agent acts too: only a declaration or a real command grants it, never a word in a comment.
+    """
+    if declared is not None:
+        if not isinstance(declared, bool):
+            raise ValueError(f"{where}: allow_internet must be true or false, got {declared!r}")
+        return declared
+    return fetches_packages(test_runner)
+
+
 def fetches_packages(script: str) -> bool:
-    """Whether a test runner installs packages at test time (terminal-bench's usual ``uv add pytest``):
-    such a task gets the network for its episode, as the benchmark gives it; others run without."""
-    return bool(FETCH.search(script))
+    """Whether a test runner installs packages at test time (terminal-bench's usual ``uv add pytest``)."""
+    return bool(FETCH.search(strip_comments(script)))
+
+
+def strip_comments(script: str) -> str:
+    """A bash script without its comments: a ``#`` that starts a word outside quotes, to the line's end."""
+    kept: list[str] = []
+    quote = ""
+    i = 0
+    while i < len(script):
+        char = script[i]
+        if char == "\\" and quote != "'":  # an escaped character, quoted or not, is kept as it is
+            kept.append(script[i:i + 2])
+            i += 2
+            continue
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (i == 0 or script[i - 1] in " \t\n;&|()"):
+            end = script.find("\n", i)
+            i = len(script) if end < 0 else end
+            continue
+        kept.append(char)
+        i += 1
+    return "".join(kept)
 
 
 def dockerfile_fields(dockerfile: Path, context: Path) -> dict[str, Any]:
