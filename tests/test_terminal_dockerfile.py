@@ -149,6 +149,22 @@ def test_a_task_naming_curl_in_a_comment_sees_only_loopback_on_bwrap(tmp_path):
         assert interfaces(observation[0]["content"].split("\n", 1)[1]) == ["lo"]
 
 
+def test_a_failing_tests_message_reaches_info_whole(tmp_path):
+    import sys
+
+    task = tmp_path / "long-message"
+    (task / "tests").mkdir(parents=True)
+    (task / "task.yaml").write_text("instruction: Write the report.\n")
+    message = "/app/report.txt should list every region with its total, " + "x" * 60 + " END-OF-MESSAGE"
+    (task / "tests" / "test_outputs.py").write_text(f"def test_report():\n    assert False, {message!r}\n")
+    (task / "run-tests.sh").write_text(f'{sys.executable} -m pytest "$TEST_DIR/test_outputs.py" -rA -p no:cacheprovider\n')
+    with gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(tmp_path)) as env:
+        reward, info = run_episode(env, "long-message", oracle=False)
+    (check, *_) = info["tests"]["checks"]
+    assert reward == 0.0 and check["name"].endswith("test_outputs.py::test_report") and not check["passed"]
+    assert check["detail"] == f"AssertionError: {message}"
+
+
 def test_harbor_loader_rejects_incomplete_tasks(tmp_path):
     task = tmp_path / "t"
     (task / "environment").mkdir(parents=True)

@@ -16,9 +16,11 @@ and a bash ``check`` script. This module turns them into single shell commands:
 
 Check output: each line ``PASS <name>`` or ``FAIL <name>[: reason]`` is one named check; pytest's
 ``-rA`` summary lines (``PASSED tests/x.py::test_y`` / ``FAILED ...`` / ``ERROR ...``) are read the
-same way, so terminal-bench test suites report per-test results. A check script that prints no such
-line is one check named ``exit_status`` that passes on exit 0; one that printed lines but exited
-non-zero (or timed out) adds a failed ``exit_status`` check, so a crashing check never yields reward.
+same way, so terminal-bench test suites report per-test results (the check gets a wide ``COLUMNS``,
+so pytest keeps a failure's message instead of cutting the line at 80 columns). A check script that
+prints no such line is one check named ``exit_status`` that passes on exit 0; one that printed lines
+but exited non-zero (or timed out) adds a failed ``exit_status`` check, so a crashing check never
+yields reward.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ trim() { tr -d ' \t\r\n' < "$1" 2>/dev/null; }
 """
 
 EXIT_MARK = "__CLAWGYM_CHECK_EXIT__"
+CHECK_COLUMNS = 500  # the check's terminal width: a failure's message reaches info["tests"] whole (up to 200 chars)
 MAX_ANSWER_CHARS = 16_000  # $ANSWER keeps the answer's tail: one environment string must stay well under 128 KiB
 RESULT_LINE = re.compile(r"^(PASS|FAIL)\b[:\s]*(\S[^:]*?)?\s*(?::\s*(.*))?$")
 PYTEST_LINE = re.compile(r"^(PASSED|FAILED|ERROR)\s+(\S+)(?:\s+-\s+(.*))?$")
@@ -119,6 +122,7 @@ def check_script(
     lines = [
         "set +e",
         "export LC_ALL=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        f"export COLUMNS={CHECK_COLUMNS}",  # pytest cuts -rA lines at the terminal width (80 without one)
         f"export {' '.join(exports)}",
         f"export ANSWER={_decode(b64(answer[-MAX_ANSWER_CHARS:]))}",
         "export ORIG=$(mktemp -d)",
