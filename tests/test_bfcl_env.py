@@ -74,7 +74,33 @@ def test_tool_names_use_underscores_and_openai_types(env):
     assert tool["function"]["parameters"]["type"] == "object"
     assert "Python 3 syntax" in tool["function"]["description"]  # BFCL's generation-time hint
     assert play(env, "simple_python_1", [call("math_factorial", number=5)])[0] == 1.0
-    assert play(env, "simple_python_1", [call("math.factorial", number=5)])[0] == 0.0
+
+
+def test_a_dotted_name_is_its_tool_and_an_unknown_name_is_told(env):
+    env.reset(options={"task_id": "simple_python_1"})  # BFCL's own name for the function is math.factorial
+    observation, reward, terminated, _, _ = env.step(call("math.factorial", number=5))
+    assert terminated and reward == 1.0
+    assert "'math.factorial' is the function 'math_factorial'" in observation[0]["content"]
+    assert play(env, "simple_python_1", [call("math.factorial", number=6)])[0] == 0.0  # still checked as math_factorial
+    env.reset(options={"task_id": "simple_python_1"})
+    observation, reward, *_ = env.step(call("factorial", number=5))
+    assert reward == 0.0
+    assert "no function 'factorial' is offered; the functions are: math_factorial" in observation[0]["content"]
+    env.reset(options={"task_id": "multi_turn_base_0"})  # multi-turn: the back ends run it, the message says so
+    observation, *_ = env.step(call("pwd"))
+    assert "current_working_directory" in observation[0]["content"] and "Note" not in observation[0]["content"]
+
+
+def test_the_multi_turn_oracle_says_when_it_cannot_take_over(env):
+    env.reset(options={"task_id": "multi_turn_base_0"})
+    env.step(call("pwd"))  # someone else's call in the first user turn
+    with pytest.raises(NotImplementedError, match="plays a user turn from its start"):
+        env.oracle_action()
+    env.step("Done.")  # ends that turn; the oracle takes the next one from its start
+    action = env.oracle_action()
+    assert action["tool_calls"]
+    env.step(action)
+    assert env.oracle_action() == "Done."
 
 
 def test_oracle_solves_every_task_but_bfcl_data_errors(env):

@@ -14,12 +14,15 @@ episode (which then fails unless it was the last turn), and a message whose call
 ends the turn.
 
 Tool names: dots become underscores (``math.factorial`` -> ``math_factorial``), the OpenAI convention;
-the checker is told the same (see :mod:`clawgym.envs.toolcall.bfcl_checker`).
+the checker is told the same (see :mod:`clawgym.envs.toolcall.bfcl_checker`). A call by a function's
+original dotted name is that function (BFCL scores prompting models on the dotted names), so it is taken
+as the underscored tool and the tool message says so; a call to a name that is not offered is told so.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from clawgym.core.env import AgentEnv, EpisodeOptions
@@ -95,6 +98,7 @@ class BFCLEnv(AgentEnv):
         self._steps = 0
         self._turns: list[list[list[str]]] = [[]]
         self._answer_calls: list[dict[str, Any]] | None = None
+        self._oracle_turn = -1  # the user turn whose calls the oracle made
         self._set_tools(self._entry["agent_function"])
         if self._multi_turn(task):
             self._backends = checker.Backends(self._entry)
@@ -133,8 +137,12 @@ class BFCLEnv(AgentEnv):
             return _message(None, oracle.single_turn_calls(entry["ground_truth"], entry["function"], language))
         wanted = entry["ground_truth"][self._turn_index]
         if self._steps == 0 and wanted:
+            self._oracle_turn = self._turn_index
             docs = entry["function"] + [f for fs in (entry.get("missed_function") or {}).values() for f in fs]
             return _message(None, oracle.multi_turn_calls(wanted, docs))
+        if self._steps and self._oracle_turn != self._turn_index:  # the back ends hold someone else's calls
+            raise NotImplementedError("the oracle plays a user turn from its start, and this turn already ran other "
+                                      "calls: end the turn with a message without calls, then the oracle can take the next")
         return "Done."
 
     def teardown(self) -> None:
@@ -144,12 +152,14 @@ class BFCLEnv(AgentEnv):
 
     # ------------------------------------------------------------------ tool calls
     def _run_tools(self, calls: list[ToolCall]) -> tuple[list[Message], bool, str | None]:
+        notes = [self._name_note(call) for call in calls]
+        calls = [dataclasses.replace(call, name=self._dotted.get(call.name, call.name)) for call in calls]
         decodable = all(call.error is None for call in calls)
         self._counts["tool_calls"] += len(calls)
         self._counts["tool_errors"] += sum(call.error is not None for call in calls)
         if self._backends is None:  # single turn: this message is the answer
             self._answer_calls = [{call.name: call.arguments} for call in calls] if decodable else None
-            return [tool_result(call, "Recorded as the answer.") for call in calls], True, None
+            return [tool_result(call, "Recorded as the answer." + note) for call, note in zip(calls, notes)], True, None
         if not decodable:  # as in BFCL: a step that cannot be decoded ends the turn, nothing runs
             problem = next(call.error for call in calls if call.error)
             notes = [tool_result(call, f"Error: {problem}; no call was run and this turn ended.") for call in calls]
@@ -179,7 +189,16 @@ class BFCLEnv(AgentEnv):
 
     def _set_tools(self, functions: list[dict[str, Any]]) -> None:
         self._tools = {s["name"]: SchemaTool(s) for s in (data.tool_schema(f, checker.GORILLA_TO_OPENAPI) for f in functions)}
+        self._dotted = {f["name"]: f["name"].replace(".", "_") for f in functions if "." in f["name"]}
         self.action_space = AssistantMessage(self.tools)
+
+    def _name_note(self, call: ToolCall) -> str:
+        """What the agent should know about the name it called: taken as its tool, or not offered at all."""
+        if call.error is not None or call.name in self._tools:
+            return ""
+        if call.name in self._dotted:
+            return f" ({call.name!r} is the function {self._dotted[call.name]!r}: tool names use underscores for dots.)"
+        return f" Note: no function {call.name!r} is offered; the functions are: {', '.join(self._tools)}."
 
     @staticmethod
     def _multi_turn(task: Task) -> bool:
