@@ -8,16 +8,13 @@ missing file, an invalid config) is a :class:`clawgym.errors.UsageError`: one li
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
-from typing import Any, Sequence
+from typing import Sequence
 
 import gymnasium as gym
 
 import clawgym
-from clawgym.commands.common import check_env_id, parse_env_args
-from clawgym.core.env import format_transcript
 from clawgym.errors import UsageError
 
 
@@ -42,61 +39,10 @@ def cmd_envs(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------ play
-PLAY_HELP = """Type the assistant's message and press Enter. Also:
-  /call NAME {"arg": ...}   call a tool (JSON arguments)
-  /oracle                   let the task's oracle take this turn
-  /tools                    list the tools and their schemas
-  /quit                     stop
-Raw model text with <tool_call>{...}</tool_call> blocks works too."""
-
-
-def _action_from_line(line: str, env: Any) -> Any:
-    if line.startswith("/call "):
-        rest = line[len("/call "):].strip()
-        name, _, arguments = rest.partition(" ")
-        return {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [{"id": "call_0", "type": "function",
-                            "function": {"name": name, "arguments": arguments.strip() or "{}"}}],
-        }
-    if line.strip() == "/oracle":
-        return env.unwrapped.oracle_action()
-    return line
-
-
 def cmd_play(args: argparse.Namespace, stdin=None, out=None) -> int:
-    stdin = stdin or sys.stdin
-    out = out or sys.stdout
-    env = gym.make(check_env_id(args.env_id), **parse_env_args(args.env_arg))
-    try:
-        options = {"task_id": args.task_id} if args.task_id else None
-        observation, info = env.reset(seed=args.seed, options=options)
-        out.write(PLAY_HELP + "\n\n" + format_transcript(observation))
-        while True:
-            out.write("\nassistant> ")
-            out.flush()
-            line = stdin.readline()
-            if not line or line.strip() == "/quit":
-                out.write("\n")
-                return 0
-            line = line.rstrip("\n")
-            if line.strip() == "/tools":
-                out.write(json.dumps(env.unwrapped.tools, indent=2) + "\n")
-                continue
-            try:
-                action = _action_from_line(line, env)
-                observation, reward, terminated, truncated, info = env.step(action)
-            except (clawgym.core.InvalidAction, NotImplementedError) as exc:
-                out.write(f"error: {exc}\n")
-                continue
-            out.write(format_transcript(observation) if observation else "")
-            if terminated or truncated:
-                ending = "terminated" if terminated else "truncated"
-                out.write(f"\nepisode {ending}: reward={reward} info={json.dumps(info, default=str)}\n")
-                return 0
-    finally:
-        env.close()
+    from clawgym.commands.play import run_play
+
+    return run_play(args, stdin=stdin, out=out)
 
 
 # ------------------------------------------------------------------------------------ rollout

@@ -10,19 +10,52 @@ from clawgym.cli import build_parser, cmd_play, main
 from tests.test_core_env import Sum  # noqa: F401  (registers clawgym-test/Sum-v0)
 
 
-def play(lines, *extra):
-    args = build_parser().parse_args(["play", "clawgym-test/Sum-v0", "--task-id", "t2", *extra])
+def play(lines, *extra, env_id="clawgym-test/Sum-v0"):
+    args = build_parser().parse_args(["play", env_id, *(extra or ("--task-id", "t2"))])
     out = io.StringIO()
     code = cmd_play(args, stdin=io.StringIO("".join(line + "\n" for line in lines)), out=out)
     return code, out.getvalue()
 
 
 def test_play_tool_call_then_answer():
-    code, text = play(['/call add {"a": 2, "b": 2}', "4"])
+    code, text = play(['/call add {"a": 2, "b": 2}', "4", "y"])
     assert code == 0
     assert "--- USER\nWhat is 2 + 2?" in text
     assert "--- TOOL[add]\n4" in text
     assert "episode terminated: reward=1.0" in text and '"success": true' in text
+
+
+def test_play_asks_before_plain_text_ends_the_episode():
+    code, text = play(["4", "n", "/quit"])
+    assert code == 0 and "the final answer and may end the episode. Send it? [y/N]" in text
+    assert "not sent" in text and "episode terminated" not in text
+    code, text = play(["4"])  # input ends at the question: nothing is sent
+    assert code == 0 and "episode terminated" not in text
+    code, text = play(["<tool_call>{\"name\": \"submit\", \"arguments\": {\"answer\": \"4\"}}</tool_call>"])
+    assert "Send it?" not in text and "episode terminated: reward=1.0" in text  # a tool call is not asked about
+
+
+def test_play_takes_bare_text_for_a_one_argument_tool():
+    code, text = play(["/call submit 4"])  # submit(answer) has one argument
+    assert "episode terminated: reward=1.0" in text
+    code, text = play(["/call add 2 2", "/quit"])  # add(a, b) has two: JSON it must be
+    assert "Error: arguments are not valid JSON" in text and "episode terminated" not in text
+
+
+def test_play_terminal_bare_command_and_oracle_after_other_calls():
+    lines = ["/call bash ls -A", "/call bash mkdir -p scratch && cd scratch", "/oracle", "/oracle"]
+    code, text = play(lines, "--task-id", "files-create-nested", "--seed", "0", "--env-arg", "sandbox=bwrap",
+                      env_id="clawgym/Terminal-v0")
+    assert code == 0 and "--- TOOL[bash]\nexit code: 0\nname.txt" in text
+    assert "Send it?" not in text
+    assert "episode terminated: reward=1.0" in text
+
+
+def test_play_oracle_says_when_it_cannot_take_over():
+    lines = ["/call pwd", "/oracle", "/quit"]
+    code, text = play(lines, "--task-id", "multi_turn_base_0", "--env-arg", "category=multi_turn_base", env_id="clawgym/BFCL-v0")
+    assert code == 0 and "oracle: the oracle plays a user turn from its start" in text
+    assert "episode terminated" not in text
 
 
 def test_play_reports_bad_input_and_goes_on():

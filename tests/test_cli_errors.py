@@ -38,6 +38,12 @@ def bad_inputs(d):
         "wrong --set type": (["train", "demo", "--set", "trainer.lr=fast"], "trainer.lr"),
         "bad method": (["train", str(d / "bad_method.yaml")], "method"),
         "bad serve key": (["serve", "--config", "chat", "--set", "serve.nope=1"], "nope"),
+        "env value refused (eval)": (["eval", "clawgym/BFCL-v0", "--env-arg", "category=simple_python,multiple"],
+                                     """--env-arg 'category=["simple_python","multiple"]'"""),
+        "env value refused (rollout)": (["rollout", "clawgym/BFCL-v0", "--env-arg", "per_category=0"], "per_category"),
+        "env keyword refused (play)": (["play", "clawgym/ToolCall-v0", "--env-arg", "colour=red"], "colour"),
+        "missing tasks dir (play)": (["play", "clawgym/Terminal-v0", "--env-arg", f"tasks={d / 'no-such-tasks'}"],
+                                     "no-such-tasks"),
     }
 
 
@@ -60,6 +66,16 @@ def test_bad_input_from_the_real_command_line_has_no_traceback():
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == ["clawgym train: error: no config 'no/such/config.yaml': not a file, "
                                                   "and not a bundled launcher (chat, demo, gui, swe, terminal, toolcall)"]
+
+
+def test_a_refused_env_arg_from_the_real_command_line_says_how_to_pass_a_list():
+    result = subprocess.run([sys.executable, "-m", "clawgym.cli", "eval", "clawgym/BFCL-v0", "--env-arg",
+                             "category=simple_python,multiple"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("clawgym eval: error: clawgym/BFCL-v0 refused category='simple_python,multiple' split='test': "
+                           "unknown BFCL category 'simple_python,multiple'")
+    assert line.endswith("""(a list is written as JSON: --env-arg 'category=["simple_python","multiple"]')""")
 
 
 def test_launchers_are_listed_and_run_by_name_from_any_directory(tmp_path, capsys):

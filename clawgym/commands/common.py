@@ -35,6 +35,35 @@ def parse_env_args(pairs: Sequence[str]) -> dict[str, Any]:
     return kwargs
 
 
+# what an env's constructor raises for a keyword or a value it refuses: the user's input, not a bug
+ENV_ARG_ERRORS = (ValueError, TypeError, LookupError, FileNotFoundError)
+
+
+def make_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
+    """``gym.make``, where a keyword or value the env refuses is a UsageError (one line, exit 2) that
+    says what was passed and, for a comma-joined value, how to pass a list."""
+    check_env_id(env_id)
+    try:
+        return gym.make(env_id, **env_kwargs)
+    except ENV_ARG_ERRORS as exc:
+        passed = " ".join(f"{key}={value!r}" for key, value in env_kwargs.items()) or "no arguments"
+        raise UsageError(f"{env_id} refused {passed}: {exc}{list_hint(env_kwargs)}") from exc
+
+
+def check_env_args(env_id: str, env_kwargs: dict[str, Any]) -> None:
+    """Build the env once and close it, so a bad ``--env-arg`` fails before a model loads or a worker starts."""
+    make_env(env_id, env_kwargs).close()
+
+
+def list_hint(env_kwargs: dict[str, Any]) -> str:
+    """How to pass a list, for the first value that looks like one written with commas."""
+    for key, value in env_kwargs.items():
+        if isinstance(value, str) and "," in value:
+            items = json.dumps([item.strip() for item in value.split(",")], separators=(",", ":"))
+            return f" (a list is written as JSON: --env-arg '{key}={items}')"
+    return ""
+
+
 def build_policy(kind: str, model: str | None, base_url: str | None, api_key: str | None) -> Any:
     """``scripted`` (the do-nothing baseline), ``openai`` (any compatible server) or ``hf`` (a local model)."""
     if kind == "scripted":
@@ -49,12 +78,15 @@ def build_policy(kind: str, model: str | None, base_url: str | None, api_key: st
         return OpenAIPolicy(model=model, base_url=base_url, api_key=api_key)
     if kind == "hf":
         from clawgym.rl.policy.hf import HFPolicy
-        from clawgym.rl.policy.models import SMOLLM2, TINY_RANDOM
+        from clawgym.rl.policy.catalog import DEFAULT_MODEL, MODELS, known_names
 
-        name = model or SMOLLM2
-        if name not in (SMOLLM2, TINY_RANDOM) and not Path(name).is_dir():
-            raise UsageError(f"unknown model {name!r}: use {SMOLLM2}, {TINY_RANDOM} or an HF checkpoint directory")
-        return HFPolicy.from_pretrained(name)
+        name = model or DEFAULT_MODEL
+        if name not in MODELS and not Path(name).is_dir():
+            raise UsageError(f"unknown model {name!r}: use one of {known_names()} or an HF checkpoint directory")
+        try:
+            return HFPolicy.from_pretrained(name)
+        except FileNotFoundError as exc:  # a packaged model that was never fetched
+            raise UsageError(str(exc)) from None
     raise UsageError(f"unknown --policy {kind!r}: use {', '.join(POLICIES)}")
 
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from clawgym.commands.common import build_policy, check_env_id, parse_env_args
+from clawgym.commands.common import build_policy, check_env_args, parse_env_args
 
 
 def run_eval_command(args: argparse.Namespace) -> int:
     from clawgym.rl.evaluate import evaluate, format_table
 
-    check_env_id(args.env_id)
     env_kwargs = parse_env_args(args.env_arg)
+    check_env_args(args.env_id, {**env_kwargs, "split": args.split} if args.split else env_kwargs)
     models: Sequence[str | None] = args.model or [None]
     for model in models:
         policy = build_policy(args.policy, model, args.base_url, args.api_key)

@@ -14,16 +14,16 @@ from typing import Any
 
 from tqdm import tqdm
 
-from clawgym.commands.common import build_policy, check_env_id, check_judge_spec, parse_env_args
+from clawgym.commands.common import build_policy, check_env_args, check_judge_spec, parse_env_args
 from clawgym.core.policy import SamplingParams
 
 
 def run_rollout_command(args: argparse.Namespace) -> int:
-    check_env_id(args.env_id)
     env_kwargs = parse_env_args(args.env_arg)
     parts = check_judge_spec(args.judge) if args.judge else []
     if args.split:
         env_kwargs["split"] = args.split
+    check_env_args(args.env_id, env_kwargs)
     policy = build_policy(args.policy, args.model, args.base_url, args.api_key)
     judges = None
     if parts:
