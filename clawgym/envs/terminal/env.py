@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import shlex
 import subprocess
 import time
 from typing import TYPE_CHECKING, Any
@@ -161,13 +162,15 @@ class TerminalEnv(AgentEnv):
         """The task's solution script in one bash call, then its output as the final answer.
 
         It works from any point of an episode: unless the last step was its own solution run, it runs the
-        solution (again) on the state the episode is in, so ``clawgym play`` can hand over after a few calls.
+        solution (again) from the work dir on the state the episode is in, so ``clawgym play`` can hand
+        over after a few calls of the player's.
         """
         assert self.task is not None
         last = self.messages[-1]
         if last.get("role") != "tool" or last.get("tool_call_id") != ORACLE_CALL_ID:
+            command = f"cd {shlex.quote(self._workdir(self.task))}\n{self.task.data['solution']}"
             return {"role": "assistant", "content": None, "tool_calls": [{"id": ORACLE_CALL_ID, "type": "function",
-                    "function": {"name": "bash", "arguments": json.dumps({"command": self.task.data["solution"]})}}]}
+                    "function": {"name": "bash", "arguments": json.dumps({"command": command})}}]}
         output = last.get("content") or ""
         return output.split("\n", 1)[1].strip() if output.startswith("exit code:") and "\n" in output else "done"
 
