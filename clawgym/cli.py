@@ -1,4 +1,4 @@
-"""The ``clawgym`` command: ``envs | play | rollout | eval | serve-policy | serve | train | launchers | demo``.
+"""The ``clawgym`` command: ``envs | play | rollout | eval | serve-policy | serve | train | launchers | models | demo``.
 
 Heavy imports (torch, playwright, fastapi) happen inside each command, so ``clawgym envs`` and
 ``clawgym play`` start fast on a machine without the ``train`` extra. Bad input (an unknown id, a
@@ -15,7 +15,9 @@ from typing import Sequence
 import gymnasium as gym
 
 import clawgym
+from clawgym.commands import models
 from clawgym.errors import UsageError
+from clawgym.rl.policy.catalog import DEFAULT_MODEL
 
 
 # ------------------------------------------------------------------------------------ envs
@@ -146,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.set_defaults(fn=cmd_eval)
 
     serve_policy = sub.add_parser("serve-policy", help="OpenAI-compatible server over a policy")
-    serve_policy.add_argument("--model", default="smollm2-135m")
+    serve_policy.add_argument("--model", default=DEFAULT_MODEL)
     serve_policy.add_argument("--host", default="127.0.0.1")
     serve_policy.add_argument("--port", type=int, default=8000)
     serve_policy.add_argument("--api-key", default=None)
@@ -166,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.set_defaults(fn=cmd_train)
 
     sub.add_parser("launchers", help="list the bundled launcher configs").set_defaults(fn=cmd_launchers)
+    models.add_parser(sub)
 
     demo = sub.add_parser("demo", help="the default demo (what `make run` runs); flags as `python -m clawgym.demo -h`",
                           add_help=False)

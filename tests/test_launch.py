@@ -164,7 +164,7 @@ def test_check_prints_the_placement_plan():
     assert "the judge queries the policy server" in chat and "LoRA adapters merged" in chat
     terminal = check_config(REPO / "clawgym" / "launchers" / "terminal.yaml", ["gpu.enabled=true"])
     assert "megatron-core trainer, TP=1 PP=1 DP=1" in terminal
-    assert "judge    [node0:gpu2] SGLang judge server (smollm2-135m, frozen)" in terminal  # alias resolved
+    assert "judge    [node0:gpu2] SGLang judge server (qwen2.5-coder-0.5b, frozen)" in terminal  # alias resolved
     cpu = check_config(REPO / "clawgym" / "launchers" / "demo.yaml")
     assert "placement: cpu" in cpu and "GPUs: none" in cpu and "weights  inproc" in cpu
     colocated = check_config(REPO / "clawgym" / "launchers" / "chat.yaml", GPU_SETS["chat"] + ["gpu.rollout_gpus=0", "gpu.gpus_per_node=1"])
@@ -179,13 +179,14 @@ def test_check_prints_the_placement_plan():
 
 def test_check_shows_lora_adapter_export_and_the_context_window_sglang_gets():
     chat = REPO / "clawgym" / "launchers" / "chat.yaml"
+    smol = ["policy.model=smollm2-135m"]  # an 8k model: a 32k window needs YaRN
     merged = plan(load_config(chat, GPU_SETS["chat"]))
     assert merged.transport == "nccl" and "merged" in merged.transport_note and merged.sglang_args == []
-    printed = check_config(chat, GPU_SETS["chat"] + ["trainer.lora.export=adapter", "policy.context_window=32768"])
+    printed = check_config(chat, GPU_SETS["chat"] + smol + ["trainer.lora.export=adapter", "policy.context_window=32768"])
     assert "weights  adapter: LoRA adapters only (" in printed and "/load_lora_adapter as clawgym-v<version>" in printed
     assert ("sglang   policy server also gets: --enable-lora --max-lora-rank 16 --lora-target-modules down_proj gate_proj "
             "k_proj o_proj q_proj up_proj v_proj --context-length 32768 --json-model-override-args ") in printed
-    args = plan(load_config(chat, GPU_SETS["chat"] + ["policy.context_window=32768"])).sglang_args
+    args = plan(load_config(chat, GPU_SETS["chat"] + smol + ["policy.context_window=32768"])).sglang_args
     assert args[:3] == ["--context-length", "32768", "--json-model-override-args"]
     override = json.loads(args[3])
     from transformers import LlamaConfig
@@ -195,16 +196,19 @@ def test_check_shows_lora_adapter_export_and_the_context_window_sglang_gets():
     hf = extend_context(LlamaConfig(max_position_embeddings=8192, rope_parameters={"rope_type": "default", "rope_theta": 100000.0}), 32768)
     assert override == {"max_position_embeddings": 32768, "rope_scaling": hf.rope_parameters}  # the hf policy's YaRN
     assert override["rope_scaling"]["factor"] == 4.0 and override["rope_scaling"]["original_max_position_embeddings"] == 8192
-    assert plan(load_config(chat, GPU_SETS["chat"] + ["policy.context_window=8192"])).sglang_args == []  # native: no-op
+    assert plan(load_config(chat, GPU_SETS["chat"] + smol + ["policy.context_window=8192"])).sglang_args == []  # native
+    assert plan(load_config(chat, GPU_SETS["chat"] + ["policy.context_window=32768"])).sglang_args == []  # Qwen's own 32k
     with pytest.raises(ConfigError, match="set gpu.enabled true, or trainer.lora.export merged"):
         load_config(chat, ["trainer.lora.export=adapter"])  # the in-process hf policy takes merged weights
 
 
 def test_memory_estimate_counts_the_named_model():
     assert Shape.of("smollm2-135m").params() == 134_515_008  # SmolLM2-135M's published parameter count
+    assert Shape.of("qwen2.5-coder-0.5b").params() == 494_032_768  # Qwen2.5-0.5B's (tied output layer, q/k/v biases)
+    assert Shape.of("qwen2.5-coder-1.5b").params() == 1_543_714_304
     full = plan(load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", ["gpu.enabled=true"]))
-    assert full.role("actor").memory_gib == pytest.approx(134_515_008 * 18 / 2**30)  # bf16 + fp32 grads/master/Adam
-    assert full.role("rollout").memory_gib == pytest.approx(134_515_008 * 2 / 2**30)
+    assert full.role("actor").memory_gib == pytest.approx(494_032_768 * 18 / 2**30)  # bf16 + fp32 grads/master/Adam
+    assert full.role("rollout").memory_gib == pytest.approx(494_032_768 * 2 / 2**30)
     tp2 = plan(load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", [
         "gpu.enabled=true", "gpu.actor_gpus=2", "gpu.tensor_parallel=2", "gpu.gpus_per_node=4"]))
     assert tp2.role("actor").memory_gib == pytest.approx(full.role("actor").memory_gib / 2)
@@ -232,8 +236,8 @@ def test_checkpoint_directory_models_are_sized_from_config_json(tmp_path):
         (["trainer.lora.export=adapters"], "trainer.lora.export must be merged or adapter"),
         (["trainer.lora.export=adapter", "trainer.lora.enabled=false"], "trainer.lora.enabled is false"),
         (["trainer.lora.export=adapter", "gpu.weight_transport=nccl"], "set gpu.weight_transport auto"),
-        (["policy.context_window=32768", 'gpu.sglang_args=["--context-length","4096"]'], "remove it from gpu.sglang_args"),
-        (["policy.context_window=32768", "gpu.backend=megatron+sglang", "gpu.actor_gpus=1"], "does not apply"),
+        (["policy.context_window=65536", 'gpu.sglang_args=["--context-length","4096"]'], "remove it from gpu.sglang_args"),
+        (["policy.context_window=65536", "gpu.backend=megatron+sglang", "gpu.actor_gpus=1"], "does not apply"),
     ],
 )
 def test_wrong_gpu_sections_say_what_to_change(overrides, message, capsys):

@@ -10,7 +10,8 @@ A setting subclasses :class:`AgentEnv` and fills in a handful of hooks (``make_t
 choice and seeding, action parsing, tool dispatch (every failure becomes a tool error message the
 agent reads), turn limits, the transcript (``self.messages``), rendering and idempotent ``close``.
 A setting's constructor takes its own keywords and passes the episode options every setting shares
-(:class:`EpisodeOptions`: ``split``, ``max_turns``, ``time_limit_s``, ``render_mode``) through as
+(:class:`EpisodeOptions`: ``split``, ``max_turns``, ``time_limit_s``, ``render_mode``,
+``tool_call_reading``) through as
 ``**episode`` to ``super().__init__``, so they are declared once, here.
 
 Determinism: the task and any randomised start state come from ``self.np_random`` at reset;
@@ -25,7 +26,17 @@ from typing import Any, SupportsFloat, TypedDict
 
 import gymnasium as gym
 
-from clawgym.core.messages import InvalidAction, Message, ToolCall, parse_action, system, text_of, tool_result, user
+from clawgym.core.messages import (
+    TOOL_CALL_READINGS,
+    InvalidAction,
+    Message,
+    ToolCall,
+    parse_action,
+    system,
+    text_of,
+    tool_result,
+    user,
+)
 from clawgym.core.spaces import AssistantMessage, Messages
 from clawgym.core.tasks import Task, TaskSet
 from clawgym.core.tools import Tool, ToolResult
@@ -42,6 +53,7 @@ class EpisodeOptions(TypedDict, total=False):
     max_turns: int | None
     time_limit_s: float | None
     render_mode: str | None
+    tool_call_reading: str
 
 
 class AgentEnv(gym.Env[list, Any]):
@@ -56,7 +68,11 @@ class AgentEnv(gym.Env[list, Any]):
         max_turns: int | None = None,
         time_limit_s: float | None = None,
         render_mode: str | None = None,
+        tool_call_reading: str = "lenient",
     ) -> None:
+        if tool_call_reading not in TOOL_CALL_READINGS:
+            raise ValueError(f"tool_call_reading {tool_call_reading!r} is not one of {TOOL_CALL_READINGS}")
+        self.tool_call_reading = tool_call_reading
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r} is not one of {self.metadata['render_modes']}")
         self.render_mode = render_mode
@@ -160,7 +176,8 @@ class AgentEnv(gym.Env[list, Any]):
             raise EpisodeOver("step() called before reset(); call env.reset() first")
         if self._done:
             raise EpisodeOver("step() called after the episode ended (terminated or truncated); call env.reset()")
-        message, calls = parse_action(action)  # raises InvalidAction before any state changes
+        # raises InvalidAction before any state changes; bare-JSON calls count only where there are tools
+        message, calls = parse_action(action, lenient=bool(self._tools) and self.tool_call_reading == "lenient")
         self.turn += 1
         self.messages.append(message)
         if calls:

@@ -9,6 +9,12 @@ Raw model text may carry tool calls as ``<tool_call>{"name": ..., "arguments": {
 blocks (the Qwen/Hermes convention used by most open chat templates). A block whose JSON is malformed
 is kept as a :class:`ToolCall` with ``error`` set, so the environment can answer it with a tool error
 message instead of crashing.
+
+The *lenient* reading (``parse_action(..., lenient=True)``, every env's default) also takes a message
+that is exactly one call, or a list of calls, written as bare JSON or in one fenced code block
+(```` ```json {"name": ..., "arguments": {...}} ``` ````), as BFCL's own prompt-mode handlers do
+(they strip code fences and ``json.loads`` the rest). Small instruct models often drop the tags;
+the strict reading (``tool_call_reading="strict"`` on any env) keeps them required.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ ROLES = ("system", "user", "assistant", "tool")
 
 INVALID = "invalid_tool_call"  # the name given to a call that could not be parsed
 TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+FENCED = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
+CALL_KEYS = ({"name", "arguments"}, {"name", "parameters"}, {"name"})
+TOOL_CALL_READINGS = ("lenient", "strict")
 
 
 class InvalidAction(TypeError):
@@ -117,6 +126,30 @@ def parse_text_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
     return prose, calls
 
 
+def parse_bare_json_calls(text: str) -> list[ToolCall]:
+    """The calls of a message that is nothing but JSON call objects (bare or in one code fence), else []."""
+    body = text.strip()
+    fenced = FENCED.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    if not body.startswith(("{", "[")):
+        return []
+    try:
+        payload = json.loads(body)
+    except json.JSONDecodeError:
+        return []
+    items = payload if isinstance(payload, list) else [payload]
+    calls = []
+    for index, item in enumerate(items):
+        if not (isinstance(item, dict) and set(item) in CALL_KEYS and isinstance(item.get("name"), str)):
+            return []
+        raw = item.get("arguments", item.get("parameters"))
+        if raw is not None and not isinstance(raw, dict):
+            return []
+        calls.append(ToolCall(name=item["name"], arguments=raw or {}, id=f"call_{index}"))
+    return calls
+
+
 def _parse_openai_tool_calls(raw_calls: Any) -> list[ToolCall]:
     if not isinstance(raw_calls, list):
         raise InvalidAction(f"'tool_calls' must be a list, got {type(raw_calls).__name__}")
@@ -135,16 +168,25 @@ def _parse_openai_tool_calls(raw_calls: Any) -> list[ToolCall]:
     return calls
 
 
-def parse_action(action: Any) -> tuple[Message, list[ToolCall]]:
+def _parse_text(text: str, lenient: bool) -> tuple[Message, list[ToolCall]]:
+    prose, calls = parse_text_tool_calls(text)
+    if not calls and lenient:
+        calls = parse_bare_json_calls(text)
+        if calls:
+            return assistant(None, calls), calls
+    return assistant(prose, calls), calls
+
+
+def parse_action(action: Any, lenient: bool = False) -> tuple[Message, list[ToolCall]]:
     """Normalise an agent action into ``(assistant_message, tool_calls)``.
 
     Accepts raw text (tool calls in ``<tool_call>`` blocks) or an OpenAI assistant dict (structured
-    ``tool_calls``, or, when it has none, ``<tool_call>`` blocks in its content). Raises
+    ``tool_calls``, or, when it has none, ``<tool_call>`` blocks in its content); ``lenient`` also
+    reads a message that is only bare or fenced JSON calls (see the module docstring). Raises
     :class:`InvalidAction` for anything that is not an assistant message.
     """
     if isinstance(action, str):
-        prose, calls = parse_text_tool_calls(action)
-        return assistant(prose, calls), calls
+        return _parse_text(action, lenient)
     if not isinstance(action, dict):
         raise InvalidAction(
             f"an action must be a str or an assistant message dict, got {type(action).__name__}"
@@ -159,6 +201,4 @@ def parse_action(action: Any) -> tuple[Message, list[ToolCall]]:
         calls = _parse_openai_tool_calls(action["tool_calls"])
         message = assistant(text_of(action) or None, calls)
         return message, calls
-    text = text_of(action)
-    prose, calls = parse_text_tool_calls(text)
-    return assistant(prose, calls), calls
+    return _parse_text(text_of(action), lenient)

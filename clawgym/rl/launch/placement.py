@@ -13,16 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from clawgym.rl.launch.schema import ConfigError, RunConfig, uses_llm_judge
+from clawgym.rl.policy.catalog import DEFAULT_MODEL, MODELS
 
 GIB = 1024**3
 
 # The published configs of the names clawgym.rl.policy.models knows (no file needed to size them).
-KNOWN_SHAPES: dict[str, dict[str, Any]] = {
-    "smollm2-135m": dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                         num_attention_heads=9, num_key_value_heads=3, tie_word_embeddings=True),
-    "tiny-random": dict(vocab_size=49152, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                        num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True),
-}
+KNOWN_SHAPES: dict[str, dict[str, Any]] = {name: dict(info.shape) for name, info in MODELS.items()}
 
 
 @dataclass
@@ -36,6 +32,8 @@ class Shape:
     num_attention_heads: int
     num_key_value_heads: int
     tie_word_embeddings: bool
+    qkv_bias: bool = False  # Qwen2 has biases on q/k/v
+
 
     @classmethod
     def of(cls, model: str) -> "Shape":
@@ -50,8 +48,9 @@ class Shape:
         raw = raw.get("text_config", raw)
         try:
             return cls(**{name: raw.get(name, raw.get("num_attention_heads") if name == "num_key_value_heads" else None)
-                          for name in cls.__dataclass_fields__ if name != "tie_word_embeddings"},
-                       tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)))
+                          for name in cls.__dataclass_fields__ if name not in ("tie_word_embeddings", "qkv_bias")},
+                       tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
+                       qkv_bias=raw.get("model_type") == "qwen2")
         except TypeError as exc:
             raise ConfigError(f"{config_file}: cannot size the model ({exc})") from None
 
@@ -63,7 +62,9 @@ class Shape:
                 "gate_proj": (h, f), "up_proj": (h, f), "down_proj": (f, h)}
 
     def params(self) -> int:
-        per_layer = sum(i * o for i, o in self.linear_params().values()) + 2 * self.hidden_size
+        linear = self.linear_params()
+        biases = sum(linear[name][1] for name in ("q_proj", "k_proj", "v_proj")) if self.qkv_bias else 0
+        per_layer = sum(i * o for i, o in linear.values()) + 2 * self.hidden_size + biases
         embed = self.vocab_size * self.hidden_size
         return self.num_hidden_layers * per_layer + embed * (1 if self.tie_word_embeddings else 2) + self.hidden_size
 
@@ -73,7 +74,8 @@ class Shape:
 
 
 # What the SGLang launch needs to stretch a known model's window: (max_position_embeddings, rope_theta).
-KNOWN_ROPE: dict[str, tuple[int, float]] = {"smollm2-135m": (8192, 100000.0)}
+KNOWN_ROPE: dict[str, tuple[int, float]] = {name: (info.context_window, info.rope_theta)
+                                             for name, info in MODELS.items() if info.has_checkpoint}
 
 
 def rope_of(model: str) -> tuple[int, float]:
@@ -145,7 +147,7 @@ class Plan:
 
 
 def resolve_model(config: RunConfig, name: str) -> str:
-    """``policy`` -> the policy's model; ``smollm2-135m`` -> its cached checkpoint directory (for SGLang)."""
+    """``policy`` -> the policy's model name."""
     if name == "policy":
         name = config.policy.model
     return name
@@ -153,13 +155,13 @@ def resolve_model(config: RunConfig, name: str) -> str:
 
 def sglang_model_path(name: str) -> str:
     """What SGLang's ``--model-path`` gets for a model name: a checkpoint directory."""
-    if name == "smollm2-135m":
-        from clawgym.rl.policy.models import smollm2_checkpoint_dir
+    if name in MODELS and MODELS[name].has_checkpoint:
+        from clawgym.rl.policy.models import checkpoint_dir
 
-        return str(smollm2_checkpoint_dir())
-    if name == "tiny-random":
-        raise ConfigError("model 'tiny-random' exists only in process; SGLang needs a checkpoint directory "
-                          "(policy.model / judge.model: smollm2-135m or a path)")
+        return str(checkpoint_dir(name))
+    if name in MODELS:
+        raise ConfigError(f"model {name!r} exists only in process; SGLang needs a checkpoint directory "
+                          f"(policy.model / judge.model: {DEFAULT_MODEL}, another packaged model, or a path)")
     return name
 
 

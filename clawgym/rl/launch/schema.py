@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from clawgym.errors import UsageError
 from clawgym.rl.launch.teacher import canonical_teacher, teacher_problems
 from clawgym.rl.methods import METHODS, USES_HINTS, canonical_method
+from clawgym.rl.policy.catalog import DEFAULT_MODEL
 
 
 class ConfigError(UsageError):
@@ -45,7 +46,7 @@ class EnvSection(Section):
 
 class PolicySection(Section):
     backend: str = "hf"  # hf | sglang
-    model: str = "smollm2-135m"  # tiny-random | smollm2-135m | HF checkpoint directory
+    model: str = DEFAULT_MODEL  # a name from `clawgym models` (qwen2.5-coder-0.5b, ...) or an HF checkpoint dir
     device: str = "cpu"
     dtype: str = "float32"
     max_batch_size: int = 32

