@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -430,5 +431,68 @@ def test_clawgym_package_and_extra_paths_are_hidden(tmp_path):
         assert listing.stdout.split("\n")[0].strip() == "0", listing.output
         assert box.run(f"cat {secret}/answer.txt").exit_code != 0
         assert box.run("python3 -c 'print(7)'").stdout.strip() == "7"  # the host's python still works
+    finally:
+        box.close()
+
+
+def fake_install(base: Path, layout: str) -> tuple[Path, Path, Path]:
+    """A clawgym install laid out as ``layout`` under ``base``: (package dir, venv, site-packages). Every
+    file of clawgym's carries SECRET; the venv's other files carry VISIBLE."""
+    venv = base / ("checkout/.venv" if layout.startswith("editable") else "venv")
+    site = venv / "lib" / "python3" / "site-packages"
+    (site / "other").mkdir(parents=True)
+    (site / "other" / "ok.py").write_text("VISIBLE\n")
+    (site / "clawgym-0.1.0.dist-info").mkdir()
+    (site / "clawgym-0.1.0.dist-info" / "METADATA").write_text("SECRET readme\n")
+    if layout.startswith("editable"):
+        package = base / "checkout" / "clawgym"
+        (base / "checkout" / "pyproject.toml").write_text("SECRET\n")
+        (base / "checkout" / "scripts").mkdir()
+        (base / "checkout" / "scripts" / "gen_terminal_tasks.py").write_text("SECRET check\n")
+    else:
+        package = site / "clawgym"
+    (package / "envs").mkdir(parents=True)
+    (package / "envs" / "tasks.jsonl").write_text("SECRET task\n")
+    return package, venv, site
+
+
+@pytest.mark.parametrize("layout, where", [("editable", "/tmp"), ("editable", "home"), ("installed", "/tmp"),
+                                           ("installed", "home")])
+def test_no_install_layout_shows_the_agent_clawgym(layout, where, tmp_path, monkeypatch):
+    """Wherever the checkout or the venv lives, the agent sees none of clawgym's files (tasks, checks,
+    the scripts that make them, install records), and the venv that runs clawgym stays usable."""
+    from clawgym.sandbox import bwrap
+
+    base = tmp_path if where == "/tmp" else Path(tempfile.mkdtemp(prefix="clawgym-layout-", dir=Path.home()))
+    try:
+        package, venv, site = fake_install(base, f"{layout}-{where}")
+        monkeypatch.setattr(bwrap, "PACKAGE_DIR", str(package))
+        monkeypatch.setattr(sys, "prefix", str(venv))
+        monkeypatch.setattr(sys, "path", [str(site), *sys.path])
+        box = make_sandbox("bwrap")
+        try:
+            found = box.run(f"grep -rl SECRET {base} 2>&1; cat {site}/other/ok.py").stdout
+        finally:
+            box.close()
+        assert found == "VISIBLE\n"
+    finally:
+        if where == "home":
+            shutil.rmtree(base)
+
+
+def test_the_real_install_is_hidden_and_its_python_still_runs():
+    """This checkout's own install, wherever it lives: no package, no install record, no source checkout."""
+    from clawgym.sandbox import bwrap
+
+    paths = bwrap.install_paths()
+    assert bwrap.PACKAGE_DIR in paths
+    box = make_sandbox("bwrap", SandboxConfig(workdir="/app"))  # a work dir that covers no checkout
+    try:
+        for path in paths:  # empty, but for the way to the venv where the venv lives in the checkout
+            listing = box.run(f"ls -A {path}").stdout.split()
+            inner = os.path.relpath(sys.prefix, path).split("/")[0]
+            assert listing == ([inner] if sys.prefix.startswith(path + "/") else []), (path, listing)
+        assert box.run(f"{sys.executable} -c 'import clawgym'").exit_code != 0
+        assert box.run(f"{sys.executable} -c 'import gymnasium; print(7)'").stdout.strip() == "7"
     finally:
         box.close()

@@ -3,6 +3,8 @@ hidden scoring, and the terminal-bench / SETA loader."""
 
 from __future__ import annotations
 
+import shlex
+import sys
 import threading
 from pathlib import Path
 
@@ -114,7 +116,12 @@ def test_work_done_before_truncation_is_scored():
 
 def test_check_is_hidden_and_shell_tricks_do_not_fool_it(env):
     env.reset(seed=2, options={"task_id": "files-create-nested"})
-    observation, *_ = env.step(bash("ls -A; grep -rl 'CLAWGYM\\|same readme' . /tmp 2>/dev/null | head"))
+    # the sandbox's own work dir and /tmp, less the host's read-only Python bound there when the venv lives
+    # under /tmp (a checkout there): the check must be in neither, wherever the checkout and venv live
+    prune = "".join(f"-path {shlex.quote(path)} -prune -o " for path in sorted({sys.prefix, sys.base_prefix})
+                    if path.startswith("/tmp/"))
+    search = f"find . /tmp {prune}-type f -print0 2>/dev/null | xargs -0 -r grep -l 'CLAWGYM\\|same readme' | head"
+    observation, *_ = env.step(bash(f"ls -A; {search}"))
     assert observation[0]["content"] == "exit code: 0\nname.txt\n"
     # shadowing the tools a check uses, in the agent's shell, must not make it pass
     tricks = ("test() { return 0; }; export -f test; same() { echo PASS; }; export -f same; "

@@ -1,9 +1,10 @@
 """bubblewrap sandbox: one persistent bash per episode in fresh namespaces (the default on Linux).
 
-Isolation: the host's top-level directories read-only (``/run`` and the other sandboxes' directories
-hidden), a private writable work dir at ``config.workdir`` and a private ``/tmp`` (both host temp
-dirs, removed on close), new ``/proc`` and ``/dev``, pid/ipc/uts namespaces and a network namespace
-with loopback only unless ``config.network``. The shell runs as root with every capability dropped.
+Isolation: the host's top-level directories read-only (``/run``, the other sandboxes' directories and
+clawgym's own install, see :func:`install_paths`, hidden), a private writable work dir at
+``config.workdir`` and a private ``/tmp`` (both host temp dirs, removed on close), new ``/proc`` and
+``/dev``, pid/ipc/uts namespaces and a network namespace with loopback only unless ``config.network``.
+The shell runs as root with every capability dropped.
 Limits: one cgroup per sandbox (memory + pids) that the shell and every spawned helper share. Where
 cgroups are not writable the sandbox still runs, with a logged warning, ``limits_enforced = False``
 and the reason in ``cgroup_error``.
@@ -15,6 +16,7 @@ which ends its pid namespace.
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
@@ -34,7 +36,7 @@ log = logging.getLogger(__name__)
 
 INSTALL_HINT = "bubblewrap is not installed: run `apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap`"
 PROC_READ_ONLY = ("/proc/sys",)  # bwrap's --proc already covers sysrq-trigger, irq and bus
-PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # clawgym itself: bundled tasks carry checks and oracles
+PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # clawgym itself: see install_paths()
 HIDDEN_TOP = {"proc", "dev", "tmp", "run", "sys"}  # replaced by fresh mounts (sys: read-only bind below)
 DEFAULT_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -43,6 +45,25 @@ DEFAULT_ENV = {
     "TERM": "dumb",
     "USER": "root",
 }
+
+
+def install_paths() -> list[str]:
+    """What of clawgym's install the agent must not see: the package (bundled tasks carry checks and
+    oracles), its install records (``*.dist-info``: METADATA, RECORD), and for a source checkout the
+    whole checkout (the scripts that generate the tasks, the tests and their fixtures)."""
+    paths = [PACKAGE_DIR]
+    parent = os.path.dirname(PACKAGE_DIR)
+    if os.path.isfile(os.path.join(parent, "pyproject.toml")):
+        paths.insert(0, parent)
+    for entry in sys.path:
+        if os.path.isabs(entry):
+            for pattern in ("clawgym-*.dist-info", "clawgym-*.egg-info", "clawgym.egg-info"):
+                paths += sorted(glob.glob(os.path.join(entry, pattern)))
+    return paths
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
 def bwrap_path() -> str:
@@ -177,18 +198,32 @@ class BwrapSandbox(ShellSandbox):
                 ancestor = os.path.dirname(ancestor)
             if ancestor != "/" and ancestor.split("/")[1] not in HIDDEN_TOP:
                 args += ["--tmpfs", ancestor]
-        for hidden in [PACKAGE_DIR, *self.config.hidden_paths]:
-            if hidden.startswith("/tmp/"):
-                continue  # the sandbox's /tmp is private already
-            if os.path.isdir(hidden) and not workdir.startswith(hidden.rstrip("/") + "/"):
-                args += ["--tmpfs", hidden]
-        for environment in sorted({sys.prefix, sys.base_prefix}):
-            if environment.startswith("/tmp/") and os.path.isdir(environment):
-                # the Python running clawgym (a venv in a /tmp checkout, as in CI) stays usable inside
-                args += ["--ro-bind", environment, environment]
+        args += self._hiding_args(workdir)
         args += ["--bind", str(self.host_work), workdir]
         if args[:3] != ["--ro-bind", "/", "/"]:
             args += ["--remount-ro", "/"]
+        return args
+
+    def _hiding_args(self, workdir: str) -> list[str]:
+        """Hide clawgym's install (:func:`install_paths`) and ``config.hidden_paths``; keep the Python that
+        runs clawgym usable (bound back read-only where a hidden dir or the private /tmp covers it), and
+        hide the install inside that Python too, so no layout shows the agent a task, check or oracle."""
+        hidden = [path for path in [*install_paths(), *self.config.hidden_paths]
+                  if os.path.isdir(path) and not _inside(workdir, path)]
+        covered: list[str] = []  # /tmp needs no cover: the sandbox's own is private
+        for path in hidden:
+            if not path.startswith("/tmp/") and not any(_inside(path, done) for done in covered):
+                covered.append(path)
+        environments = [env for env in sorted({sys.prefix, sys.base_prefix}) if os.path.isdir(env)
+                        and (env.startswith("/tmp/") or any(_inside(env, done) for done in covered))]
+        args: list[str] = []
+        for path in covered:
+            args += ["--tmpfs", path]
+        for env in environments:
+            args += ["--ro-bind", env, env]
+        for path in hidden:
+            if any(_inside(path, env) for env in environments):
+                args += ["--tmpfs", path]
         return args
 
     def _bwrap_argv(self, argv: list[str], *, as_pid_1: bool, info_fd: int | None,
