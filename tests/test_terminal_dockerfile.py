@@ -107,6 +107,26 @@ def interfaces(proc_net_dev: str) -> list[str]:
     return [line.split(":")[0].strip() for line in proc_net_dev.splitlines()[2:] if ":" in line]
 
 
+def test_a_folder_holding_both_layouts_loads_every_task(tmp_path):
+    import shutil
+
+    tasks = load_terminal_tasks(str(FIXTURES))  # one folder per layout
+    assert len(tasks) == 20 and {t.data.get("layout", "terminal-bench") for t in tasks} == {"harbor", "terminal-bench"}
+    mixed = tmp_path / "mixed"  # both layouts side by side
+    shutil.copytree(TBENCH / "top-words", mixed / "top-words")
+    shutil.copytree(HARBOR / "implement-slugify", mixed / "implement-slugify")
+    with gym.make("clawgym/Terminal-v0", tasks=str(mixed), sandbox="docker") as env:
+        assert [t.id for t in env.unwrapped.task_set] == ["implement-slugify", "top-words"]
+        assert env.unwrapped.task_set.by_id("implement-slugify").data["layout"] == "harbor"
+    shutil.copytree(TBENCH / "top-words", tmp_path / "same" / "v1" / "words")
+    shutil.copytree(HARBOR / "implement-slugify", tmp_path / "same" / "v2" / "words")
+    with pytest.raises(ValueError, match="two tasks are named 'words' in .*same .*v1/words.*v2/words"):
+        load_terminal_tasks(tmp_path / "same")
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match=r"no terminal tasks in .*empty: expected \*.jsonl files, .*task.yaml.*task.toml"):
+        load_terminal_tasks(str(tmp_path / "empty"))
+
+
 def test_network_comes_from_real_commands_or_a_declaration_never_from_a_comment(tmp_path):
     import shutil
 

@@ -1,4 +1,4 @@
-"""Terminal tasks: the bundled set, user JSONL files, and terminal-bench / SETA task directories.
+"""Terminal tasks: the bundled set, user JSONL files, and terminal-bench / SETA and Harbor task directories.
 
 A terminal task record is a :class:`~clawgym.core.Task` whose ``data`` holds:
 
@@ -20,13 +20,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from clawgym.core.tasks import TaskSet
-from clawgym.envs.terminal.harbor import is_harbor_dir, load_harbor
+from clawgym.core.tasks import Task, TaskSet
+from clawgym.envs.terminal.harbor import load_harbor_task
 from clawgym.envs.terminal.records import validate
-from clawgym.envs.terminal.tbench import is_terminal_bench_dir, load_terminal_bench
+from clawgym.envs.terminal.tbench import load_task_dir
 
 BUNDLED_PACKAGE = "clawgym.envs.terminal"
 BUNDLED_FILE = "tasks/terminal.jsonl"
+TASK_DIR_DEPTH = 2  # a folder of task dirs, or a folder holding one such folder per layout
 
 
 def bundled_tasks() -> TaskSet:
@@ -38,16 +39,40 @@ def bundled_tasks() -> TaskSet:
 
 
 def load_terminal_tasks(source: Any) -> TaskSet:
-    """``None`` → bundled; a terminal-bench/SETA dir → :func:`load_terminal_bench`; a Harbor dir →
-    :func:`load_harbor`; else TaskSet.load."""
+    """``None`` → bundled; a directory with terminal-bench/SETA or Harbor task dirs (see
+    :func:`find_task_dirs`; both layouts may sit side by side) → those tasks; else TaskSet.load."""
     if source is None:
         return bundled_tasks()
-    if isinstance(source, (str, Path)):
-        if is_terminal_bench_dir(Path(source)):
-            return load_terminal_bench(source)
-        if is_harbor_dir(Path(source)):
-            return load_harbor(source)
+    if isinstance(source, (str, Path)) and Path(source).is_dir():
+        root = Path(source)
+        task_dirs = find_task_dirs(root)
+        names = [path.name for path in task_dirs]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            where = ", ".join(str(path) for path in task_dirs if path.name == twice[0])
+            raise ValueError(f"two tasks are named {twice[0]!r} in {root} ({where}): pass one of the folders that hold them")
+        if task_dirs:
+            return TaskSet([_load_task_dir(path) for path in task_dirs], name=root.name)
+        if not any(root.glob("*.jsonl")):
+            raise FileNotFoundError(
+                f"no terminal tasks in {root}: expected *.jsonl files, a terminal-bench task dir (task.yaml), "
+                f"a Harbor task dir (task.toml), or a folder of them (either layout, up to {TASK_DIR_DEPTH} levels down)")
     tasks = TaskSet.load(source)
     for task in tasks:
         validate(task)
     return tasks
+
+
+def find_task_dirs(path: Path, depth: int = TASK_DIR_DEPTH) -> list[Path]:
+    """terminal-bench (``task.yaml``) and Harbor (``task.toml``) task dirs: ``path`` itself, or the task
+    dirs up to ``depth`` levels below it (hidden folders skipped), in name order."""
+    if (path / "task.yaml").is_file() or (path / "task.toml").is_file():
+        return [path]
+    if depth == 0:
+        return []
+    children = sorted(child for child in path.iterdir() if child.is_dir() and not child.name.startswith("."))
+    return [found for child in children for found in find_task_dirs(child, depth - 1)]
+
+
+def _load_task_dir(path: Path) -> Task:
+    return load_task_dir(path) if (path / "task.yaml").is_file() else load_harbor_task(path)
