@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clawgym.errors import UsageError
 from clawgym.rl.launch.teacher import canonical_teacher, teacher_problems
 from clawgym.rl.methods import METHODS, USES_HINTS, canonical_method
-from clawgym.rl.policy.catalog import DEFAULT_MODEL
+from clawgym.rl.policy.catalog import DEFAULT_MODEL, default_dtype
 
 
 class ConfigError(UsageError):
@@ -48,11 +48,18 @@ class PolicySection(Section):
     backend: str = "hf"  # hf | sglang
     model: str = DEFAULT_MODEL  # a name from `clawgym models` (qwen2.5-coder-0.5b, ...) or an HF checkpoint dir
     device: str = "cpu"
-    dtype: str = "float32"
+    dtype: str = ""  # float32 | bfloat16 | float16; empty: the model's own default (catalog.default_dtype)
     max_batch_size: int = 32
     base_url: str | None = None  # sglang: an already running server (else one is launched)
     seed: int = 0
     context_window: int | None = None  # above the model's own: extended with YaRN (models.extend_context)
+
+
+    @model_validator(mode="after")
+    def _model_dtype(self) -> "PolicySection":
+        if not self.dtype:
+            self.dtype = default_dtype(self.model)
+        return self
 
 
 class JudgeSection(Section):

@@ -34,7 +34,15 @@ from typing import Any
 
 import torch
 
-from clawgym.rl.policy.catalog import MODELS, QWEN_05B, SMOLLM2, TINY_RANDOM, TINY_RANDOM_QWEN, known_names
+from clawgym.rl.policy.catalog import (
+    MODELS,
+    QWEN_05B,
+    SMOLLM2,
+    TINY_RANDOM,
+    TINY_RANDOM_QWEN,
+    default_dtype,
+    known_names,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -261,17 +269,20 @@ def yarn_rope_parameters(rope_theta: float, native: int, context_window: int) ->
 def load_model(
     name_or_path: str,
     device: str | torch.device = "cpu",
-    dtype: torch.dtype = torch.float32,
+    dtype: torch.dtype | None = None,
     seed: int = TINY_SEED,
     context_window: int | None = None,
 ) -> tuple[Any, Any]:
     """Load ``(model, tokenizer)`` in eval mode on ``device``; see the module docstring for names.
+
+    ``dtype`` None: the model's own default (:func:`~clawgym.rl.policy.catalog.default_dtype`).
 
     ``context_window`` above the model's own extends it with :func:`extend_context` (YaRN).
     """
     from transformers import AutoConfig, AutoModelForCausalLM
 
     _offline()
+    dtype = dtype or getattr(torch, default_dtype(name_or_path))
     tokenizer = load_tokenizer(name_or_path)
     if name_or_path == TINY_RANDOM:
         model = build_tiny_random(len(tokenizer), seed=seed, dtype=dtype)
