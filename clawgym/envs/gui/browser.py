@@ -36,7 +36,7 @@ from urllib.parse import urljoin
 
 import numpy as np
 
-from clawgym.envs.gui.observe import SNAPSHOT_JS, PageView
+from clawgym.envs.gui.observe import LISTEN_JS, SNAPSHOT_JS, PageView
 from clawgym.envs.gui.origins import blocked_pattern, origin_of
 from clawgym.envs.gui.task import STATE_JS
 from clawgym.envs.gui.wipe import wipe_page
@@ -197,6 +197,7 @@ class Browser:
         with self.guard():
             self.context = self._browser.new_context(viewport=self.viewport, service_workers="block", accept_downloads=False)
             self._block_all_but(self.allowed)
+            self.context.add_init_script(LISTEN_JS)
             if hasattr(self.context, "route_web_socket"):
                 self.context.route_web_socket("**/*", self._route_ws)
             self.context.on("page", self._on_page)

@@ -5,16 +5,40 @@ One ``page.evaluate`` walks the DOM in document order, gives every element it re
 structured records; Python formats them as lines such as ``[12] button "Submit"``. Refs are assigned in
 DOM order on a fresh page, so the same page content gives the same observation every time.
 
-Reported: interactive elements (links, buttons, form fields, ARIA widgets, ``onclick`` or pointer-cursor
-elements, content-editable regions) with their state, and text-bearing elements (headings, paragraphs,
-cells, list items). Hidden elements are skipped; table rows without controls collapse to one line.
-Shadow DOM and iframes are not walked.
+Reported: interactive elements (links, buttons, form fields, ARIA widgets, content-editable regions, and
+elements with a click handler of their own: ``onclick``, a pointer cursor, or a click-like listener added
+with ``addEventListener``, which ``LISTEN_JS`` records before the page's scripts run) with their state,
+and text-bearing elements (headings, paragraphs, cells, list items). Hidden elements are skipped; table
+rows without controls collapse to one line. Shadow DOM and iframes are not walked.
+
+Every control gets a name an agent can point at: its label, ``aria-label``, text or ``title``; failing
+those (an icon), an image's ``alt``, a ``value``, an SVG ``<title>``, its class (``star``, ``trash``,
+``ui-slider-handle``), its id or its tag. A control inside another control is listed under it, indented
+(a mail row's star and trash icons); a sentence with clickable words in it is shown whole with its links
+under it. A wrapper whose only content is its controls is not listed itself, and a control around a
+single control of the same name (a tab and its link) is listed once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+# Runs before any page script (a context init script): remembers which elements got a click-like
+# listener, since a control made clickable by ``addEventListener`` (jQuery, d3) shows nothing in the DOM.
+LISTEN_JS = r"""
+(() => {
+  if (window.__cgListens) return;
+  const add = EventTarget.prototype.addEventListener;
+  const marked = new WeakSet();
+  const CLICKS = new Set(['click', 'dblclick', 'mousedown', 'mouseup', 'pointerdown', 'pointerup', 'touchstart']);
+  Object.defineProperty(window, '__cgListens', {value: (el) => marked.has(el)});
+  EventTarget.prototype.addEventListener = function (type, listener, options) {
+    if (CLICKS.has(type) && this instanceof Element) marked.add(this);
+    return add.call(this, type, listener, options);
+  };
+})();
+"""
 
 SNAPSHOT_JS = r"""
 (args) => {
@@ -23,10 +47,14 @@ SNAPSHOT_JS = r"""
   let truncated = false;
   let next = window.__cgNextRef || 1;
   const seen = new Set();
-  const CONTROL_SEL = 'a[href],button,input,select,textarea,summary,[role],[onclick],[contenteditable],[tabindex]';
   const TEXT_ROLE = {H1:'heading',H2:'heading',H3:'heading',H4:'heading',H5:'heading',H6:'heading',
     LI:'listitem',TD:'cell',TH:'columnheader',IMG:'img',CAPTION:'caption',LEGEND:'legend'};
   const SKIP = new Set(['SCRIPT','STYLE','NOSCRIPT','TEMPLATE','HEAD','META','LINK','SVG','IFRAME']);
+  const INTERACTIVE = new Set(['button','link','checkbox','radio','tab','menuitem','menuitemcheckbox',
+    'menuitemradio','option','switch','combobox','listbox','textbox','searchbox','slider','spinbutton',
+    'treeitem','clickable']);
+  // jQuery UI's styling classes say nothing about what an icon is
+  const STYLE_CLASS = /^(ui-(corner|state|widget|helper|front|priority)|ui-button(-icon-only|-icon)?$|ui-icon$|clearfix$)/;
   const clean = (s) => (s || '').replace(/\s+/g, ' ').trim().slice(0, maxText);
   const refOf = (el) => {
     let r = el.getAttribute('data-cg-ref');
@@ -35,11 +63,14 @@ SNAPSHOT_JS = r"""
     return Number(r);
   };
   const visible = (el) => el.checkVisibility ? el.checkVisibility({visibilityProperty: true}) : true;
+  const listens = window.__cgListens || (() => false);
+  const pointer = (el) => getComputedStyle(el).cursor === 'pointer';
   function roleOf(el) {
     const explicit = el.getAttribute('role');
     if (explicit && explicit !== 'presentation' && explicit !== 'none') return explicit;
+    if (el === document.body) return null;
     switch (el.tagName) {
-      case 'A': return el.hasAttribute('href') ? 'link' : null;
+      case 'A': if (el.hasAttribute('href')) return 'link'; break;
       case 'BUTTON': case 'SUMMARY': return 'button';
       case 'SELECT': return el.multiple ? 'listbox' : 'combobox';
       case 'TEXTAREA': return 'textbox';
@@ -55,15 +86,57 @@ SNAPSHOT_JS = r"""
       }
     }
     if (el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable)) return 'textbox';
-    if (el.hasAttribute('onclick') || el.hasAttribute('tabindex')) return 'clickable';
-    const cursor = getComputedStyle(el).cursor;
-    if (cursor === 'pointer' && !(el.parentElement && getComputedStyle(el.parentElement).cursor === 'pointer')) return 'clickable';
+    // a click handler of its own (an attribute, a property, or one added by addEventListener) or focusability
+    if (el.hasAttribute('onclick') || typeof el.onclick === 'function' || el.hasAttribute('tabindex')) return 'clickable';
+    if (pointer(el) && !(el.parentElement && pointer(el.parentElement))) return 'clickable';
+    if (listens(el) && !holdsBlocks(el)) return 'clickable';
     return null;
   }
-  const INTERACTIVE = new Set(['button','link','checkbox','radio','tab','menuitem','menuitemcheckbox',
-    'menuitemradio','option','switch','combobox','listbox','textbox','searchbox','slider','spinbutton',
-    'treeitem','clickable']);
-  function nameOf(el, role) {
+  // A listener on an element holding blocks of text is a surface (a sortable list, a drawing area), not a control.
+  function holdsBlocks(el) {
+    for (const c of el.querySelectorAll('*')) {
+      if (!getComputedStyle(c).display.startsWith('inline') && clean(c.textContent)) return true;
+    }
+    return false;
+  }
+  const roles = new Map();
+  const role = (el) => { if (!roles.has(el)) roles.set(el, roleOf(el)); return roles.get(el); };
+  const shown = (el) => { const r = el.getBoundingClientRect(); return (r.width > 0 || r.height > 0) && visible(el); };
+  const isControl = (el) => INTERACTIVE.has(role(el)) && shown(el);
+  // Every element with a shown control somewhere below it: its text is not one flat line.
+  const holders = new Set();
+  if (document.body) {
+    for (const el of document.body.querySelectorAll('*')) {
+      if (!isControl(el)) continue;
+      for (let p = el.parentElement; p && !holders.has(p); p = p.parentElement) holders.add(p);
+    }
+  }
+  function textOutside(el) {  // the element's text less the text of the controls inside it
+    let s = '';
+    for (const n of el.childNodes) {
+      if (n.nodeType === 3) s += n.textContent;
+      else if (n.nodeType === 1 && !SKIP.has(n.tagName) && visible(n) && !isControl(n)) {
+        const inline = getComputedStyle(n).display.startsWith('inline');
+        s += inline ? textOutside(n) : ' ' + textOutside(n) + ' ';
+      }
+    }
+    return s;
+  }
+  function classWords(el) {
+    const words = Array.from(el.classList || []).filter((c) => !STYLE_CLASS.test(c));
+    return words.join(' ');
+  }
+  function fallbackName(el) {  // a control with no text: an icon, an image, an SVG shape
+    const img = el.tagName === 'IMG' ? null : el.querySelector('img[alt]');
+    if (img && img.alt) return clean(img.alt);
+    if (el.tagName !== 'LI' && el.getAttribute('value')) return clean(el.getAttribute('value'));
+    const title = el.querySelector(':scope > title, svg title');
+    if (title && title.textContent.trim()) return clean(title.textContent);
+    let named = el;
+    while (named && !classWords(named) && named.children.length === 1) named = named.children[0];
+    return clean(classWords(named || el) || el.id || el.tagName.toLowerCase());
+  }
+  function nameOf(el) {
     const aria = el.getAttribute('aria-label');
     if (aria) return clean(aria);
     const by = el.getAttribute('aria-labelledby');
@@ -73,10 +146,12 @@ SNAPSHOT_JS = r"""
       const t = (el.type || '').toLowerCase();
       if (['button', 'submit', 'reset'].includes(t)) return clean(el.value || t);
       if (el.labels && el.labels.length) return clean(Array.from(el.labels).map((l) => l.innerText).join(' '));
-      return clean(el.getAttribute('placeholder') || el.getAttribute('title') || el.getAttribute('name') || '');
+      return clean(el.getAttribute('placeholder') || el.getAttribute('title') || el.getAttribute('name') || el.getAttribute('alt') || '');
     }
     if (tag === 'IMG') return clean(el.getAttribute('alt') || el.getAttribute('title'));
-    return clean(el.innerText || el.getAttribute('title') || '');
+    if (holders.has(el)) return clean(textOutside(el) || el.getAttribute('title'));  // its controls have their own names
+    const text = el.innerText !== undefined ? el.innerText : el.textContent;
+    return clean(text || el.getAttribute('title') || '') || fallbackName(el);
   }
   function ownText(el) {
     let s = '';
@@ -104,9 +179,11 @@ SNAPSHOT_JS = r"""
       s.value = el.type === 'password' ? '*'.repeat(el.value.length) : el.value;
       const t = (el.type || '').toLowerCase();
       if (tag === 'INPUT' && !['text', 'search', 'range', 'number'].includes(t)) s.type = t;
-      if (el.placeholder && nameOf(el, role) !== clean(el.placeholder)) s.placeholder = clean(el.placeholder);
+      if (el.placeholder && nameOf(el) !== clean(el.placeholder)) s.placeholder = clean(el.placeholder);
     } else if (role === 'textbox' && el.isContentEditable) {
       s.value = clean(el.innerText);
+    } else if (el.hasAttribute('aria-valuenow')) {
+      s.value = el.getAttribute('aria-valuenow');
     }
     if (tag === 'SUMMARY') s.expanded = !!(el.parentElement && el.parentElement.open);
     else if (el.hasAttribute('aria-expanded')) s.expanded = el.getAttribute('aria-expanded') === 'true';
@@ -114,51 +191,78 @@ SNAPSHOT_JS = r"""
     if (el.required) s.required = true;
     return s;
   }
-  function walk(el, depth) {
+  function walkChildren(el, depth, onlyControls) {
+    for (const c of el.children) walk(c, depth, onlyControls);
+  }
+  // onlyControls: below an element already shown with its text, list only the controls
+  function walk(el, depth, onlyControls) {
     if (truncated || SKIP.has(el.tagName) || !visible(el)) return;
-    const role = roleOf(el);
-    if ((role === 'listbox' && el.tagName !== 'SELECT') || role === 'tree' || role === 'menu' || role === 'tablist') {
-      if (!emit(el, role, clean(el.getAttribute('aria-label') || ''), depth)) return;
-      for (const c of el.children) walk(c, depth + 1);
+    const r = role(el);
+    if (onlyControls && !INTERACTIVE.has(r)) {
+      if (holders.has(el)) walkChildren(el, depth, true);
       return;
     }
-    if (role && INTERACTIVE.has(role)) {
-      const r = el.getBoundingClientRect();
-      if (r.width === 0 && r.height === 0) return;
-      let name = nameOf(el, role);
-      if (el.isContentEditable && role === 'textbox') name = clean(el.getAttribute('aria-label') || el.getAttribute('title') || '');
-      emit(el, role, name, depth, controlState(el, role));
+    if ((r === 'listbox' && el.tagName !== 'SELECT') || r === 'tree' || r === 'menu' || r === 'tablist') {
+      if (!emit(el, r, clean(el.getAttribute('aria-label') || ''), depth)) return;
+      walkChildren(el, depth + 1, false);
+      return;
+    }
+    if (r && INTERACTIVE.has(r)) {
+      if (!shown(el)) return;
+      let name = nameOf(el);
+      if (el.isContentEditable && r === 'textbox') name = clean(el.getAttribute('aria-label') || el.getAttribute('title') || '');
+      if (!holders.has(el)) { emit(el, r, name, depth, controlState(el, r)); return; }
+      // a control holding controls (a mail row with its star, a tree item with its children)
+      const inner = Array.from(el.querySelectorAll('*')).filter(isControl);
+      const same = inner.length === 1 && (!name || name === nameOf(inner[0]));
+      if (same && r !== 'clickable') {
+        emit(el, r, name || nameOf(inner[0]), depth, controlState(el, r));  // a tab and its link: one control
+        return;
+      }
+      if (r === 'clickable' && (same || !name)) {
+        walkChildren(el, depth, false);  // only a wrapper around its controls: list those
+        return;
+      }
+      if (!emit(el, r, name, depth, controlState(el, r))) return;
+      walkChildren(el, depth + 1, true);
       return;
     }
     if (el.tagName === 'LABEL' && el.control) {  // the control carries the label as its name
-      for (const c of el.children) walk(c, depth);
+      walkChildren(el, depth, false);
       return;
     }
     if (el.tagName === 'TR') {
-      if (!el.querySelector(CONTROL_SEL)) {
+      if (!holders.has(el)) {
         const cells = Array.from(el.cells).map((c) => clean(c.innerText)).join(' | ');
         emit(el, el.querySelector('th') && !el.querySelector('td') ? 'header' : 'row', cells, depth);
         return;
       }
       if (!emit(el, 'row', '', depth)) return;
-      for (const c of el.children) walk(c, depth + 1);
+      walkChildren(el, depth + 1, false);
       return;
     }
-    if (el.tagName === 'DIALOG' || role === 'dialog' || role === 'alertdialog') {
+    if (el.tagName === 'DIALOG' || r === 'dialog' || r === 'alertdialog') {
       if (!emit(el, 'dialog', clean(el.getAttribute('aria-label') || el.getAttribute('title') || ''), depth)) return;
-      for (const c of el.children) walk(c, depth + 1);
+      walkChildren(el, depth + 1, false);
       return;
     }
     const own = ownText(el);
-    const textRole = TEXT_ROLE[el.tagName] || (role && role !== 'generic' ? role : 'text');
+    const textRole = TEXT_ROLE[el.tagName] || (r && r !== 'generic' ? r : 'text');
     if (el.tagName === 'IMG') { const alt = nameOf(el); if (alt) emit(el, 'img', alt, depth); return; }
     if (own) {
-      if (!el.querySelector(CONTROL_SEL)) { emit(el, textRole, clean(el.innerText), depth); return; }
+      if (!holders.has(el)) { emit(el, textRole, clean(el.innerText), depth); return; }
+      const inline = Array.from(el.children).every((c) => getComputedStyle(c).display.startsWith('inline'))
+        && Array.from(el.querySelectorAll('*')).every((c) => !isControl(c) || role(c) === 'link' || role(c) === 'clickable');
+      if (inline) {  // a sentence with links in it: the sentence, then its links
+        if (!emit(el, textRole, clean(el.innerText), depth)) return;
+        walkChildren(el, depth + 1, true);
+        return;
+      }
       emit(el, textRole, own, depth);
     }
-    for (const c of el.children) walk(c, depth);
+    walkChildren(el, depth, false);
   }
-  if (document.body) walk(document.body, 0);
+  if (document.body) walk(document.body, 0, false);
   window.__cgNextRef = next;
   const a = document.activeElement;
   const focused = a && a !== document.body && a.hasAttribute('data-cg-ref') ? Number(a.getAttribute('data-cg-ref')) : null;
