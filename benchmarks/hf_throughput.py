@@ -58,27 +58,30 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtypes", nargs="+", default=["float32"], help="compute dtypes to compare (float32, bfloat16)")
     parser.add_argument("--baseline", action="store_true", help="also time transformers' model.generate (static batch)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     rows, baselines = [], []
-    for name in args.models:
-        policy = HFPolicy.from_pretrained(name, device=args.device)
-        for concurrency in args.concurrency:
-            rate, latency = await measure(policy, concurrency, args.max_tokens, args.rounds)
-            rows.append((name, concurrency, rate, latency))
-            if args.baseline:
-                baselines.append((name, concurrency, hf_generate_baseline(policy, concurrency, args.max_tokens)))
-        await policy.close()
+    for model in args.models:
+        for dtype in args.dtypes:
+            name = model if len(args.dtypes) == 1 else f"{model} {dtype}"
+            policy = HFPolicy.from_pretrained(model, device=args.device, dtype=getattr(torch, dtype))
+            for concurrency in args.concurrency:
+                rate, latency = await measure(policy, concurrency, args.max_tokens, args.rounds)
+                rows.append((name, concurrency, rate, latency))
+                if args.baseline:
+                    baselines.append((name, concurrency, hf_generate_baseline(policy, concurrency, args.max_tokens)))
+            await policy.close()
     base = {name: rate for name, c, rate, _ in rows if c == args.concurrency[0]}
     print(f"device={args.device} torch_threads={torch.get_num_threads()} max_tokens={args.max_tokens} rounds={args.rounds}")
-    print(f"{'model':<14} {'concurrent':>10} {'tokens/s':>10} {'speed-up':>9} {'s/request':>10}")
+    print(f"{'model':<28} {'concurrent':>10} {'tokens/s':>10} {'speed-up':>9} {'s/request':>10}")
     for name, concurrency, rate, latency in rows:
-        print(f"{name:<14} {concurrency:>10} {rate:>10.1f} {rate / base[name]:>8.2f}x {latency:>10.2f}")
+        print(f"{name:<28} {concurrency:>10} {rate:>10.1f} {rate / base[name]:>8.2f}x {latency:>10.2f}")
 
     for name, concurrency, rate in baselines:
-        print(f"{name:<14} {concurrency:>10} {rate:>10.1f}  (transformers model.generate, static batch)")
+        print(f"{name:<28} {concurrency:>10} {rate:>10.1f}  (transformers model.generate, static batch)")
 
 
 if __name__ == "__main__":

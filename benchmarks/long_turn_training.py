@@ -36,7 +36,8 @@ def conversation(tokenizer, tokens: int) -> list[dict]:
             {"role": "user", "content": "Which of these licenses lets me ship a closed-source app?"}]
 
 
-def one_row(prompt_tokens: int, lora: bool, checkpointing: bool, method: str, steps: int) -> dict:
+def one_row(prompt_tokens: int, lora: bool, checkpointing: bool, method: str, steps: int,
+            model_name: str = "smollm2-135m") -> dict:
     """Build the trainer as `clawgym serve` does and time ``steps`` train steps on one long turn."""
     import torch
 
@@ -45,8 +46,11 @@ def one_row(prompt_tokens: int, lora: bool, checkpointing: bool, method: str, st
     from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
     from clawgym.rl.types import Sample
 
-    window = 16384 if prompt_tokens + RESPONSE > 8192 else None
-    model, tokenizer = load_model("smollm2-135m", context_window=window)
+    from clawgym.rl.policy.catalog import MODELS
+
+    native = MODELS[model_name].context_window if model_name in MODELS else 8192
+    window = 2 * native if prompt_tokens + RESPONSE > native else None
+    model, tokenizer = load_model(model_name, context_window=window)
     config = TrainerConfig(method=method, lr=1e-4, micro_batch_size=1, gradient_checkpointing=checkpointing,
                            lora=LoraSettings(r=16, alpha=32) if lora else None)
     trainer = TorchTrainer(model, tokenizer, config)
@@ -55,7 +59,7 @@ def one_row(prompt_tokens: int, lora: bool, checkpointing: bool, method: str, st
     prompt = encode_prompt(tokenizer, messages)
     samples = []
     for reward in (1.0, 0.0):  # a group of two replies, one judged good and one bad: a non-zero advantage
-        response = torch.randint(100, 40000, (RESPONSE,), generator=generator).tolist()
+        response = torch.randint(100, 40000, (RESPONSE,), generator=generator).tolist()  # in every vocabulary here
         samples.append(Sample(prompt_ids=prompt, response_ids=response, old_logprobs=[-5.0] * RESPONSE, reward=reward,
                               group_id="g", hint="The user wants a shorter answer." if method != "grpo" else None,
                               hint_messages=messages))

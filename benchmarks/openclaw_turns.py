@@ -1,13 +1,16 @@
 """The real OpenClaw client against `clawgym serve` on the default model: latency per turn, prefix reuse.
 
-Starts the gateway of ``clawgym serve --config chat`` in-process (SmolLM2-135M on the CPU; training and
-the judge off, so the numbers are the user's wait alone), starts OpenClaw's own gateway (npm
-``openclaw@2026.9.6``, Node 24) with the config of the README's "Use it with OpenClaw" section, and
-drives two interleaved OpenClaw sessions over OpenClaw's HTTP endpoint. Prints one row per turn:
-prompt tokens, prompt tokens reused from the prefix cache, reply tokens, finish reason, and the
-latency a user sees (OpenClaw's HTTP round trip), then the targets of issue 14.
+Starts the gateway of ``clawgym serve --config chat`` in-process (the default model on the CPU; training
+and the judge off, so the numbers are the user's wait alone), starts OpenClaw's own gateway (npm
+``openclaw@2026.9.6``, Node 24) with the config of the README's "Use it with OpenClaw" section
+(``--openclaw-profile readme``) or that config without its trimming, i.e. OpenClaw's default tool
+profile and bootstrap files (``--openclaw-profile default``), and drives two interleaved OpenClaw
+sessions over OpenClaw's HTTP endpoint. The last message asks for a file in OpenClaw's workspace,
+which only a tool call that OpenClaw runs can make. Prints one row per turn: prompt tokens, prompt
+tokens reused from the prefix cache, reply tokens, finish reason and the latency a user sees
+(OpenClaw's HTTP round trip), the replies, and the targets.
 
-    .venv/bin/python benchmarks/openclaw_turns.py [--turns 10] [--model smollm2-135m]
+    .venv/bin/python benchmarks/openclaw_turns.py [--turns 10] [--model qwen2.5-coder-0.5b] [--openclaw-profile default]
 """
 
 from __future__ import annotations
@@ -23,7 +26,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from clawgym.rl.policy.catalog import DEFAULT_MODEL  # noqa: E402
 from tests.openclaw_harness import openclaw_gateway, readme_config  # noqa: E402
+
+
+def openclaw_config(profile: str) -> dict:
+    """The README's openclaw.json, or the same without its trimming (OpenClaw's default tools, bootstrap)."""
+    config = readme_config()
+    if profile == "default":
+        config.pop("tools", None)
+        config["agents"]["defaults"].pop("skipBootstrap", None)
+    return config
 
 MESSAGES = [
     "Hi! Can you suggest a name for my new cat?",
@@ -37,12 +50,14 @@ MESSAGES = [
     "Thanks! One more name, please.",
     "Summarise your Python advice in one sentence.",
 ]
+FILE_REQUEST = "Please create a file named cat_names.txt in your workspace that lists your cat name ideas."
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--openclaw-profile", choices=["readme", "default"], default="readme")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")  # shows fitting
 
@@ -61,13 +76,14 @@ def main() -> int:
     rows, errors = [], []
     try:
         with openclaw_gateway(root / "openclaw", server.url + "/v1", "sk-clawgym-local",
-                              template=readme_config(), timeout_s=3600.0) as openclaw:
+                              template=openclaw_config(args.openclaw_profile), timeout_s=3600.0) as openclaw:
             for index in range(args.turns):
                 session = "A" if index % 2 == 0 else "B"
                 before = serving.gateway.stats.main_turns
                 started = time.monotonic()
+                message = FILE_REQUEST if index == args.turns - 1 else MESSAGES[index % len(MESSAGES)]
                 try:
-                    reply = openclaw.chat(session, MESSAGES[index % len(MESSAGES)])
+                    reply = openclaw.chat(session, message)
                 except Exception as exc:  # counted, reported, never hidden
                     errors.append(f"turn {index + 1}: {exc}")
                     reply = ""
@@ -75,7 +91,7 @@ def main() -> int:
                 deadline = time.monotonic() + 5  # a turn is recorded just after its last SSE line
                 while serving.gateway.stats.main_turns == before and time.monotonic() < deadline:
                     time.sleep(0.05)
-                rows.append({"session": session, "latency_s": latency, "reply": reply,
+                rows.append({"session": session, "latency_s": latency, "reply": reply, "message": message,
                              "turns": (before, serving.gateway.stats.main_turns)})
                 print(f"turn {index + 1} ({session}): {rows[-1]['latency_s']:.1f} s: {reply[:70]!r}", flush=True)
     finally:
@@ -89,17 +105,23 @@ def main() -> int:
             row.update(requests=len(mine), prompt=len(mine[0].prompt_ids), reused=mine[0].info.get("reused_prefix_tokens", 0),
                        reply_tokens=sum(len(t.response_ids) for t in mine),
                        finish="stop" if last and last[-1] in serving.policy.stop_ids else "length")
-    print(f"\nOpenClaw 2026.9.6 -> clawgym serve ({args.model}, CPU, prefix cache on, context fitting on)")
+    workspace_files = sorted(p.name for p in (root / "openclaw" / "work").glob("*") if p.is_file())
+    print(f"\nOpenClaw 2026.9.6 ({args.openclaw_profile} profile) -> clawgym serve ({args.model}, CPU, prefix cache on)")
     print("| turn | session | model requests | prompt tokens | reused prefix | reply tokens | finish | latency (s) |")
     print("|---:|:---:|---:|---:|---:|---:|:---:|---:|")
     for index, row in enumerate(rows, 1):
         print(f"| {index} | {row['session']} | {row.get('requests', 0)} | {row.get('prompt', '-')} | {row.get('reused', '-')} | "
               f"{row.get('reply_tokens', '-')} | {row.get('finish', '-')} | {row['latency_s']:.1f} |")
+    print("\nreplies:")
+    for index, row in enumerate(rows, 1):
+        print(f"  {index} ({row['session']}) user: {row['message']}\n      agent: {row['reply'].strip()!r}")
     later = [r["latency_s"] for r in rows[2:]]
     short = [i + 1 for i, r in enumerate(rows) if r.get("reply_tokens", 0) < 20 and r.get("finish") != "stop"]
     print(f"\nerrors: {len(errors)} {errors or ''}")
     print(f"first turn of each session: {rows[0]['latency_s']:.1f} s, {rows[1]['latency_s'] if len(rows) > 1 else 0:.1f} s "
-          f"(target <= 90 s); later turns p50: {statistics.median(later) if later else 0:.1f} s (target <= 10 s)")
+          f"(target <= 60 s); later turns p50: {statistics.median(later) if later else 0:.1f} s (target <= 20 s)")
+    print(f"files in OpenClaw's workspace: {workspace_files or 'none'}; turns with more than one model request "
+          f"(a tool call OpenClaw ran, then its result): {[i + 1 for i, r in enumerate(rows) if r.get('requests', 0) > 1]}")
     print(f"replies under 20 tokens that the model did not end itself: {short or 'none'}; "
           f"recorded turns: {len(turns)}; side requests: {serving.gateway.stats.side_turns}")
     return 1 if errors else 0

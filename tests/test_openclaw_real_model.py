@@ -1,6 +1,6 @@
-"""The real OpenClaw client with the real default model (SmolLM2-135M on the CPU), configured exactly as
-the README's "Use it with OpenClaw" says: full replies over several turns, the prefix cache making
-later turns cheap, and every request inside the model's 8,192-token window."""
+"""The real OpenClaw client with the real default model (Qwen2.5-Coder-0.5B on the CPU), configured exactly
+as the README's "Use it with OpenClaw" says: full replies over several turns, the prefix cache making
+later turns cheap, and every request inside the model's 32,768-token window."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def test_readme_config_talks_to_the_default_model_for_three_full_turns(real_stac
     openclaw, serving, server = real_stack
     models = httpx.get(server.url + "/v1/models").json()["data"][0]
     config = readme_config()["models"]["providers"]["clawgym"]["models"][0]
-    assert models["context_window"] == config["contextWindow"] == 8192  # the README says what /v1/models says
+    assert models["id"] == config["id"] == "qwen2.5-coder-0.5b"  # the README's model is the served default
+    assert models["context_window"] == config["contextWindow"] == 32768  # the README says what /v1/models says
     assert config["maxTokens"] <= models["max_output_tokens"]
     replies = [openclaw.chat("A", "Hi! Can you suggest a name for my new cat?"),
                openclaw.chat("B", "What is a good way to start learning Python?"),
@@ -60,7 +61,7 @@ def test_readme_config_talks_to_the_default_model_for_three_full_turns(real_stac
     for turn in turns:  # full replies: at least 20 tokens unless the model ended the answer itself
         stopped = turn.response_ids[-1] in serving.policy.stop_ids  # the model ended its answer itself
         assert len(turn.response_ids) >= 20 or stopped, turn.info
-        assert len(turn.prompt_ids) + len(turn.response_ids) <= 8192
+        assert len(turn.prompt_ids) + len(turn.response_ids) <= 32768
     # OpenClaw's system prompt is computed once: every later turn reuses thousands of prefix tokens
     assert turns[0].info["reused_prefix_tokens"] == 0
     assert all(t.info["reused_prefix_tokens"] > 2000 for t in turns[1:]), [t.info["reused_prefix_tokens"] for t in turns]

@@ -223,3 +223,52 @@ def test_client_disconnect_mid_stream_frees_the_request(random_server):
             break
     assert policy.stats["generated_tokens"] == first
     assert first - before < 3000
+
+
+FENCED_ANSWER = '```json\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n```'
+UNKNOWN_ANSWER = '```json\n{"name": "octopus", "arguments": {"model": "octopus"}}\n```'
+
+
+@pytest.fixture(scope="module")
+def fenced_server():
+    """A model that writes its call as a fenced JSON block (no tags), and a JSON 'call' to no offered tool."""
+    policies = []
+    for answer in (FENCED_ANSWER, UNKNOWN_ANSWER):  # teach() replaces the head: one model per answer
+        model, tokenizer = load_model("tiny-random")
+        assert teach(model, tokenizer, [ASK], answer, tools=TOOLS, steps=100) < 0.05
+        policies.append(HFPolicy(model, tokenizer, name="fenced"))
+    with BackgroundServer(build_app(policies[0])) as call_url, BackgroundServer(build_app(policies[1])) as text_url:
+        yield call_url, text_url
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reply_that_is_only_a_fenced_json_call_is_that_call(fenced_server, stream):
+    url, _ = fenced_server
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+    kwargs = dict(model="fenced", messages=ASK, tools=TOOLS, temperature=0, max_tokens=64)
+    if stream:
+        chunks = list(client.chat.completions.create(stream=True, **kwargs))
+        content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        calls = [tc.function for c in chunks if c.choices for tc in (c.choices[0].delta.tool_calls or [])]
+        finish = chunks[-1].choices[0].finish_reason
+    else:
+        choice = client.chat.completions.create(**kwargs).choices[0]
+        content, calls, finish = choice.message.content or "", [c.function for c in choice.message.tool_calls], choice.finish_reason
+    assert content == "" and finish == "tool_calls"  # nothing of the JSON leaked as text
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("add", {"a": 2, "b": 3})]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_json_naming_no_offered_tool_stays_text(fenced_server, stream):
+    _, url = fenced_server
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+    kwargs = dict(model="fenced", messages=ASK, tools=TOOLS, temperature=0, max_tokens=64)
+    if stream:
+        chunks = list(client.chat.completions.create(stream=True, **kwargs))
+        content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        assert not any(c.choices[0].delta.tool_calls for c in chunks if c.choices)
+    else:
+        message = client.chat.completions.create(**kwargs).choices[0].message
+        content = message.content
+        assert not message.tool_calls
+    assert content == UNKNOWN_ANSWER

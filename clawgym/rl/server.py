@@ -33,7 +33,7 @@ from typing import Any, AsyncIterator
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from clawgym.core.messages import ROLES, ToolCall
+from clawgym.core.messages import ROLES, ToolCall, parse_bare_json_calls
 from clawgym.core.policy import Generation, Policy, SamplingParams
 from clawgym.rl.policy.streaming import TextDelta, stream_or_generate
 
@@ -168,29 +168,47 @@ def _tool_calls_json(calls: list[ToolCall]) -> list[dict[str, Any]]:
     return out
 
 
-def _answer(generation: Generation) -> tuple[str | None, list[ToolCall], str]:
+def _offered(tools: list[dict[str, Any]] | None) -> set[str]:
+    return {str(tool.get("function", tool).get("name")) for tool in tools or [] if isinstance(tool, dict)}
+
+
+def _answer(generation: Generation, tools: list[dict[str, Any]] | None = None) -> tuple[str | None, list[ToolCall], str]:
     """(content, valid tool calls, finish_reason) for the response.
 
     If any ``<tool_call>`` block could not be parsed, the whole raw text is returned as content with
-    no tool calls: a client should never receive a half-understood call.
+    no tool calls: a client should never receive a half-understood call. A reply that is only a bare
+    or fenced JSON call (the lenient reading of :mod:`clawgym.core.messages`) is that call when every
+    name in it is one of the request's tools.
     """
     calls = generation.tool_calls
     if calls and all(call.error is None for call in calls):
         content = generation.message.get("content") or None
         return content, calls, "tool_calls"
+    offered = _offered(tools)
+    bare = parse_bare_json_calls(generation.text) if offered else []
+    if bare and all(call.name in offered for call in bare):
+        return None, bare, "tool_calls"
     finish = "length" if generation.finish_reason == "length" else "stop"
     return generation.text, [], finish
 
 
 class _ContentFilter:
-    """Streams text, holding back everything from ``<tool_call>`` on (and a partial tag at the end)."""
+    """Streams text, holding back everything from ``<tool_call>`` on (and a partial tag at the end).
 
-    def __init__(self) -> None:
+    With ``hold_json`` (the request offers tools), a reply that so far could be a bare or fenced JSON
+    call (it starts with ``{``, ``[`` or a code fence) is held back whole, until the end tells.
+    """
+
+    def __init__(self, hold_json: bool = False) -> None:
         self.text = ""
         self.sent = 0
+        self.hold_json = hold_json
 
     def push(self, piece: str) -> str:
         self.text += piece
+        head = self.text.lstrip()
+        if self.hold_json and self.sent == 0 and (not head or head.startswith(("{", "[", "```")) or "```".startswith(head)):
+            return ""
         cut = self.text.find(TOOL_TAG)
         if cut < 0:
             cut = len(self.text)
@@ -239,7 +257,7 @@ class PolicyServer:
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
     def completion(self, request: ChatRequest, generation: Generation, response_id: str | None = None) -> dict[str, Any]:
-        content, calls, finish = _answer(generation)
+        content, calls, finish = _answer(generation, request.tools)
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
             message["tool_calls"] = _tool_calls_json(calls)
@@ -269,7 +287,7 @@ class PolicyServer:
             return "data: " + json.dumps({**base, "choices": [choice], **extra}) + "\n\n"
 
         yield chunk({"role": "assistant", "content": ""})
-        filter_ = _ContentFilter()
+        filter_ = _ContentFilter(hold_json=bool(_offered(request.tools)))
         item = first
         try:
             while not isinstance(item, Generation):
@@ -288,7 +306,7 @@ class PolicyServer:
             if not isinstance(item, Generation):
                 await items.aclose()
         generation = item
-        content, calls, finish = _answer(generation)
+        content, calls, finish = _answer(generation, request.tools)
         if calls:
             deltas = [{"index": i, **call} for i, call in enumerate(_tool_calls_json(calls))]
             yield chunk({"tool_calls": deltas})
