@@ -173,6 +173,51 @@ def test_judge_only_topk_distillation_trains_on_hinted_turns(tmp_path):
         assert turns[turn_id].judge["hint"].hints  # the user's correction, the teacher's hint
 
 
+def test_a_rehearsal_trains_exactly_its_step_budget_and_scores_fixed_weights(tmp_path, monkeypatch):
+    """Four users keep several batches due: the run still stops at its budget (5 used to give 8), and no
+    step runs while the held-out "after" score is taken."""
+    import asyncio
+
+    from clawgym import launchers
+    from clawgym.rl.launch import load_config
+    from clawgym.rl.types import read_jsonl
+    from clawgym.serve import rehearsal
+
+    real_score, versions = rehearsal.score_checks, []
+
+    async def score_slowly(policy, tasks, **kwargs):  # room for late judged turns to start a step meanwhile
+        before = policy.version
+        result = await real_score(policy, tasks, **kwargs)
+        await asyncio.sleep(1.0)
+        versions.append((before, policy.version))
+        return result
+
+    monkeypatch.setattr(rehearsal, "score_checks", score_slowly)
+    config = load_config(launchers.resolve("chat"), [
+        "policy.model=tiny-random", "method=grpo", "judge.type=prob", "serve.baseline=none",
+        f"loop.output_dir={tmp_path}", "serve.batch_size=2", "trainer.micro_batch_size=2"])
+    result = asyncio.run(rehearsal.rehearse(config, persona="teacher", steps=2, users=4, max_turns=2,
+                                            max_tokens=8, eval_tasks=1))
+    assert result.steps == 2 and len(list(read_jsonl(tmp_path / "train_steps.jsonl"))) == 2
+    assert versions == [(0, 0), (2, 2)]  # before: the initial weights; after: the budget's, unchanged
+    # stopped by the time cap, short of the budget, with verdicts still on their way: no step while "after" is scored
+    from clawgym.rl.judge import ProbJudge
+
+    real_judge = ProbJudge.judge
+
+    async def judge_slowly(self, turn):
+        await asyncio.sleep(0.3)
+        return await real_judge(self, turn)
+
+    monkeypatch.setattr(ProbJudge, "judge", judge_slowly)
+    versions.clear()
+    config.loop.output_dir = str(tmp_path / "capped")
+    result = asyncio.run(rehearsal.rehearse(config, persona="teacher", steps=100, users=4, max_turns=2,
+                                            max_tokens=8, eval_tasks=1, max_minutes=0.1))
+    (before, _), (after, still) = versions
+    assert before == 0 and after == still == result.steps
+
+
 def read_jsonl_turns(path):
     from clawgym.serve.turn_log import TurnLog
 

@@ -228,3 +228,139 @@ async def test_stale_turns_are_dropped_before_a_batch_is_taken(tmp_path):
     assert personal.steps == 1 and personal.refused["stale"] == 3 and personal.pending == []
     (record,) = read_jsonl(tmp_path / "train_steps.jsonl")
     assert record["samples"] == 4
+
+
+def wait_until(condition, timeout_s=60.0):
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return condition()
+
+
+def converse(api, user, reply, **request):
+    """One judged turn: ``user`` says hi, the agent answers, ``user`` replies (the turn's next state)."""
+    first = {"role": "user", "content": "hi"}
+    answer = api.chat.completions.create(model="m", messages=[first], user=user, max_tokens=8, **request)
+    api.chat.completions.create(model="m", user=user, max_tokens=8, **request, messages=[
+        first, {"role": "assistant", "content": answer.choices[0].message.content}, {"role": "user", "content": reply}])
+
+
+def test_a_restart_keeps_training_where_the_trainer_left_off(tmp_path):
+    """Restarted on a run whose trainer is at version 5, the served policy counts on from 5: new turns are
+    fresh and train. (Counting from 1 again made every new turn 4 versions behind: stale, never trained.)"""
+    config = config_file(tmp_path)
+    before = build_serving(load_config(config))
+    before.trainer.trainer.version = 5  # as after five steps
+    before.trainer.trainer.save_checkpoint(tmp_path / "run" / "checkpoint")
+    before.gateway.log.close()
+    serving = build_serving(load_config(config))  # a new process on the same run directory
+    serving.gateway.judge_stage.judges = [ThanksIsGood()]
+    assert serving.trainer.trainer.version == 5
+    with BackgroundServer(serving.app) as url:
+        api = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        converse(api, "alice", "thanks!")
+        converse(api, "bob", "no, wrong")
+        assert wait_until(lambda: serving.trainer.steps == 1 and not serving.trainer.busy), serving.trainer.refused
+    assert serving.trainer.refused["stale"] == 0 and serving.policy.version == serving.trainer.trainer.version == 6
+    (record,) = read_jsonl(tmp_path / "run" / "train_steps.jsonl")
+    assert record["policy_version"] == 6
+    serving.gateway.log.flush()
+    assert {t.policy_version for t in serving.gateway.log.turns()} == {5}
+
+
+def test_a_failing_train_step_is_counted_shown_and_training_goes_on(tmp_path):
+    """A step that raises (out of memory on a long turn, a full disk) drops its batch, is logged, counted
+    and shown on the dashboard; the next batch trains. (It used to end the train task for good, silently.)"""
+    serving = build_serving(load_config(config_file(tmp_path)))
+    serving.gateway.judge_stage.judges = [ThanksIsGood()]
+    trainer = serving.trainer.trainer
+    real_step, calls = trainer.train_step, []
+
+    def out_of_memory_once(samples):
+        calls.append(len(samples))
+        if len(calls) == 1:
+            raise RuntimeError("CUDA out of memory (a long turn)")
+        return real_step(samples)
+
+    trainer.train_step = out_of_memory_once
+    with BackgroundServer(serving.app) as url:
+        api = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        converse(api, "alice", "thanks!")
+        converse(api, "bob", "no, wrong")
+        assert wait_until(lambda: calls and not serving.trainer.busy)
+        converse(api, "carol", "thanks!")
+        converse(api, "dave", "no, wrong")
+        wait_until(lambda: serving.trainer.steps == 1 and not serving.trainer.busy, timeout_s=30)
+    assert serving.trainer.steps == 1 and calls == [2, 2]
+    assert serving.trainer.errors == 1 and serving.trainer.refused["train_error"] == 2
+    assert "out of memory" in serving.trainer.last_error
+    shown = serving.dashboard.data()["users"]["default"]
+    assert shown["train_errors"] == 1 and shown["steps"] == 1 and "out of memory" in shown["last_train_error"]
+
+
+def trained_openclaw_sample(tmp_path):
+    """One OPD sample of an OpenClaw-shaped turn, as the personal trainer trained on it: tools, the person's
+    words, then OpenClaw's internal-context block as the last user message; the reply "No, use bullet
+    points." gives the hint."""
+    trainer_section = {"lr": 1e-3, "micro_batch_size": 2, "lora": {"enabled": False}, "hint_format": "inline"}
+    serving = build_serving(load_config(config_file(tmp_path, trainer=trainer_section),
+                                        ["method=opd", "judge.type=probhint", "judge.model=policy"]))
+    trainer = serving.trainer.trainer
+    real_step, trained = trainer.train_step, []
+    trainer.train_step = lambda samples: (trained.extend(samples), real_step(samples))[1]
+    tools = [{"type": "function", "function": {"name": "read", "description": "Read a file from the workspace.",
+                                               "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
+    internal = {"role": "user", "content": [{"type": "text", "text": "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nActive exec "
+                                                                     "sessions: none\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"}]}
+    with BackgroundServer(serving.app) as url:
+        api = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        for user in ("alice", "bob"):
+            ask = {"role": "user", "content": "Summarise notes.txt"}
+            answer = api.chat.completions.create(model="m", messages=[ask, internal], tools=tools, user=user, max_tokens=8)
+            api.chat.completions.create(model="m", tools=tools, user=user, max_tokens=8, messages=[
+                ask, {"role": "assistant", "content": answer.choices[0].message.content},
+                {"role": "user", "content": "No, use bullet points."}, internal])
+        assert wait_until(lambda: serving.trainer.steps == 1 and not serving.trainer.busy)
+    assert trained[0].hint == "Use bullet points."
+    return trained[0], serving.policy.tokenizer
+
+
+def test_the_opd_teacher_reads_the_tools_the_student_read(tmp_path):
+    """The teacher prompt renders the turn's tool schemas: without the hint it is the student's prompt.
+    (The turn log kept only tool names, so the teacher saw no tools and OPD penalised tool-call tokens.)"""
+    from clawgym.rl.trainer.samples import render_prompt_ids, teacher_prompt_ids
+
+    sample, tokenizer = trained_openclaw_sample(tmp_path)
+    assert render_prompt_ids(tokenizer, sample.hint_messages, sample.metadata.get("tools")) == sample.prompt_ids
+    assert "Read a file from the workspace." in tokenizer.decode(teacher_prompt_ids(tokenizer, sample, "inline"))
+
+
+def test_the_opd_hint_goes_next_to_the_persons_words_not_into_openclaws_internal_block(tmp_path):
+    from clawgym.rl.trainer.samples import teacher_prompt_ids
+
+    sample, tokenizer = trained_openclaw_sample(tmp_path)
+    teacher = tokenizer.decode(teacher_prompt_ids(tokenizer, sample, "inline"))
+    assert "Summarise notes.txt Use bullet points." in teacher
+    assert teacher.count("Use bullet points.") == 1
+    assert teacher.index("Use bullet points.") < teacher.index("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>")
+
+
+def test_the_served_policy_samples_with_the_runs_seed(tmp_path):
+    """``loop.seed`` seeds the served policy's sampling, as in the offline loop: runs with seeds 0 and 1
+    sample other replies (one shared RNG made a benchmark's seeds correlated), the same seed the same."""
+    import asyncio
+
+    from clawgym.core.policy import SamplingParams
+
+    async def replies(seed, run):
+        (tmp_path / run).mkdir()
+        serving = build_serving(load_config(config_file(tmp_path / run, train=False), [f"loop.seed={seed}"]))
+        sampling = SamplingParams(temperature=1.0, max_tokens=8)
+        try:
+            return [(await serving.policy.generate([{"role": "user", "content": "hi"}], None, sampling)).response_ids
+                    for _ in range(3)]
+        finally:
+            await serving.policy.close()
+
+    assert asyncio.run(replies(1, "a")) == asyncio.run(replies(1, "b"))
+    assert asyncio.run(replies(0, "c")) != asyncio.run(replies(1, "d"))

@@ -117,6 +117,36 @@ def test_turns_are_served_by_sglang_and_trained_weights_reach_it(tmp_path, sglan
     assert all(torch.equal(restored[n], t.to(SERVING_DTYPE)) for n, t in again.trainer.trainer.export_weights().items())
 
 
+def test_a_restart_keeps_training_where_the_trainer_left_off_on_sglang(tmp_path, sglang_server):
+    """Restarted on a run whose trainer is at version 5, SGLang serves the restored weights as version 5,
+    so new turns are fresh and train (counting from 1 again made them stale, never trained)."""
+    url, seen = sglang_server
+    config = load_config(sglang_config(tmp_path, url))
+    before = build_serving(config, device="cpu")
+    before.trainer.trainer.version = 5  # as after five steps
+    before.trainer.trainer.save_checkpoint(tmp_path / "run" / "checkpoint")
+    before.gateway.log.close()
+    serving = build_serving(config, device="cpu")
+    serving.gateway.judge_stage.judges = [ThanksIsGood()]
+    marker = len(seen)
+    with BackgroundServer(serving.app) as gateway_url:
+        api = openai.OpenAI(base_url=gateway_url + "/v1", api_key="k", max_retries=0)
+        for user, result in (("alice", "thanks!"), ("bob", "no, wrong")):
+            first = {"role": "user", "content": "hi"}
+            answer = api.chat.completions.create(model="m", messages=[first], user=user, max_tokens=64).choices[0].message
+            api.chat.completions.create(model="m", user=user, max_tokens=64, messages=[
+                first, answer.model_dump(exclude_none=True),
+                {"role": "tool", "tool_call_id": answer.tool_calls[0].id, "content": result}])
+        deadline = time.monotonic() + 60
+        while (serving.trainer.steps < 1 or serving.trainer.busy) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert serving.trainer.steps == 1 and serving.trainer.refused["stale"] == 0, serving.trainer.refused
+    assert [b["weight_version"] for b in seen[marker:] if "ranks" in b] == ["5", "6"]
+    assert serving.policy.version == serving.trainer.trainer.version == 6
+    serving.gateway.log.flush()
+    assert {t.policy_version for t in serving.gateway.log.turns()} == {5}
+
+
 @pytest.mark.slow
 def test_sglang_on_its_own_gpus_gets_the_trained_weights_over_the_nccl_group(tmp_path, sglang_process):  # noqa: F811
     """Disaggregated (rollout_gpus: 1): the plan's NCCL path, run over gloo with the same code."""

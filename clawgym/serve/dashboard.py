@@ -2,8 +2,9 @@
 
 The page is one static HTML document that polls ``GET /dashboard/data`` every two seconds and draws,
 per user: turns recorded and judged, the verdict mix, the latest hindsight hints, explicit thumbs,
-train steps and the adapter version, and a curve of the judge's verdicts (a running mean over the
-last 8 judged turns) with a mark at every published adapter version.
+train steps, failed train steps (with the last error) and the adapter version, and a curve of the
+judge's verdicts (a running mean over the last 8 judged turns) with a mark at every published
+adapter version.
 
 :class:`Dashboard` keeps these numbers in memory, fed by the gateway (turn recorded, turn judged,
 feedback) and by the trainer (step published); :meth:`Dashboard.rebuild` recomputes them from the
@@ -32,6 +33,8 @@ class UserActivity:
     hints: collections.deque = field(default_factory=lambda: collections.deque(maxlen=5))
     thumbs: collections.Counter = field(default_factory=collections.Counter)
     steps: int = 0
+    train_errors: int = 0  # steps that raised since the server started (their turns were dropped)
+    last_train_error: str = ""
     adapter_version: int = 0
     curve: collections.deque = field(default_factory=lambda: collections.deque(maxlen=CURVE_POINTS))
     marks: list[dict[str, int]] = field(default_factory=list)  # {"judged": n, "version": v} per publication
@@ -40,7 +43,8 @@ class UserActivity:
         return {"turns": self.turns, "judged": self.judged,
                 "verdicts": {"+1": self.verdicts[1], "-1": self.verdicts[-1], "0": self.verdicts[0]},
                 "hints": list(self.hints), "thumbs": {"up": self.thumbs["up"], "down": self.thumbs["down"]},
-                "steps": self.steps, "adapter_version": self.adapter_version,
+                "steps": self.steps, "train_errors": self.train_errors, "last_train_error": self.last_train_error,
+                "adapter_version": self.adapter_version,
                 "curve": list(self.curve), "marks": self.marks[-50:]}
 
 
@@ -89,6 +93,13 @@ class Dashboard:
             activity.marks.append({"judged": activity.judged, "version": adapter_version})
             self.updates += 1
 
+    def observe_train_error(self, user: str, message: str) -> None:
+        with self._lock:
+            activity = self.users[user]
+            activity.train_errors += 1
+            activity.last_train_error = message
+            self.updates += 1
+
     def observe_feedback(self, user: str, thumb: str) -> None:
         with self._lock:
             self.users[user].thumbs[thumb] += 1
@@ -134,6 +145,7 @@ body{font-family:system-ui,sans-serif;margin:20px;background:#fafafa;color:#222}
 .user{background:#fff;border:1px solid #ddd;border-radius:8px;padding:12px 16px;margin:12px 0;max-width:760px}
 .stats span{display:inline-block;margin-right:14px}
 .hints{font-size:13px;color:#555}
+.error{font-size:13px;color:#b00}
 svg{background:#f4f7fb;border-radius:4px}
 </style></head>
 <body>
@@ -169,9 +181,11 @@ function draw(data) {
     card.appendChild(el('h2', {}, name));
     var s = el('div', {'class': 'stats'});
     [['turns', u.turns], ['judged', u.judged], ['verdicts +1/-1/0', u.verdicts['+1'] + '/' + u.verdicts['-1'] + '/' + u.verdicts['0']],
-     ['thumbs up/down', u.thumbs.up + '/' + u.thumbs.down], ['train steps', u.steps], ['adapter version', u.adapter_version]]
+     ['thumbs up/down', u.thumbs.up + '/' + u.thumbs.down], ['train steps', u.steps], ['failed train steps', u.train_errors],
+     ['adapter version', u.adapter_version]]
       .forEach(function (kv) { s.appendChild(el('span', {'data-stat': kv[0]}, kv[0] + ': ' + kv[1])); });
     card.appendChild(s);
+    if (u.last_train_error) card.appendChild(el('div', {'class': 'error'}, 'last failed train step: ' + u.last_train_error));
     card.appendChild(curve(u.curve, u.marks));
     var hints = el('div', {'class': 'hints'});
     u.hints.forEach(function (h) { hints.appendChild(el('div', {'class': 'hint'}, '💡 ' + h)); });

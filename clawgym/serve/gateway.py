@@ -252,7 +252,8 @@ class ChatGateway:
             env_id="clawgym/OpenClawChat-v0",
             session_id=view.session_id,
             info={"session_source": view.source, "user": view.user,
-                  "tools": [t.get("function", {}).get("name") for t in body.get("tools") or []],
+                  # the schemas the model read: the OPD teacher's prompt renders them like the student's
+                  "tools": list(body.get("tools") or []),
                   **({"fitted": body["clawgym_fit"]} if "clawgym_fit" in body else {}),
                   "reused_prefix_tokens": generation.metadata.get("reused_prefix_tokens", 0),
                   # what the logprobs are of: the trainer takes only turns sampled as it trains

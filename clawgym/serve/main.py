@@ -118,6 +118,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     if personal is not None:
         personal.on_step = lambda record: dashboard.observe_step(record.get("user", "default"), record.get(
             "adapter_version", record.get("policy_version", 0)))
+        personal.on_error = dashboard.observe_train_error
     fitter = ContextFitter(lambda messages, tools: len(encode_prompt(tokenizer, messages, tools)), max_positions)
     gateway = ChatGateway(responder, log, tracker=SessionTracker(idle_timeout_s=settings.idle_timeout_s),
                           judge_stage=JudgeStage(judges) if judges else None, on_judged=on_judged,
@@ -174,13 +175,14 @@ def _shared(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: A
     from clawgym.serve.gateway import PolicyResponder
     from clawgym.serve.personal_trainer import PersonalTrainer
 
-    policy = HFPolicy(model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size)
+    policy = HFPolicy(model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size,
+                      seed=config.loop.seed)  # the sampling RNG: runs with another seed sample other replies
     personal = None
     if settings.train:
         checkpoint = out / "checkpoint"
-        if checkpoint.is_dir():  # a restart: continue from the last published weights
+        if checkpoint.is_dir():  # a restart: continue from the last published weights, at their version
             trainer.load_checkpoint(checkpoint)
-            policy.load_weights(trainer.export_weights())
+            policy.load_weights(trainer.export_weights(), version=int(trainer.version))
         personal = PersonalTrainer(trainer, policy, batch_size=settings.batch_size,
                                    max_staleness=settings.max_staleness, output_dir=out,
                                    baseline=settings.baseline)
@@ -195,7 +197,7 @@ def _per_user(config: RunConfig, settings: ServeSettings, model: Any, tokenizer:
 
     lora = trainer.config.lora
     policy = MultiAdapterHFPolicy(model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size,
-                                  slots=settings.max_users + 1, r=lora.r, alpha=lora.alpha,
+                                  seed=config.loop.seed, slots=settings.max_users + 1, r=lora.r, alpha=lora.alpha,
                                   target_modules=lora.target_modules)
     adapters = UserAdapters(policy, out / "adapters")
     personal = UserAdapterTrainer(trainer, adapters, batch_size=settings.batch_size,
@@ -251,8 +253,8 @@ def _sglang(config: RunConfig, settings: ServeSettings, out: Path, device: str) 
 
 
 class PublishFirst:
-    """After a restart: publish the restored trainer's weights to the SGLang server (on the serving loop,
-    where its HTTP client and weight transport live) before the first answer."""
+    """After a restart: publish the restored trainer's weights, at the trainer's version, to the SGLang
+    server (on the serving loop, where its HTTP client and weight transport live) before the first answer."""
 
     def __init__(self, responder: Any, trainer: Any) -> None:
         import asyncio
@@ -268,7 +270,8 @@ class PublishFirst:
             if not self.published:
                 from clawgym.rl.trainer.transport import served_weights
 
-                await self.policy.update_weights(await asyncio.to_thread(served_weights(self.trainer, self.policy)))
+                await self.policy.update_weights(await asyncio.to_thread(served_weights(self.trainer, self.policy)),
+                                                 version=int(self.trainer.version))
                 self.published = True
         async for item in self.responder.respond(view, body, sampling):
             yield item

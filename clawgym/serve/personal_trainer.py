@@ -15,7 +15,11 @@ The learning signal is OpenClaw-RL's personal-agent one, without its traps:
 - opd / hybrid: the hint judge's chosen hindsight hint makes the teacher prompt; hybrid also trains on
   the verdict (a PRM judge's, else the hint judge's own vote), so it never silently becomes opd;
 - token in, token out: turns without exact token ids and logprobs are refused and counted;
-- samples older than ``max_staleness`` policy versions are dropped.
+- samples older than ``max_staleness`` policy versions are dropped. The served policy's version is
+  the trainer's (each publication sets it, and so does a restart from a checkpoint), so the versions
+  in the turn log stay comparable across restarts;
+- a step that raises (out of memory on a long turn, a full disk) is logged and counted (``errors``,
+  ``refused["train_error"]``, the dashboard); its batch is dropped and training goes on.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from clawgym.rl.judge import chosen_hint
 from clawgym.rl.loop import prm_score, refuse_reason
 from clawgym.rl.methods import NEEDS_HINT, USES_HINTS
 from clawgym.rl.types import Sample, Turn, read_jsonl, write_jsonl
+from clawgym.serve.protocol import is_internal_context
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +68,17 @@ def sample_from_turn(turn: Turn, method: str, temperature: float = 1.0) -> tuple
         prompt_ids=list(turn.prompt_ids), response_ids=list(turn.response_ids),
         old_logprobs=list(turn.response_logprobs), reward=float(score or 0.0), advantage=float(score or 0.0),
         hint=hint, hint_messages=list(turn.context) if hint else None, policy_version=int(turn.policy_version),
-        turn_id=turn.turn_id, metadata={"session_id": turn.session_id},
+        turn_id=turn.turn_id, metadata={"session_id": turn.session_id, **(teacher_context(turn) if hint else {})},
     ), None
+
+
+def teacher_context(turn: Turn) -> dict[str, Any]:
+    """What the OPD teacher needs besides the context: the tool schemas the student read (turns logged
+    with tool names only have none) and which message holds the person's last words (OpenClaw sends
+    its internal-context block as a user message after them; the hint goes next to the person's words)."""
+    tools = [t for t in turn.info.get("tools") or [] if isinstance(t, dict)]
+    people = [i for i, m in enumerate(turn.context) if m.get("role") == "user" and not is_internal_context(m)]
+    return {**({"tools": tools} if tools else {}), **({"hint_at": people[-1]} if people else {})}
 
 
 def apply_baseline(samples: list[Sample], baseline: str) -> tuple[list[Sample], int]:
@@ -84,8 +98,9 @@ def apply_baseline(samples: list[Sample], baseline: str) -> tuple[list[Sample], 
 
 class BackgroundTrainer:
     """The plumbing both personal trainers share: a train task started lazily on the serving loop,
-    woken when a batch is due, stopped by :meth:`close`; each step's record is appended to
-    ``<out>/train_steps.jsonl`` and handed to ``on_step`` (the dashboard)."""
+    woken when a batch is due, stopped by :meth:`stop` / :meth:`close`; each step's record is appended
+    to ``<out>/train_steps.jsonl`` and handed to ``on_step`` (the dashboard), each failed step to
+    ``on_error``."""
 
     task_name = "clawgym-trainer"
 
@@ -101,19 +116,46 @@ class BackgroundTrainer:
         self.max_staleness = max_staleness
         self.out = Path(output_dir)
         self.on_step: Any = None
+        self.on_error: Any = None  # (user, message) of a failed step: the dashboard
+        self.errors = 0  # steps that raised
+        self.last_error: str | None = None
+        self.stopped = False  # set by stop(): no step starts any more
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
 
     def _wake_up(self) -> None:
-        if self._task is None:  # started lazily on the serving event loop, where judged turns arrive
+        if self.stopped:
+            return
+        if self._task is None or self._task.done():  # lazily, on the serving loop where judged turns arrive
             self._task = asyncio.get_running_loop().create_task(self._run(), name=self.task_name)
         self._wake.set()
 
     async def _run(self) -> None:
-        while True:
+        while not self.stopped:
             await self._wake.wait()
             self._wake.clear()
-            await self._train_due()
+            if not self.stopped:
+                await self._train_due()
+
+    def _step_failed(self, exc: Exception, samples: int, user: str = "default") -> None:
+        """A step raised: log and count it, drop its batch (it would fail the same way again) and let
+        the next batch train; left alone, the exception would end the train task for good, silently."""
+        self.errors += 1
+        self.refused["train_error"] += samples
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        logger.error("train step on %d turns failed (they are dropped; training goes on): %s", samples,
+                     self.last_error, exc_info=exc)
+        if self.on_error is not None:
+            self.on_error(user, self.last_error)
+
+    async def stop(self) -> None:
+        """Train no more: the step in flight finishes (published and recorded), no other starts, so the
+        served weights stay fixed from here on (what a before/after comparison must score)."""
+        self.stopped = True
+        self._wake.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
 
     async def _train_due(self) -> None:
         raise NotImplementedError
@@ -145,11 +187,15 @@ class BackgroundTrainer:
 
 
 class PersonalTrainer(BackgroundTrainer):
+    """One set of weights for everyone; ``max_steps`` (None: no limit) ends training once that many
+    steps are recorded (a benchmark's exact step budget)."""
+
     task_name = "clawgym-personal-trainer"
 
     def __init__(self, trainer: Any, policy: Any, *, batch_size: int = 8, max_staleness: int = 2,
-                 output_dir: str | Path = "runs/chat", baseline: str = "batch") -> None:
+                 output_dir: str | Path = "runs/chat", baseline: str = "batch", max_steps: int | None = None) -> None:
         self.policy = policy
+        self.max_steps = max_steps
         super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir,
                          baseline=baseline)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -181,11 +227,14 @@ class PersonalTrainer(BackgroundTrainer):
             self._wake_up()
 
     async def _train_due(self) -> None:
-        while True:
+        while not self.stopped and not self.budget_spent():
             self.drop_stale()
             if len(self.pending) < self.batch_size:
                 return
             await self.train_once()
+
+    def budget_spent(self) -> bool:
+        return self.max_steps is not None and self.steps >= self.max_steps
 
     def drop_stale(self) -> None:
         """Drop pending turns that are already too stale to train (the version only grows), before a
@@ -195,17 +244,26 @@ class PersonalTrainer(BackgroundTrainer):
         self.pending = self.fresh(self.pending)
 
     async def train_once(self) -> dict[str, Any]:
+        """One step on the next batch; a step that raises is counted (:meth:`_step_failed`), not fatal."""
         batch, self.pending = self.pending[: self.batch_size], self.pending[self.batch_size:]
         fresh = self.trainable(batch)
         if not fresh:
             return {}
+        try:
+            return await self._step(fresh)
+        except Exception as exc:
+            self._step_failed(exc, len(fresh))
+            return {}
+
+    async def _step(self, fresh: list[Sample]) -> dict[str, Any]:
         self.busy = True  # until the step is checkpointed and logged, so a shutdown never loses its record
         try:
             metrics = await asyncio.to_thread(self.trainer.train_step, fresh)  # serving goes on meanwhile
             from clawgym.rl.trainer.transport import served_weights
 
             weights = await asyncio.to_thread(served_weights(self.trainer, self.policy))
-            served_version = await self.policy.update_weights(weights)
+            # served version := trainer version, also after a restart or a step whose publication failed
+            served_version = await self.policy.update_weights(weights, version=int(self.trainer.version))
             self.steps += 1
             await asyncio.to_thread(self.trainer.save_checkpoint, self.out / "checkpoint")
             record = {"step": self.steps, "samples": len(fresh), "policy_version": served_version,

@@ -110,6 +110,7 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
         raise ValueError("a rehearsal trains: set serve.train: true")
     serving = build_serving(config)
     trainer = serving.trainer
+    trainer.max_steps = steps  # the budget, exactly: no step starts past it
     held_out = persona_tasks(persona, "test")[: eval_tasks or None]
     training = itertools.cycle(persona_tasks(persona, "train"))
     started = time.perf_counter()
@@ -136,9 +137,10 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
                 wait_judge += 0.25
         await asyncio.gather(*workers)
         # let the steps already due finish (a step is never cut off; the result reports the real count)
-        while trainer.busy or (trainer._task is not None and not trainer._task.done()
+        while trainer.busy or (trainer._task is not None and not trainer._task.done() and not trainer.budget_spent()
                                and len(trainer.pending) >= trainer.batch_size):
             await asyncio.sleep(0.1)
+    await trainer.stop()  # turns judged from now on train nothing: "after" scores fixed weights
     after, checks_after = await score_checks(serving.policy, held_out, max_tokens=max_tokens)
     turns = serving.gateway.log.turns()
     lags = [t.timings["judged_at"] - t.timings["queued_at"] for t in turns

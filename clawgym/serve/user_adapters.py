@@ -170,7 +170,7 @@ class UserAdapterTrainer(BackgroundTrainer):
         return dropped
 
     async def _train_due(self) -> None:
-        while self._turn_order:
+        while self._turn_order and not self.stopped:
             user = self._turn_order.popleft()  # round-robin: one step per user per turn
             await self.train_user(user)
             if len(self.pending.get(user, [])) >= self.batch_size:
@@ -185,6 +185,7 @@ class UserAdapterTrainer(BackgroundTrainer):
                 return {}
             checkpoint = self.adapters.checkpoint(user)
             self.busy = True
+            fresh: list[Sample] = []
             try:
                 await asyncio.to_thread(self.trainer.load_checkpoint, checkpoint if checkpoint.exists() else self._initial)
                 fresh = self.trainable(batch)
@@ -193,6 +194,9 @@ class UserAdapterTrainer(BackgroundTrainer):
                 metrics = await asyncio.to_thread(self.trainer.train_step, fresh)
                 await asyncio.to_thread(self.trainer.save_checkpoint, checkpoint)
                 served = self.adapters.publish(user, self.trainer.trainable_state_dict(), int(self.trainer.version))
+            except Exception as exc:  # this user's batch is dropped; every adapter keeps training
+                self._step_failed(exc, len(fresh) or len(batch), user)
+                return {}
             finally:
                 self.busy = False
             self.steps[user] += 1

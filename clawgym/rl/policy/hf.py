@@ -170,24 +170,24 @@ class HFPolicy(VersionedPolicy):
             if not request.future.done():
                 request.cancelled = True  # the consumer went away: free the row at the next step
 
-    def load_weights(self, weights: Mapping[str, torch.Tensor] | torch.nn.Module, strict: bool = True) -> int:
-        """Copy new weights in between two decoding steps and bump the version; thread-safe.
-
-        Blocks for at most one forward pass; requests in flight keep running. Returns the new version.
-        From a coroutine, use :meth:`update_weights` (same thing, off the event loop).
+    def load_weights(self, weights: Mapping[str, torch.Tensor] | torch.nn.Module, strict: bool = True,
+                     version: int | None = None) -> int:
+        """Copy new weights in between two decoding steps; thread-safe. The version becomes ``version`` (the
+        trainer's, so a restart counts on from a restored checkpoint), else one more. Blocks for at most one
+        forward pass; requests in flight keep running. Returns the new version (from a coroutine: update_weights).
         """
         state = weights.state_dict() if isinstance(weights, torch.nn.Module) else weights
         with self._weights_lock:
             with torch.no_grad():
                 self.model.load_state_dict(state, strict=strict)
-            self._version += 1
-            version = self._version
+            self._version = version = self._version + 1 if version is None else int(version)
         self.prefix_cache.discard()  # keys and values of the old weights are of no use any more
         logger.info("policy %s: loaded weights, version %d", self.name, version)
         return version
 
-    async def update_weights(self, weights: Mapping[str, torch.Tensor] | torch.nn.Module, strict: bool = True) -> int:
-        return await asyncio.to_thread(self.load_weights, weights, strict)
+    async def update_weights(self, weights: Mapping[str, torch.Tensor] | torch.nn.Module, strict: bool = True,
+                             version: int | None = None) -> int:
+        return await asyncio.to_thread(self.load_weights, weights, strict, version)
 
     async def close(self) -> None:
         with self._cond:

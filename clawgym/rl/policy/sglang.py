@@ -212,9 +212,10 @@ class SGLangPolicy(VersionedPolicy):
         adapters), None when the base weights serve (merged export, or nothing published yet)."""
         return getattr(self.transport, "adapter", None)
 
-    async def update_weights_from_disk(self, model_path: str | Path, abort_all_requests: bool = False) -> int:
+    async def update_weights_from_disk(self, model_path: str | Path, abort_all_requests: bool = False,
+                                       version: int | None = None) -> int:
         """Load an HF checkpoint directory the trainer wrote; in-flight requests finish by default."""
-        version = self._version + 1
+        version = self._version + 1 if version is None else int(version)
         result = await self._post(
             "/update_weights_from_disk",
             {"model_path": str(model_path), "abort_all_requests": abort_all_requests, "weight_version": str(version)},
@@ -224,19 +225,20 @@ class SGLangPolicy(VersionedPolicy):
         self._version = version
         return version
 
-    async def update_weights(self, weights: Any) -> int:
+    async def update_weights(self, weights: Any, version: int | None = None) -> int:
         """A checkpoint path goes through ``/update_weights_from_disk``; tensors through :attr:`transport`.
 
         ``transport`` is a :mod:`clawgym.rl.trainer.transport` object the builder attaches (colocated:
-        tensors by handle; disaggregated: NCCL). Returns the new version once SGLang serves it.
+        tensors by handle; disaggregated: NCCL). Returns the new version once SGLang serves it: ``version``
+        (the trainer's, so a restart counts on from a restored checkpoint), else one more.
         """
         if isinstance(weights, (str, Path)):
-            return await self.update_weights_from_disk(weights)
+            return await self.update_weights_from_disk(weights, version=version)
         if self.transport is None:
             raise SGLangError("this SGLang policy has no weight transport: attach one "
                               "(clawgym.rl.trainer.transport.make_transport) or send a checkpoint directory")
         state = weights.state_dict() if hasattr(weights, "state_dict") else weights
-        version = self._version + 1
+        version = self._version + 1 if version is None else int(version)
         await self.transport.publish(state, version)
         self._version = version
         return version

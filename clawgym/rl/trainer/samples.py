@@ -19,12 +19,14 @@ HINT_HEADER = "[user's hint / instruction]"
 HINT_FORMATS = ("header", "inline")
 
 
-def hinted_messages(messages: Sequence[Message], hint: str, hint_format: str = "header") -> list[Message]:
-    """Copy of ``messages`` with the hint appended to the last user message (see ``HINT_FORMATS``)."""
+def hinted_messages(messages: Sequence[Message], hint: str, hint_format: str = "header",
+                    at: int | None = None) -> list[Message]:
+    """Copy of ``messages`` with the hint appended to the last user message (see ``HINT_FORMATS``), or to
+    message ``at``: the person's own words when a client sends user messages of its own after them."""
     if hint_format not in HINT_FORMATS:
         raise ValueError(f"unknown hint_format {hint_format!r}; expected one of {HINT_FORMATS}")
     out = copy.deepcopy(list(messages))
-    for message in reversed(out):
+    for message in reversed(out) if at is None else out[at:at + 1]:
         if message.get("role") != "user":
             continue
         addition = f"\n\n{HINT_HEADER}\n{hint.strip()}" if hint_format == "header" else f" {hint.strip()}"
@@ -34,7 +36,8 @@ def hinted_messages(messages: Sequence[Message], hint: str, hint_format: str = "
         else:
             message["content"] = (content or "") + addition
         return out
-    raise ValueError("cannot place the hint: the context has no user message")
+    raise ValueError("cannot place the hint: the context has no user message" if at is None
+                     else f"cannot place the hint: message {at} of the context is not a user message")
 
 
 def render_prompt_ids(tokenizer: Any, messages: Sequence[Message], tools: list[dict[str, Any]] | None = None) -> list[int]:
@@ -46,13 +49,14 @@ def render_prompt_ids(tokenizer: Any, messages: Sequence[Message], tools: list[d
 
 
 def teacher_prompt_ids(tokenizer: Any, sample: Sample, hint_format: str = "header") -> list[int]:
-    """The hinted prompt of an OPD sample: its context (``hint_messages``) + hint, re-rendered."""
+    """The hinted prompt of an OPD sample: its context (``hint_messages``) + hint, re-rendered with the
+    tools the student saw (``metadata["tools"]``); ``metadata["hint_at"]`` says which message takes the hint."""
     if not sample.hint:
         raise ValueError(f"sample {sample.sample_id} has no hint")
     if not sample.hint_messages:
         raise ValueError(f"sample {sample.sample_id} has a hint but no hint_messages (its context) to place it in")
-    return render_prompt_ids(tokenizer, hinted_messages(sample.hint_messages, sample.hint, hint_format),
-                             sample.metadata.get("tools"))
+    return render_prompt_ids(tokenizer, hinted_messages(sample.hint_messages, sample.hint, hint_format,
+                                                        sample.metadata.get("hint_at")), sample.metadata.get("tools"))
 
 
 def validate_samples(samples: Sequence[Sample], vocab_size: int, method: str) -> None:
