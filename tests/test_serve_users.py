@@ -68,12 +68,15 @@ def test_each_users_turns_train_only_their_adapter_and_forgetting_is_durable(tmp
         assert data["users"]["alice"]["steps"] == 1 and data["users"]["alice"]["adapter_version"] == 1
         assert data["users"]["alice"]["verdicts"]["+1"] == 1 and data["users"]["alice"]["verdicts"]["-1"] == 1 and data["users"]["bob"]["turns"] == 2
         assert client.get("/dashboard/data").status_code == 401
+        wishes = client.get("/v1/wishes", headers={"Authorization": "Bearer k-alice"}).json()["wishes"]
+        assert [w["text"] for w in wishes] == ["shorter"] and data["users"]["alice"]["wishes"][0]["text"] == "shorter"
 
         forgotten = client.delete("/v1/users/alice", headers={"Authorization": f"Bearer {ADMIN}"})
         assert forgotten.status_code == 200 and forgotten.json()["adapter_deleted"] is True
-        assert forgotten.json()["log_events_deleted"] >= 3
+        assert forgotten.json()["log_events_deleted"] >= 3 and forgotten.json()["wishes_deleted"] == 1
+        assert client.get("/v1/wishes?user=alice", headers={"Authorization": f"Bearer {ADMIN}"}).json()["wishes"] == []
     log_text = (tmp_path / "run" / "turns.jsonl").read_text()
-    assert "a1: hello" not in log_text and "b1: hello" in log_text
+    assert "a1: hello" not in log_text and "b1: hello" in log_text and "shorter" not in log_text
     assert not (tmp_path / "run" / "adapters" / "alice").exists()
     assert '"alice"' not in (tmp_path / "run" / "train_steps.jsonl").read_text()
     serving.gateway.log.close()
@@ -81,6 +84,7 @@ def test_each_users_turns_train_only_their_adapter_and_forgetting_is_durable(tmp
     again = serve(tmp_path)  # a restart on the same directory: alice stays forgotten, bob is back
     users = {t.info.get("user") for t in again.gateway.log.turns()}
     assert users == {"bob"} and "alice" not in again.adapters.slots and "alice" not in again.dashboard.data()["users"]
+    assert again.wishes.texts("alice") == []
     again.gateway.log.close()
 
 

@@ -8,6 +8,9 @@ recording only what was fully delivered (a client that disconnects mid-stream le
 With a :class:`~clawgym.serve.users.UserDirectory` the request's user comes from its API key (or its
 ``user`` field), unknown keys get 401 and someone else's adapter 403; ``DELETE /v1/users/{id}`` (admin
 key) forgets a user; ``/dashboard`` shows each user's agent learning (:mod:`clawgym.serve.dashboard`).
+``GET /v1/wishes`` lists the caller's remembered wishes and ``DELETE /v1/wishes/{id}`` takes one back
+(:mod:`clawgym.serve.wish_memory`): the caller is identified like a chat request (the admin key may
+name anyone with ``?user=``), another user's wish is 403, an unknown id 404.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from clawgym.serve.feedback import FeedbackError, parse_feedback
 from clawgym.serve.gateway import ChatGateway
 from clawgym.serve.user_adapters import check_user_id
 from clawgym.serve.users import AccessDenied, UserDirectory, bearer
+from clawgym.serve.wish_memory import WishMemory
 from clawgym.core.policy import Generation
 from clawgym.rl.server import BadRequest, PolicyServer, error_response, parse_chat_request, require_bearer_key
 
@@ -37,7 +41,8 @@ MAX_BODY_BYTES = 8 * 1024 * 1024  # OpenClaw's requests are ~60 kB; a long sessi
 def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
                       default_max_tokens: int = 512, default_temperature: float = 1.0,
                       users: UserDirectory | None = None, dashboard: Dashboard | None = None,
-                      forget: Callable[[str], Awaitable[dict[str, Any]]] | None = None) -> FastAPI:
+                      forget: Callable[[str], Awaitable[dict[str, Any]]] | None = None,
+                      wishes: WishMemory | None = None) -> FastAPI:
     renderer = PolicyServer(getattr(gateway.responder, "policy", None), gateway.model_name, default_max_tokens)
     app = FastAPI(title="clawgym chat gateway")
     app.state.gateway = gateway
@@ -83,6 +88,48 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             return error_response(400, str(exc), "invalid_request_error", param="user_id")
         await ensure_started()
         return JSONResponse({"user": user_id, "forgotten": True, **await forget(user_id)})
+
+    def wish_owner(request: Request) -> str:
+        named = request.query_params.get("user")
+        if named and users.is_admin(request.headers):
+            try:
+                return check_user_id(named)
+            except ValueError as exc:
+                raise AccessDenied(400, str(exc)) from None
+        return users.identify(request.headers, {"user": named} if named else {})
+
+    def access_error(exc: AccessDenied) -> Any:
+        return error_response(exc.status, str(exc), "invalid_request_error", "invalid_api_key" if exc.status == 401 else None)
+
+    @app.get("/v1/wishes")
+    async def list_wishes(request: Request) -> Any:
+        """The caller's remembered wishes, oldest first."""
+        if wishes is None:
+            return error_response(404, "this gateway keeps no wish memory", "invalid_request_error")
+        try:
+            user = wish_owner(request)
+        except AccessDenied as exc:
+            return access_error(exc)
+        return JSONResponse({"user": user, "wishes": [w.to_json() for w in wishes.wishes(user)]})
+
+    @app.delete("/v1/wishes/{wish_id}")
+    async def remove_wish(wish_id: str, request: Request) -> Any:
+        """The caller takes one of their wishes back (on disk before the answer)."""
+        if wishes is None:
+            return error_response(404, "this gateway keeps no wish memory", "invalid_request_error")
+        try:
+            user = wish_owner(request)
+        except AccessDenied as exc:
+            return access_error(exc)
+        owner = wishes.owner(wish_id)
+        if owner is None:
+            return error_response(404, f"no remembered wish with id {wish_id!r}", "invalid_request_error", param="wish_id")
+        if owner != user:
+            return error_response(403, "that wish belongs to another user", "invalid_request_error")
+        removed = wishes.remove(user, wish_id)
+        if wishes.log is not None:
+            await asyncio.to_thread(wishes.log.flush)
+        return JSONResponse({"user": user, "removed": removed.to_json()})
 
     @app.post("/v1/feedback")
     async def feedback(request: Request) -> Any:

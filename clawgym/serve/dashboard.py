@@ -1,15 +1,16 @@
 """``GET /dashboard``: watch each user's agent learn, live, in any browser (no front-end build step).
 
 The page is one static HTML document that polls ``GET /dashboard/data`` every two seconds and draws,
-per user: turns recorded and judged, the verdict mix, the latest hindsight hints, explicit thumbs,
+per user: turns recorded and judged, the verdict mix, the latest hindsight hints, the remembered
+wishes (each with a button that takes it back through ``DELETE /v1/wishes/{id}``), explicit thumbs,
 train steps, failed train steps (with the last error) and the adapter version, and a curve of the
 judge's verdicts (a running mean over the last 8 judged turns) with a mark at every published
 adapter version.
 
 :class:`Dashboard` keeps these numbers in memory, fed by the gateway (turn recorded, turn judged,
-feedback) and by the trainer (step published); :meth:`Dashboard.rebuild` recomputes them from the
-turn log after a restart, so the page shows the whole history, and :meth:`Dashboard.forget` drops a
-forgotten user.
+feedback), the wish memory (a user's wishes changed) and the trainer (step published);
+:meth:`Dashboard.rebuild` recomputes them from the turn log after a restart, so the page shows the
+whole history, and :meth:`Dashboard.forget` drops a forgotten user.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class UserActivity:
     adapter_version: int = 0
     curve: collections.deque = field(default_factory=lambda: collections.deque(maxlen=CURVE_POINTS))
     marks: list[dict[str, int]] = field(default_factory=list)  # {"judged": n, "version": v} per publication
+    wishes: list[dict[str, Any]] = field(default_factory=list)  # the wish memory's current list
 
     def to_json(self) -> dict[str, Any]:
         return {"turns": self.turns, "judged": self.judged,
@@ -45,7 +47,7 @@ class UserActivity:
                 "hints": list(self.hints), "thumbs": {"up": self.thumbs["up"], "down": self.thumbs["down"]},
                 "steps": self.steps, "train_errors": self.train_errors, "last_train_error": self.last_train_error,
                 "adapter_version": self.adapter_version,
-                "curve": list(self.curve), "marks": self.marks[-50:]}
+                "curve": list(self.curve), "marks": self.marks[-50:], "wishes": self.wishes}
 
 
 def _verdict(turn: Any) -> int | None:
@@ -105,6 +107,13 @@ class Dashboard:
             self.users[user].thumbs[thumb] += 1
             self.updates += 1
 
+    def observe_wishes(self, user: str, wishes: Iterable[Any]) -> None:
+        """The user's wishes changed (:class:`~clawgym.serve.wish_memory.WishMemory`'s ``on_change``)."""
+        with self._lock:
+            self.users[user].wishes = [{"id": w.id, "text": w.text, "times": w.times, "source": w.source,
+                                        "replaced": list(w.replaced)} for w in wishes]
+            self.updates += 1
+
     def forget(self, user: str) -> None:
         with self._lock:
             self.users.pop(user, None)
@@ -146,6 +155,8 @@ body{font-family:system-ui,sans-serif;margin:20px;background:#fafafa;color:#222}
 .stats span{display:inline-block;margin-right:14px}
 .hints{font-size:13px;color:#555}
 .error{font-size:13px;color:#b00}
+.wishes{font-size:14px;margin:6px 0}
+.wish button{font-size:11px;margin-left:8px}
 svg{background:#f4f7fb;border-radius:4px}
 </style></head>
 <body>
@@ -186,11 +197,25 @@ function draw(data) {
       .forEach(function (kv) { s.appendChild(el('span', {'data-stat': kv[0]}, kv[0] + ': ' + kv[1])); });
     card.appendChild(s);
     if (u.last_train_error) card.appendChild(el('div', {'class': 'error'}, 'last failed train step: ' + u.last_train_error));
+    var wishes = el('div', {'class': 'wishes'}, u.wishes.length ? 'remembered wishes:' : 'no wishes remembered yet');
+    u.wishes.forEach(function (w) {
+      var row = el('div', {'class': 'wish', 'data-wish': w.id}, '• ' + w.text + (w.times > 1 ? ' (asked ' + w.times + ' times)' : '')
+        + (w.replaced.length ? ' — replaces: ' + w.replaced.join('; ') : ''));
+      var button = el('button', {}, 'forget this wish');
+      button.onclick = function () { removeWish(name, w.id); };
+      row.appendChild(button); wishes.appendChild(row); });
+    card.appendChild(wishes);
     card.appendChild(curve(u.curve, u.marks));
     var hints = el('div', {'class': 'hints'});
     u.hints.forEach(function (h) { hints.appendChild(el('div', {'class': 'hint'}, '💡 ' + h)); });
     card.appendChild(hints); box.appendChild(card);
   });
+}
+function removeWish(user, id) {
+  fetch('/v1/wishes/' + encodeURIComponent(id) + '?user=' + encodeURIComponent(user), {method: 'DELETE',
+    headers: window.DASHBOARD_KEY ? {'Authorization': 'Bearer ' + window.DASHBOARD_KEY} : {}})
+    .then(function (r) { if (!r.ok) throw new Error('HTTP ' + r.status); seen = -1; })
+    .catch(function (e) { document.getElementById('status').textContent = 'could not remove the wish: ' + e.message; });
 }
 function poll() {
   fetch('/dashboard/data', {headers: window.DASHBOARD_KEY ? {'Authorization': 'Bearer ' + window.DASHBOARD_KEY} : {}})

@@ -77,6 +77,7 @@ class Serving:
     trainer: Any = None  # PersonalTrainer (shared) or UserAdapterTrainer (per_user) when serve.train
     adapters: Any = None  # UserAdapters (per_user)
     dashboard: Any = None
+    wishes: Any = None  # WishMemory: what each user asked for (clawgym.serve.wish_memory)
 
 
 def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
@@ -96,6 +97,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     from clawgym.serve.sessions import SessionTracker
     from clawgym.serve.turn_log import TurnLog
     from clawgym.serve.users import UserDirectory
+    from clawgym.serve.wish_memory import WishMemory
 
     settings = ServeSettings.from_config(config)
     out = Path(config.loop.output_dir)
@@ -109,9 +111,11 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     log = TurnLog(log_path)
     steps = out / "train_steps.jsonl"
     dashboard.rebuild(log.turns(), read_jsonl(steps) if steps.exists() else ())
+    wishes = WishMemory(log, on_change=dashboard.observe_wishes)  # replays the log's wish events
 
     def on_judged(turn: Any) -> None:
         dashboard.observe_judged(turn)
+        wishes.observe_judged(turn)  # a correction (judged, or sent as feedback) becomes a wish
         if personal is not None:
             personal.add(turn)
 
@@ -128,11 +132,12 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
         personal.recover(gateway.log.turns())  # judged before a restart, never trained: not lost
 
     async def forget(user: str) -> dict[str, Any]:
-        """Everything the server keeps about ``user``: turns, sessions, adapter, pending samples, step records."""
+        """Everything the server keeps about ``user``: turns, sessions, wishes, adapter, pending samples, step records."""
         import asyncio
 
         dropped_events = await asyncio.to_thread(gateway.log.forget_user, user)
         result = {"log_events_deleted": dropped_events, "turns_in_memory_dropped": gateway.forget_user(user),
+                  "wishes_deleted": wishes.forget(user),
                   "pending_samples_dropped": personal.forget(user) if hasattr(personal, "forget") else 0,
                   "adapter_deleted": adapters.forget(user) if adapters is not None else False}
         await asyncio.to_thread(_forget_step_records, steps, user)
@@ -142,8 +147,9 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     users = UserDirectory(settings.users, settings.admin_key, shared_key=settings.api_key)
     app = build_gateway_app(gateway, api_key=settings.api_key, default_max_tokens=settings.max_tokens, users=users,
                             default_temperature=config.rollout.temperature,  # what the trainer trains at
-                            dashboard=dashboard, forget=forget if settings.adapters == "per_user" or settings.admin_key else None)
-    return Serving(app, gateway, policy, personal, adapters, dashboard)
+                            dashboard=dashboard, forget=forget if settings.adapters == "per_user" or settings.admin_key else None,
+                            wishes=wishes)
+    return Serving(app, gateway, policy, personal, adapters, dashboard, wishes)
 
 
 def _in_process(config: RunConfig, settings: ServeSettings, out: Path) -> tuple:

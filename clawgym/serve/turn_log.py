@@ -8,7 +8,8 @@ the gateway moves on, never rewritten. Events:
 - ``next_state``: the messages that followed a turn (the person's reply, tool results);
 - ``judge``: a judge result for a turn;
 - ``feedback``: the person's explicit thumb and/or correction on a turn (once per turn);
-- ``session_closed``: a session ended (client said so, or it went idle).
+- ``session_closed``: a session ended (client said so, or it went idle);
+- ``wish`` / ``wish_removed``: a person's wish remembered or taken back (:mod:`clawgym.serve.wish_memory`).
 
 Each event carries an id, and a repeated id is ignored, so replays and restarts never duplicate.
 Writes never block the caller: a writer thread appends whatever is queued and fsyncs once per batch
@@ -118,6 +119,12 @@ class TurnLog:
     def record_session_closed(self, session_id: str, reason: str) -> Future:
         return self._append({"event": "session_closed", "id": f"closed:{session_id}", "session_id": session_id, "reason": reason})
 
+    def record_wish(self, event: dict[str, Any]) -> Future:
+        """A ``wish`` or ``wish_removed`` event, as :class:`~clawgym.serve.wish_memory.WishMemory` builds it."""
+        if event.get("event") not in ("wish", "wish_removed") or not event.get("user"):
+            raise ValueError("a wish event is a 'wish' or 'wish_removed' event with a user")
+        return self._append(event)
+
     def has(self, event_id: str) -> bool:
         return event_id in self._seen
 
@@ -156,6 +163,7 @@ class TurnLog:
             keep = [e for e in events if not (
                 (e["event"] == "turn" and e["turn"]["turn_id"] in turns)
                 or e.get("turn_id") in turns
+                or e.get("user") == user  # wish events
                 or (e["event"] == "session_closed" and e["session_id"] in sessions))]
             tmp = self.path.with_suffix(self.path.suffix + ".rewrite")
             with tmp.open("w", encoding="utf-8") as handle:

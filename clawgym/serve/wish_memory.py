@@ -1,0 +1,197 @@
+"""What each person asked for, remembered across conversations: their wishes.
+
+A wish is a short request in the person's own words ("address the student by name"), made from a
+correction by :func:`clawgym.rl.judge.wishes.wish_from_correction`. Two sources, nothing else:
+
+- the person's next message, when the judge read it as a correction (a verdict below zero);
+- an explicit correction sent with ``POST /v1/feedback``.
+
+The rules, in one place:
+
+- **per user**, in the order they were first asked; a person's wishes never score another's replies;
+- **deduplicated**: a repeat or a rephrasing of a remembered wish updates it (the later wording,
+  ``times`` + 1) and keeps its id;
+- **the later wish wins**: a wish that contradicts a remembered one ("no lists" after "use bullet
+  points") replaces it, and says which it replaced;
+- **nothing from noise**: thanks, statements and long messages give no wish (the normaliser returns
+  None), so a person who never corrects anything has no wishes, and nothing is scored against them;
+- **durable**: every wish that was asked for is a ``wish`` event in the turn log, and a removal a
+  ``wish_removed`` event; a restart replays them through the same rules;
+- **visible and removable**: ``GET /v1/wishes`` and ``DELETE /v1/wishes/{id}`` (the person's own key),
+  and the dashboard; **forget-me** (``DELETE /v1/users/{id}``) erases them with the rest.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from clawgym.core.messages import text_of
+from clawgym.rl.judge.wishes import relation, wish_from_correction
+from clawgym.rl.types import Turn
+from clawgym.serve.protocol import is_internal_context, user_text
+from clawgym.serve.turn_log import TurnLog
+
+SOURCES = ("reply", "feedback")
+MAX_SAID_CHARS = 500
+MAX_REPLACED = 5
+
+
+@dataclass
+class Wish:
+    id: str
+    user: str
+    text: str
+    said: str  # the person's words it was made from (the latest, for an updated wish)
+    source: str  # "reply" or "feedback"
+    turn_id: str
+    at: float
+    times: int = 1  # how often the person asked for it
+    replaced: list[str] = field(default_factory=list)  # wishes it contradicted and replaced (latest first)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def verdict_of(turn: Turn) -> float | None:
+    """The turn's verdict: a verdict judge's score, else the hint judge's own vote; errors are no verdict."""
+    results = [(name, r) for name, r in turn.judge.items() if getattr(r, "source", "") != "error"]
+    for name, result in results:
+        if name != "hint":
+            return float(result.score)
+    return next((float(r.score) for name, r in results if name == "hint"), None)
+
+
+def next_words(turn: Turn) -> str:
+    """The person's own next message (OpenClaw's internal-context block and timestamps removed)."""
+    return "\n".join(user_text(m) for m in turn.next_state
+                     if m.get("role") == "user" and not is_internal_context(m) and text_of(m).strip()).strip()
+
+
+class WishMemory:
+    """Per-user wishes, kept in the turn log; ``on_change(user, wishes)`` hears every change (the dashboard)."""
+
+    def __init__(self, log: TurnLog | None = None, on_change: Callable[[str, list[Wish]], Any] | None = None) -> None:
+        self.log = log
+        self.on_change = on_change
+        self._users: dict[str, dict[str, Wish]] = {}
+        self._applied: set[str] = set()  # event ids already applied (replays and repeats are no-ops)
+        self._lock = threading.Lock()
+        if log is not None:
+            for event in log.events():
+                if event["event"] == "wish":
+                    self._apply(event)
+                elif event["event"] == "wish_removed":
+                    self._apply_removal(event)
+            for user in list(self._users):
+                self._changed(user)
+
+    # ------------------------------------------------------------------ readers
+    def wishes(self, user: str) -> list[Wish]:
+        with self._lock:
+            return list(self._users.get(user, {}).values())
+
+    def texts(self, user: str) -> list[str]:
+        """The wish texts a rubric judge scores ``user``'s replies against."""
+        return [w.text for w in self.wishes(user)]
+
+    def users(self) -> list[str]:
+        with self._lock:
+            return sorted(u for u, wishes in self._users.items() if wishes)
+
+    def owner(self, wish_id: str) -> str | None:
+        with self._lock:
+            return next((u for u, wishes in self._users.items() if wish_id in wishes), None)
+
+    # ------------------------------------------------------------------ writers
+    def observe_judged(self, turn: Turn) -> list[Wish]:
+        """The wishes a judged turn carries: its explicit correction, and the next message if it was a correction."""
+        user = str(turn.info.get("user") or "default")
+        added = []
+        correction = (turn.info.get("feedback") or {}).get("correction")
+        if isinstance(correction, str) and correction.strip():
+            added.append(self.add(user, correction, turn_id=turn.turn_id, source="feedback"))
+        verdict = verdict_of(turn)
+        if verdict is not None and verdict < 0:
+            said = next_words(turn)
+            if said:
+                added.append(self.add(user, said, turn_id=turn.turn_id, source="reply"))
+        return [w for w in added if w is not None]
+
+    def add(self, user: str, said: str, *, turn_id: str, source: str, at: float | None = None) -> Wish | None:
+        """Remember what ``said`` asks for (None when it asks for nothing); recorded in the log first."""
+        if source not in SOURCES:
+            raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+        text = wish_from_correction(said)
+        if text is None:
+            return None
+        event = {"event": "wish", "id": f"wish:{turn_id}:{source}", "user": user, "turn_id": turn_id, "source": source,
+                 "said": said[:MAX_SAID_CHARS], "wish": text, "at": time.time() if at is None else at}
+        if self.log is not None:
+            self.log.record_wish(event)
+        wish = self._apply(event)
+        if wish is not None:
+            self._changed(user)
+        return wish
+
+    def remove(self, user: str, wish_id: str) -> Wish:
+        """The person takes a wish back; KeyError if ``user`` has no such wish."""
+        with self._lock:
+            if wish_id not in self._users.get(user, {}):
+                raise KeyError(wish_id)
+        event = {"event": "wish_removed", "id": f"wish_removed:{wish_id}", "user": user, "wish_id": wish_id,
+                 "at": time.time()}
+        if self.log is not None:
+            self.log.record_wish(event)
+        removed = self._apply_removal(event)
+        assert removed is not None
+        self._changed(user)
+        return removed
+
+    def forget(self, user: str) -> int:
+        """Drop everything about ``user`` from memory (the log is rewritten by ``TurnLog.forget_user``)."""
+        with self._lock:
+            return len(self._users.pop(user, {}))
+
+    # ------------------------------------------------------------------ the rules
+    def _apply(self, event: dict[str, Any]) -> Wish | None:
+        """Apply one ``wish`` event by the module's rules; returns the wish it made or updated."""
+        with self._lock:
+            if event["id"] in self._applied:
+                return None
+            self._applied.add(event["id"])
+            user, text = event["user"], event["wish"]
+            wishes = self._users.setdefault(user, {})
+            kept: Wish | None = None
+            replaced: list[str] = []
+            for old in list(wishes.values()):
+                kind = relation(old.text, text)
+                if kind == "same" and kept is None:
+                    kept = old
+                elif kind in ("same", "contradicts"):  # a second repeat merges; a contradiction is replaced
+                    del wishes[old.id]
+                    if kind == "contradicts":
+                        replaced.append(old.text)
+            if kept is not None:
+                kept.text, kept.said, kept.source, kept.turn_id = text, event["said"], event["source"], event["turn_id"]
+                kept.at, kept.times = event["at"], kept.times + 1
+                kept.replaced = (replaced + kept.replaced)[:MAX_REPLACED]
+                return kept
+            wish = Wish(id=event["id"].removeprefix("wish:").replace(":", "-"), user=user, text=text,
+                        said=event["said"], source=event["source"], turn_id=event["turn_id"], at=event["at"],
+                        replaced=replaced[:MAX_REPLACED])
+            wishes[wish.id] = wish
+            return wish
+
+    def _apply_removal(self, event: dict[str, Any]) -> Wish | None:
+        with self._lock:
+            if event["id"] in self._applied:
+                return None
+            self._applied.add(event["id"])
+            return self._users.get(event["user"], {}).pop(event["wish_id"], None)
+
+    def _changed(self, user: str) -> None:
+        if self.on_change is not None:
+            self.on_change(user, self.wishes(user))
