@@ -25,6 +25,9 @@ A judge looks at one :class:`Turn` — context, action, next state — and retur
 - Rule judges read verifiable next states: tool errors (``Error:``), non-zero exit codes, failing
   tests, and the env's own answer check at termination. :class:`CompositeJudge` combines them with an
   LLM judge (the rule is documented there).
+- :class:`RubricJudge` scores any reply against a person's remembered wishes (a graded reward for
+  hindsight GRPO), per wish, with a model; :mod:`.wishes` turns a correction into a wish and says when
+  two wishes are the same or contradict; :mod:`.rubric_cues` decides only measurable wishes.
 - :class:`JudgeStage` is the async stage: a worker pool draining a turn queue, so rollouts only ever
   enqueue (``on_turn=stage.submit``) and never wait for a verdict.
 """
@@ -33,6 +36,7 @@ from clawgym.rl.judge.llm import HintJudge, Judge, JudgeStats, JudgeUnavailable,
 from clawgym.rl.judge.parsing import chosen_hint, majority, normalise_hint, parse_boxed, parse_hint, select_hints
 from clawgym.rl.judge.prompts import PROMPT_DIR, SETTING_NAMES, SETTINGS, PromptTemplates, clip, render_message, setting_for, turn_fields
 from clawgym.rl.judge.probe import ProbJudge, ProbScorer, cue_verdict, hint_from_reply
+from clawgym.rl.judge.rubric import RubricJudge, WishCheck, reward_of
 from clawgym.rl.judge.rules import AnswerRule, CompositeJudge, ExitCodeRule, RuleJudge, TestsRule, ToolErrorRule, default_rules
 from clawgym.rl.judge.stage import JUDGE_TYPES, JudgeStage, StageStats, make_judges
 
@@ -52,7 +56,9 @@ __all__ = [
     "cue_verdict",
     "hint_from_reply",
     "PromptTemplates",
+    "RubricJudge",
     "RuleJudge",
+    "WishCheck",
     "TestsRule",
     "ToolErrorRule",
     "chosen_hint",
@@ -61,6 +67,7 @@ __all__ = [
     "majority",
     "parse_boxed",
     "parse_hint",
+    "reward_of",
     "select_hints",
     "setting_for",
 ]

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import torch
 
 from clawgym.core.messages import Message
+from clawgym.rl.policy.kv_buffer import CACHE_KWARG
 
 
 def _label_id(tokenizer: Any, label: str) -> int:
@@ -45,3 +46,67 @@ def label_margins(policy: Any, prompts: Sequence[list[Message]], labels: tuple[s
         logp = torch.log_softmax(logits, dim=-1)
         margins += (logp[:, first] - logp[:, second]).tolist()
     return margins
+
+
+def _common_prefix(rows: Sequence[list[int]]) -> int:
+    shortest = min(len(r) for r in rows)
+    for i in range(shortest):
+        if any(r[i] != rows[0][i] for r in rows[1:]):
+            return i
+    return shortest
+
+
+def _label_direction(model: Any, first: int, second: int) -> tuple[Any, Any, float]:
+    """The decoder, and ``(w, b)`` with ``logit(first) - logit(second) = h @ w + b`` in float32."""
+    head = model.get_output_embeddings()
+    weight = head.weight.detach()
+    direction = (weight[first].float() - weight[second].float())
+    bias = getattr(head, "bias", None)
+    offset = float(bias[first] - bias[second]) if bias is not None else 0.0
+    return model.get_decoder(), direction, offset
+
+
+def grouped_label_margins(policy: Any, groups: Sequence[Sequence[list[Message]]], labels: tuple[str, str] = ("No", "Yes"),
+                          min_shared: int = 32) -> list[list[float]]:
+    """:func:`label_margins` for groups of prompts that share a long beginning (one reply, several questions).
+
+    Each group's shared token prefix is read once; only what differs (the last few dozen tokens) is run
+    per prompt, batched, on a copy of the prefix's keys and values. The prompts are tokenized whole, so
+    the tokens are exactly those of :func:`label_margins`. The margin is ``logit(first) - logit(second)``
+    (the softmax's normaliser cancels) taken from the last hidden state in float32: a bfloat16 model's
+    rounded logits would only resolve margins to about 0.1. A group whose prompts share fewer than
+    ``min_shared`` tokens is scored the plain way.
+    """
+    model, tokenizer = getattr(policy, "model", None), getattr(policy, "tokenizer", None)
+    if model is None or tokenizer is None:
+        raise TypeError(f"policy {getattr(policy, 'name', policy)!r} has no HF model/tokenizer to score labels with")
+    first, second = (_label_id(tokenizer, label) for label in labels)
+    decoder, direction, offset = _label_direction(model, first, second)
+    device = next(model.parameters()).device
+    lock = getattr(policy, "_weights_lock", None) or contextlib.nullcontext()
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    results: list[list[float]] = []
+    for group in groups:
+        if not group:
+            results.append([])
+            continue
+        encoded = [tokenizer.encode(tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True),
+                                    add_special_tokens=False) for p in group]
+        shared = min(_common_prefix(encoded), min(len(e) for e in encoded) - 1)  # every prompt keeps a token of its own
+        if shared < min_shared:
+            results.append(label_margins(policy, group, labels, batch_size=len(group)))
+            continue
+        rest = [e[shared:] for e in encoded]
+        width = max(len(r) for r in rest)
+        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rest], device=device)  # right padding
+        mask = torch.tensor([[1] * (shared + len(r)) + [0] * (width - len(r)) for r in rest], device=device)
+        positions = torch.arange(shared, shared + width, device=device).expand(len(rest), width)
+        with lock, torch.no_grad():
+            out = decoder(input_ids=torch.tensor([encoded[0][:shared]], device=device), use_cache=True)
+            cache = getattr(out, CACHE_KWARG)
+            cache.batch_repeat_interleave(len(rest))
+            hidden = decoder(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                             **{CACHE_KWARG: cache}).last_hidden_state
+            last = hidden[torch.arange(len(rest)), torch.tensor([len(r) - 1 for r in rest])].float()
+            results.append((last @ direction.to(last.device) + offset).tolist())
+    return results

@@ -1,0 +1,216 @@
+"""The rubric judge: does a reply meet each of the person's remembered wishes? A graded reward.
+
+A verdict on the person's next message says only whether *that* reply pleased them. The rubric judge
+scores *any* reply to a context against the wishes the person expressed before (the wish memory,
+:mod:`clawgym.serve.wish_memory`), so a trainer can score replies nobody answered (hindsight GRPO):
+
+    reward, checks = rubric.score(user, context_messages, reply)   # reward in [0, 1] or None
+    results = rubric.score_many([(user, context, reply), ...])     # one batched forward pass
+
+Each wish is checked by a model: one short question per (reply, wish) whose answer is read as
+``log p("Yes") - log p("No")`` at the next token (like :class:`~clawgym.rl.judge.probe.ProbJudge`),
+cached by (model, version, wish, request, reply). The wish comes last in the question, so the wishes
+of one reply share everything before it: that part is read once and only the wishes run as a batch
+(:func:`~clawgym.rl.policy.scoring.grouped_label_margins`). Wishes
+that state something measurable (a format, a word or sentence count) are decided by
+:mod:`clawgym.rl.judge.rubric_cues` first when ``cues=True``; the model decides the rest.
+
+The reward is the fraction of decided wishes that are met. A margin within ``band`` of the
+threshold is *unsure* (``met=None``) and leaves the wish out; a reply with no decided wish (the
+person has no wishes yet, or none the judge can check) gets reward None, and a trainer must not
+train on it. ``context_messages`` is the conversation the reply answers; the question shows the
+model its first user message (the task) and its last one (often a correction), each clipped.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import threading
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+from clawgym.core.messages import Message, text_of
+from clawgym.rl.judge.rubric_cues import cue_check
+
+SYSTEM = ("You check an AI assistant's reply against one wish of the user. Answer Yes if the reply does what the "
+          "wish asks, No if it does not.")
+FEW_SHOT: tuple[tuple[str, str, str, str], ...] = (  # (request, reply, wish, label): tuning examples only
+    ("When is the team meeting?", "The team meeting is on Thursday at 3 pm in room 4.", "reply in French", "No"),
+    ("Summarise the report.", "The report finds that sales rose 4% while costs fell, so profit grew.",
+     "mention the numbers", "Yes"),
+    ("Write a note to my landlord about the heating.", "Hello, the heating has been broken since Monday. "
+     "Could you send someone this week? Thanks, Priya", "sign it with my name", "Yes"),
+    ("What is recursion?", "Recursion is when a function calls itself.", "give an example", "No"),
+)
+THRESHOLD = 0.0  # log p(Yes) - log p(No) above it: met
+BAND = 0.0  # |margin - threshold| below it: unsure (left out of the reward)
+MAX_REQUEST_CHARS = 600
+MAX_REPLY_CHARS = 1500
+
+
+@dataclass
+class WishCheck:
+    """One wish against one reply: met (True/False) or unsure (None), and who decided."""
+
+    wish: str
+    met: bool | None
+    source: str  # "cues", "model", "unsure"
+    margin: float | None = None  # the model's log p(Yes) - log p(No); None when the cues decided
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def reward_of(checks: Sequence[WishCheck]) -> float | None:
+    """The fraction of decided wishes that are met; None when none was decided."""
+    decided = [c.met for c in checks if c.met is not None]
+    return sum(decided) / len(decided) if decided else None
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split()) if len(text) > limit else text.strip()
+    return text if len(text) <= limit else text[: limit - 15].rstrip() + " …[cut]… " + text[-10:]
+
+
+def request_of(context: Sequence[Message]) -> str:
+    """What the reply answers: the conversation's first user message and, if later, its last one."""
+    users = [text_of(m) for m in context if m.get("role") == "user" and text_of(m).strip()]
+    if not users:
+        return "(no request)"
+    first = _clip(users[0], MAX_REQUEST_CHARS)
+    if len(users) == 1:
+        return first
+    return f"{first}\n(later the user said: {_clip(users[-1], MAX_REQUEST_CHARS // 2)})"
+
+
+def _question(request: str, reply: str, wish: str) -> str:
+    return (f"The user's request: {request}\n\nThe assistant's reply:\n\"\"\"\n{_clip(reply, MAX_REPLY_CHARS)}\n\"\"\"\n\n"
+            f"The user's wish: {wish}\nDoes the reply meet this wish? Answer Yes or No.")
+
+
+def prompt_for(request: str, reply: str, wish: str, few_shot: bool = True) -> list[Message]:
+    """The chat prompt whose next token is read: the few-shot examples, then the question."""
+    messages: list[Message] = [{"role": "system", "content": SYSTEM}]
+    for ex_request, ex_reply, ex_wish, label in FEW_SHOT if few_shot else ():
+        messages += [{"role": "user", "content": _question(ex_request, ex_reply, ex_wish)},
+                     {"role": "assistant", "content": label}]
+    messages.append({"role": "user", "content": _question(request, reply, wish)})
+    return messages
+
+
+class RubricJudge:
+    """Scores replies against a person's wishes; see the module docstring.
+
+    ``policy``: an in-process HF policy (``.model`` / ``.tokenizer``) whose label probabilities are
+    read; None leaves only the cues (every wish they cannot decide is unsure). ``wishes_of(user)``
+    returns the person's current wishes (texts), e.g. :meth:`WishMemory.texts`. ``conversation``
+    maps the context to the conversation proper (the gateway strips OpenClaw's internal blocks).
+    Thread-safe; ``score``/``score_many`` block (call them from a worker thread, never the event loop).
+    """
+
+    def __init__(self, policy: Any = None, wishes_of: Callable[[str], list[str]] | None = None, *, cues: bool = True,
+                 threshold: float = THRESHOLD, band: float = BAND, few_shot: bool = True, cache_size: int = 50_000,
+                 conversation: Callable[[list[Message]], list[Message]] | None = None) -> None:
+        if policy is None and not cues:
+            raise ValueError("a rubric judge without a model needs cues=True")
+        if band < 0:
+            raise ValueError("band must be >= 0")
+        self.policy = policy
+        self.wishes_of = wishes_of
+        self.cues = cues
+        self.threshold = threshold
+        self.band = band
+        self.few_shot = few_shot
+        self.cache_size = cache_size
+        self.conversation = conversation
+        self.stats: collections.Counter[str] = collections.Counter()
+        self._cache: collections.OrderedDict[str, float] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ the trainer's entry points
+    def score(self, user: str, context_messages: list[Message], reply: str) -> tuple[float | None, list[WishCheck]]:
+        """``(reward, per-wish checks)`` of one reply against ``user``'s wishes (reward None: not scorable)."""
+        return self.score_many([(user, context_messages, reply)])[0]
+
+    def score_many(self, items: Iterable[tuple[str, list[Message], str]]) -> list[tuple[float | None, list[WishCheck]]]:
+        """Many replies (a GRPO group, several turns) in one batched pass; same order as ``items``."""
+        if self.wishes_of is None:
+            raise ValueError("score() needs wishes_of (the wish memory); use check_many() with explicit wishes")
+        jobs = [(list(self.wishes_of(user)), context, reply) for user, context, reply in items]
+        checks = self.check_many(jobs)
+        return [(reward_of(c), c) for c in checks]
+
+    # ------------------------------------------------------------------ explicit wishes
+    def check_many(self, jobs: Sequence[tuple[Sequence[str], list[Message], str]]) -> list[list[WishCheck]]:
+        """Per-wish checks for each ``(wishes, context, reply)``."""
+        results: list[list[WishCheck | None]] = []
+        pending: list[tuple[int, int, str, list[Message]]] = []  # (job, wish index, cache key, prompt)
+        for j, (wishes, context, reply) in enumerate(jobs):
+            row: list[WishCheck | None] = []
+            reply = reply or ""
+            request = request_of(self.conversation(context) if self.conversation else context)
+            for w, wish in enumerate(wishes):
+                if not reply.strip():
+                    row.append(WishCheck(wish, False, "cues"))  # saying nothing meets no wish
+                    self.stats["empty_reply"] += 1
+                    continue
+                cue = cue_check(wish, reply) if self.cues else None
+                if cue is not None:
+                    row.append(WishCheck(wish, cue, "cues"))
+                    self.stats["by_cues"] += 1
+                    continue
+                row.append(None)
+                if self.policy is not None:
+                    pending.append((j, w, self._key(request, reply, wish), prompt_for(request, reply, wish, self.few_shot)))
+            results.append(row)
+        margins = self._margins([(j, key, prompt) for j, _, key, prompt in pending])
+        for (j, w, _, _), margin in zip(pending, margins):
+            results[j][w] = self._decide(jobs[j][0][w], margin)
+        for j, row in enumerate(results):  # no model: what the cues left open is unsure
+            for w, check in enumerate(row):
+                if check is None:
+                    row[w] = WishCheck(jobs[j][0][w], None, "unsure")
+                    self.stats["unsure"] += 1
+        return results  # type: ignore[return-value]
+
+    def _decide(self, wish: str, margin: float) -> WishCheck:
+        if abs(margin - self.threshold) < self.band:
+            self.stats["unsure"] += 1
+            return WishCheck(wish, None, "unsure", round(margin, 4))
+        self.stats["by_model"] += 1
+        return WishCheck(wish, margin > self.threshold, "model", round(margin, 4))
+
+    # ------------------------------------------------------------------ the model
+    def _key(self, request: str, reply: str, wish: str) -> str:
+        payload = [getattr(self.policy, "name", ""), int(getattr(self.policy, "version", 0) or 0), self.few_shot,
+                   request, reply, wish]
+        return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
+
+    def _margins(self, keyed: list[tuple[int, str, list[Message]]]) -> list[float]:
+        """Margins of ``(job, cache key, prompt)`` triples; a job's prompts share their reply, so each job
+        is one group whose shared beginning is read once (:func:`grouped_label_margins`)."""
+        from clawgym.rl.policy.scoring import grouped_label_margins
+
+        with self._lock:
+            known = {key: self._cache[key] for _, key, _ in keyed if key in self._cache}
+        groups: dict[int, dict[str, list[Message]]] = {}
+        scheduled: set[str] = set()
+        for job, key, prompt in keyed:
+            if key not in known and key not in scheduled:  # the same reply twice in a batch is read once
+                groups.setdefault(job, {})[key] = prompt
+                scheduled.add(key)
+        if groups:
+            ordered = [list(g.items()) for g in groups.values()]
+            values = grouped_label_margins(self.policy, [[p for _, p in g] for g in ordered], ("Yes", "No"))
+            self.stats["forward_prompts"] += sum(len(g) for g in ordered)
+            with self._lock:
+                for group, margins in zip(ordered, values):
+                    for (key, _), value in zip(group, margins):
+                        self._cache[key] = value
+                        known[key] = value
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        self.stats["cached_prompts"] += sum(1 for _, key, _ in keyed) - sum(len(g) for g in groups.values())
+        return [known[key] for _, key, _ in keyed]

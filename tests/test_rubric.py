@@ -1,0 +1,105 @@
+"""The rubric judge: per-wish checks of a reply against a person's remembered wishes, a graded reward,
+the cues only for what code can measure, one batched model pass, and the bad inputs (no wishes, a
+wish nobody can check, an empty reply) give no reward to train on rather than noise."""
+
+from __future__ import annotations
+
+import pytest
+
+from clawgym.rl.judge.rubric import RubricJudge, WishCheck, prompt_for, request_of, reward_of
+from clawgym.rl.judge.rubric_cues import cue_check
+from clawgym.rl.policy.hf import HFPolicy
+from clawgym.rl.policy.scoring import label_margins
+
+CONTEXT = [{"role": "system", "content": "You are helpful."},
+           {"role": "user", "content": "Grade Ava's answer 48 to: 6 packs of 8 pencils?"}]
+LISTED = "Score: 9/10\n- correct method\n- **clear** working"
+PROSE = "Great work, Ava! The correct result is 48. Your working is clear and every step is right."
+
+
+@pytest.mark.parametrize("wish, reply, met", [
+    ("no numbered or bulleted lists; write it as normal sentences", LISTED, False),
+    ("no numbered or bulleted lists; write it as normal sentences", PROSE, True),
+    ("write it as prose, not a list", LISTED, False),
+    ("use bullet points", LISTED, True),
+    ("use bullet points", PROSE, False),
+    ("rewrite it without bold text or headings", LISTED, False),
+    ("rewrite it without bold text or headings", PROSE, True),
+    ("don't use LaTeX symbols, just plain text", r"The answer is \(48\).", False),
+    ("don't use LaTeX symbols, just plain text", PROSE, True),
+    ("make it shorter; keep it under 80 words", PROSE, True),
+    ("make it shorter; keep it under 80 words", "word " * 81, False),
+    ("make it shorter, two sentences max", PROSE, False),
+    ("explain the grade in at least two sentences", "Nine.", False),  # a violation decides ...
+    ("explain the grade in at least two sentences", PROSE, None),  # ... meeting the count leaves "explain" to the model
+    ("no lists and be warm about it", LISTED, False),
+    ("no lists and be warm about it", PROSE, None),
+    ("address the student by name", PROSE, None),  # not measurable: the model's
+    ("make it friendlier and more encouraging", PROSE, None),
+])
+def test_the_cues_decide_only_what_code_can_measure(wish, reply, met):
+    assert cue_check(wish, reply) is met
+
+
+def test_without_a_model_what_the_cues_leave_open_is_unsure_and_the_reward_counts_only_decided_wishes():
+    wishes = {"ann": ["no numbered or bulleted lists", "address the student by name", "keep it under 80 words"],
+              "bob": [], "cy": ["address the student by name"]}
+    rubric = RubricJudge(None, wishes.get)
+    reward, checks = rubric.score("ann", CONTEXT, LISTED)
+    assert [c.met for c in checks] == [False, None, True] and [c.source for c in checks] == ["cues", "unsure", "cues"]
+    assert reward == 0.5
+    assert rubric.score("bob", CONTEXT, PROSE) == (None, [])  # a person who never corrected anything: nothing to train on
+    reward, checks = rubric.score("cy", CONTEXT, PROSE)  # a wish nobody here can check: no reward, not a guess
+    assert reward is None and checks[0].met is None
+    reward, checks = rubric.score("ann", CONTEXT, "  ")  # saying nothing meets no wish
+    assert reward == 0.0 and all(c.met is False for c in checks)
+    with pytest.raises(ValueError, match="needs cues"):
+        RubricJudge(None, wishes.get, cues=False)
+    with pytest.raises(ValueError, match="wishes_of"):
+        RubricJudge(None).score("ann", CONTEXT, PROSE)
+
+
+def test_reward_and_request():
+    assert reward_of([WishCheck("a", True, "model"), WishCheck("b", False, "model"), WishCheck("c", None, "unsure")]) == 0.5
+    assert reward_of([]) is None
+    later = CONTEXT + [{"role": "assistant", "content": "x"}, {"role": "user", "content": "Use her name."}]
+    assert request_of(later).startswith("Grade Ava's answer") and "later the user said: Use her name." in request_of(later)
+    assert request_of([]) == "(no request)"
+    assert prompt_for("req", "rep", "be brief")[-1]["content"].endswith("Does the reply meet this wish? Answer Yes or No.")
+
+
+@pytest.fixture(scope="module")
+def tiny_qwen():
+    return HFPolicy.from_pretrained("tiny-random-qwen")
+
+
+def test_the_model_checks_every_open_wish_of_a_batch_in_one_pass_and_caches(tiny_qwen):
+    wishes = {"ann": ["address the student by name", "make it friendlier", "no lists"]}
+    rubric = RubricJudge(tiny_qwen, wishes.get)
+    items = [("ann", CONTEXT, PROSE), ("ann", CONTEXT, "Nine out of ten."), ("ann", CONTEXT, PROSE)]
+    results = rubric.score_many(items)
+    assert len(results) == 3 and results[0] == results[2]  # the same reply, the same checks
+    assert rubric.stats["forward_prompts"] == 4  # 2 replies x 2 open wishes; the repeat is one prompt, "no lists" the cues'
+    for reward, checks in results:
+        assert [c.source for c in checks] == ["model", "model", "cues"] and 0.0 <= reward <= 1.0
+    direct = label_margins(tiny_qwen, [prompt_for(request_of(CONTEXT), PROSE, "make it friendlier")], ("Yes", "No"))[0]
+    assert results[0][1][1].margin == pytest.approx(direct, abs=1e-3)
+    rubric.score_many(items)
+    assert rubric.stats["forward_prompts"] == 4 and rubric.stats["cached_prompts"] >= 6  # all from the cache
+
+    everything = RubricJudge(tiny_qwen, wishes.get, cues=False, threshold=-1e9)
+    reward, checks = everything.score("ann", CONTEXT, LISTED)
+    assert reward == 1.0 and all(c.source == "model" for c in checks)  # model alone: no cue decides "no lists"
+    unsure = RubricJudge(tiny_qwen, wishes.get, cues=False, band=1e9)
+    reward, checks = unsure.score("ann", CONTEXT, PROSE)
+    assert reward is None and {c.source for c in checks} == {"unsure"}
+
+
+def test_grouped_margins_fall_back_to_plain_scoring_when_little_is_shared(tiny_qwen):
+    from clawgym.rl.policy.scoring import grouped_label_margins
+
+    prompts = [prompt_for("req", PROSE, wish) for wish in ("be brief", "be warm")]
+    plain = label_margins(tiny_qwen, prompts, ("Yes", "No"))
+    assert grouped_label_margins(tiny_qwen, [prompts], ("Yes", "No"), min_shared=10_000)[0] == pytest.approx(plain)
+    assert grouped_label_margins(tiny_qwen, [prompts, []], ("Yes", "No"))[0] == pytest.approx(plain, abs=1e-4)
+    assert grouped_label_margins(tiny_qwen, [[]], ("Yes", "No")) == [[]]
