@@ -103,3 +103,26 @@ def test_grouped_margins_fall_back_to_plain_scoring_when_little_is_shared(tiny_q
     assert grouped_label_margins(tiny_qwen, [prompts], ("Yes", "No"), min_shared=10_000)[0] == pytest.approx(plain)
     assert grouped_label_margins(tiny_qwen, [prompts, []], ("Yes", "No"))[0] == pytest.approx(plain, abs=1e-4)
     assert grouped_label_margins(tiny_qwen, [[]], ("Yes", "No")) == [[]]
+
+
+def test_a_wish_no_reply_can_show_is_left_out_and_a_user_who_never_corrects_has_nothing_to_score(tmp_path, tiny_qwen):
+    from clawgym.rl.judge.rubric_cues import checkable
+    from clawgym.rl.types import JudgeResult, Turn
+    from clawgym.serve.wish_memory import WishMemory
+
+    assert not checkable("answer faster") and not checkable("email me the summary") and checkable("call me Sam")
+    wishes = {"ann": ["answer faster", "no lists"], "cy": ["answer faster"]}
+    rubric = RubricJudge(tiny_qwen, wishes.get)
+    reward, checks = rubric.score("ann", CONTEXT, LISTED)
+    assert reward == 0.0 and [c.source for c in checks] == ["uncheckable", "cues"]
+    assert rubric.score("cy", CONTEXT, PROSE)[0] is None and rubric.score("cy", CONTEXT, "")[0] is None
+    assert rubric.stats["forward_prompts"] == 0  # the model was never asked to guess
+
+    memory = WishMemory()
+    for i, said in enumerate(["Thanks!", "Perfect, cheers.", "ok"]):
+        turn = Turn(episode_id="s", turn_index=i, context=CONTEXT, action={"role": "assistant", "content": "x"},
+                    next_state=[{"role": "user", "content": said}], turn_id=f"t{i}", info={"user": "dee"})
+        turn.judge["prm"] = JudgeResult(score=1.0)
+        memory.observe_judged(turn)
+    assert memory.texts("dee") == []
+    assert RubricJudge(tiny_qwen, memory.texts).score_many([("dee", CONTEXT, PROSE)] * 4) == [(None, [])] * 4

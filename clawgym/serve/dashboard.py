@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from fastapi import APIRouter
+
+from clawgym.rl.judge.rubric_cues import checkable
 from fastapi.responses import HTMLResponse
 
 CURVE_POINTS = 400
@@ -111,7 +113,7 @@ class Dashboard:
         """The user's wishes changed (:class:`~clawgym.serve.wish_memory.WishMemory`'s ``on_change``)."""
         with self._lock:
             self.users[user].wishes = [{"id": w.id, "text": w.text, "times": w.times, "source": w.source,
-                                        "replaced": list(w.replaced)} for w in wishes]
+                                        "replaced": list(w.replaced), "checkable": checkable(w.text)} for w in wishes]
             self.updates += 1
 
     def forget(self, user: str) -> None:
@@ -200,7 +202,8 @@ function draw(data) {
     var wishes = el('div', {'class': 'wishes'}, u.wishes.length ? 'remembered wishes:' : 'no wishes remembered yet');
     u.wishes.forEach(function (w) {
       var row = el('div', {'class': 'wish', 'data-wish': w.id}, '• ' + w.text + (w.times > 1 ? ' (asked ' + w.times + ' times)' : '')
-        + (w.replaced.length ? ' — replaces: ' + w.replaced.join('; ') : ''));
+        + (w.replaced.length ? ' — replaces: ' + w.replaced.join('; ') : '')
+        + (w.checkable ? '' : ' (no reply can show this one: it is not scored)'));
       var button = el('button', {}, 'forget this wish');
       button.onclick = function () { removeWish(name, w.id); };
       row.appendChild(button); wishes.appendChild(row); });

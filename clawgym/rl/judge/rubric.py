@@ -16,9 +16,10 @@ that state something measurable (a format, a word or sentence count) are decided
 :mod:`clawgym.rl.judge.rubric_cues` first when ``cues=True``; the model decides the rest.
 
 The reward is the fraction of decided wishes that are met. A margin within ``band`` of the
-threshold is *unsure* (``met=None``) and leaves the wish out; a reply with no decided wish (the
-person has no wishes yet, or none the judge can check) gets reward None, and a trainer must not
-train on it. ``context_messages`` is the conversation the reply answers; the question shows the
+threshold is *unsure* (``met=None``) and leaves the wish out, as does a wish no reply can show
+("answer faster", "email me the summary": :func:`~clawgym.rl.judge.rubric_cues.checkable`); a reply
+with no decided wish (the person has no wishes yet, or none the judge can check) gets reward None,
+and a trainer must not train on it. ``context_messages`` is the conversation the reply answers; the question shows the
 model its first user message (the task) and its last one (often a correction), each clipped.
 """
 
@@ -32,7 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from clawgym.core.messages import Message, text_of
-from clawgym.rl.judge.rubric_cues import cue_check
+from clawgym.rl.judge.rubric_cues import checkable, cue_check
 
 SYSTEM = ("You check an AI assistant's reply against one wish of the user. Answer Yes if the reply does what the "
           "wish asks, No if it does not.")
@@ -56,7 +57,7 @@ class WishCheck:
 
     wish: str
     met: bool | None
-    source: str  # "cues", "model", "unsure"
+    source: str  # "cues", "model", "unsure", "uncheckable"
     margin: float | None = None  # the model's log p(Yes) - log p(No); None when the cues decided
 
     def to_dict(self) -> dict[str, Any]:
@@ -152,6 +153,10 @@ class RubricJudge:
             reply = reply or ""
             request = request_of(self.conversation(context) if self.conversation else context)
             for w, wish in enumerate(wishes):
+                if not checkable(wish):  # no reply can show it: left out, never guessed
+                    row.append(WishCheck(wish, None, "uncheckable"))
+                    self.stats["uncheckable"] += 1
+                    continue
                 if not reply.strip():
                     row.append(WishCheck(wish, False, "cues"))  # saying nothing meets no wish
                     self.stats["empty_reply"] += 1

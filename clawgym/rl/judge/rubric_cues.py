@@ -7,6 +7,10 @@ student by name", "make it friendlier", "state the correct result") goes to the 
 :func:`cue_check` returns None for those, and for a wish whose measurable part is only part of it,
 it decides only a violation ("no lists; and be warm" with a list in the reply is not met; without
 one, the model decides).
+
+Some wishes no reply can show: how fast the answer came, being reminded or emailed, remembering
+something for later (:data:`UNCHECKABLE`). :func:`checkable` says so; the rubric leaves such a wish
+out of every reward (unsure) instead of letting the model guess, and the dashboard marks it.
 """
 
 from __future__ import annotations
@@ -34,6 +38,15 @@ _MEASURED = re.compile(r"(?i)\b(?:no|not|don'?t|do not|use|without|avoid|skip|dr
                        r"headers?|markdown|formatting|latex|emojis?|write|rewrite|it|as|normal|prose|paragraph|"
                        r"sentences?|keep|under|at most|at least|no more than|max(?:imum)?|words?|a|an|the|in|"
                        r"of|make|shorter|short|please|and|or|with|put)\b|\d+")
+
+
+UNCHECKABLE = re.compile(r"(?i)\b(?:faster|quicker|sooner|quickly|right away|immediately|remind(?:er)?|remember|"
+                         r"e-?mail|sms|notif(?:y|ication)|schedule|tomorrow|tonight|next week|every (?:day|morning|week))\b")
+
+
+def checkable(wish: str) -> bool:
+    """Whether a reply can show the wish at all (see :data:`UNCHECKABLE`)."""
+    return UNCHECKABLE.search(wish) is None
 
 
 def _number(text: str) -> int:
