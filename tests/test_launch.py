@@ -323,3 +323,18 @@ def test_old_method_name_binary_is_an_alias_of_grpo(tmp_path, caplog):
         config = load_config(path)
     assert config.method == "grpo"
     assert "deprecated" in caplog.text and "'grpo'" in caplog.text
+
+
+def test_int8_serving_weights_validate_and_turn_on_the_behavior_correction():
+    from clawgym.rl.launch.convert import trainer_config
+
+    chat = REPO / "clawgym" / "launchers" / "chat.yaml"
+    config = load_config(chat, ["policy.quantize=int8"])
+    assert trainer_config(config).behavior_correction == "tis"  # the sampler's weights are a rounding
+    assert trainer_config(load_config(chat)).behavior_correction == "none"
+    assert trainer_config(load_config(chat, ["policy.quantize=int8", "trainer.behavior_correction=none"])).behavior_correction == "none"
+    for overrides, message in ((["policy.quantize=int4"], "must be none or int8"),
+                               (["policy.quantize=int8", "policy.dtype=float32"], "needs policy.backend hf"),
+                               (["trainer.behavior_correction=magic"], "must be none or tis")):
+        with pytest.raises(ConfigError, match=message):
+            load_config(chat, overrides)

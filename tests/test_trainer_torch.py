@@ -383,3 +383,32 @@ def test_padded_batch_gives_each_row_the_logprobs_it_has_alone(tokenizer):
             alone = collate([prompt], [response], pad_id=0, device=torch.device("cpu"))
             expected = gather_logprobs(response_logits(model, alone), alone.targets)[0]
             assert torch.allclose(together[i, : len(response)], expected, atol=1e-5)
+
+
+def test_int8_serving_weights_track_published_weights_and_tis_corrects_the_gap():
+    """policy.quantize=int8: the served copy quantises what the trainer publishes; with
+    behavior_correction=tis the ratio's old policy is the trainer's own, the sampler's gap weighs tokens."""
+    from clawgym.rl.policy.int8 import Int8Linear, quantize_linears
+    from clawgym.rl.trainer import TorchTrainer, TrainerConfig
+    from clawgym.rl.types import Sample
+
+    tokenizer = load_tokenizer("tiny-random")
+    served = build_tiny_random(len(tokenizer), dtype=torch.bfloat16)
+    trained = build_tiny_random(len(tokenizer), dtype=torch.bfloat16)
+    assert quantize_linears(served) == 15 and isinstance(served.lm_head, Int8Linear)
+    ids = torch.randint(0, 1000, (1, 12), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        gap = (served(ids).logits.float() - trained(ids).logits.float()).abs().max()
+    assert 0 < gap < 0.05  # a rounding of the same weights, not other weights
+    trainer = TorchTrainer(trained, tokenizer, TrainerConfig(method="grpo", lr=1e-2, behavior_correction="tis"))
+    samples = [Sample(prompt_ids=[5, 6, 7], response_ids=[8, 9, 10], old_logprobs=[-3.0, -3.0, -3.0], reward=r, group_id="g")
+               for r in (1.0, 0.0)]
+    metrics = trainer.train_step(samples)
+    assert metrics["ratio_mean"] == pytest.approx(1.0)  # the trainer's own logprobs are the old policy
+    assert metrics["abs_logprob_diff"] > 0.5  # the reported gap is to the sampler's logprobs
+    served.load_state_dict(trainer.export_weights(), strict=False)  # publication requantises
+    with torch.no_grad():
+        gap = (served(ids).logits.float() - trained(ids).logits.float()).abs().max()
+    assert gap < 0.1
+    with pytest.raises(ValueError, match="behavior_correction"):
+        TrainerConfig(behavior_correction="magic")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from clawgym.rl.launch import ConfigError, RunConfig, build_judges, load_config, trainer_config
-from clawgym.rl.launch.build import judge_teacher
+from clawgym.rl.launch.build import judge_teacher, quantize_served
 
 ADAPTER_MODES = ("shared", "per_user")
 
@@ -64,6 +64,9 @@ class ServeSettings:
             raise ConfigError(f"serve.adapters must be one of {ADAPTER_MODES}, got {settings.adapters!r}")
         if settings.adapters == "per_user" and not config.trainer.lora.enabled:
             raise ConfigError("serve.adapters: per_user trains one LoRA adapter per user: set trainer.lora.enabled: true")
+        if settings.adapters == "per_user" and config.policy.quantize != "none":
+            raise ConfigError("serve.adapters: per_user serves LoRA adapters on the full-precision base: "
+                              "set policy.quantize: none")
         if not isinstance(settings.users, dict):
             raise ConfigError("serve.users must map API keys to user ids")
         return settings
@@ -154,17 +157,21 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
 
 def _in_process(config: RunConfig, settings: ServeSettings, out: Path) -> tuple:
     """policy.backend hf: the policy (one or per-user adapters), its trainer and the judges in this process."""
+    import torch
+
     from clawgym.rl.policy.models import load_model
 
     window = config.policy.context_window
-    serve_model, tokenizer = load_model(config.policy.model, device=config.policy.device, seed=config.policy.seed,
-                                        context_window=window)
+    dtype = getattr(torch, config.policy.dtype)
+    serve_model, tokenizer = load_model(config.policy.model, device=config.policy.device, dtype=dtype,
+                                        seed=config.policy.seed, context_window=window)
+    quantize_served(config, serve_model)
     trainer = None
     if settings.train or settings.adapters == "per_user":
         from clawgym.rl.trainer import TorchTrainer
 
-        train_model, _ = load_model(config.policy.model, device=config.policy.device, seed=config.policy.seed,
-                                    context_window=window)
+        train_model, _ = load_model(config.policy.model, device=config.policy.device, dtype=dtype,
+                                    seed=config.policy.seed, context_window=window)
         trainer = TorchTrainer(train_model, tokenizer,
                                trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)))
     per_user = _per_user if settings.adapters == "per_user" else _shared

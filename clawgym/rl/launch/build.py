@@ -141,6 +141,14 @@ def _make_judges(config: RunConfig, parts: list[str], judge_policy: Any, make_ju
     return judges
 
 
+def quantize_served(config: RunConfig, model: Any) -> None:
+    """``policy.quantize: int8``: the served copy gets int8 weights; the trainer's copy keeps its own."""
+    if config.policy.quantize == "int8":
+        from clawgym.rl.policy.int8 import quantize_linears
+
+        quantize_linears(model)
+
+
 def _in_process(config: RunConfig, p: Plan) -> Stack:
     from clawgym.rl.launch.convert import trainer_config
     from clawgym.rl.policy.hf import HFPolicy
@@ -150,6 +158,7 @@ def _in_process(config: RunConfig, p: Plan) -> Stack:
     dtype = _dtype(config.policy.dtype)
     kwargs = dict(device=config.policy.device, dtype=dtype, seed=config.policy.seed, context_window=config.policy.context_window)
     serve_model, tokenizer = load_model(config.policy.model, **kwargs)
+    quantize_served(config, serve_model)
     train_model, _ = load_model(config.policy.model, **kwargs)
     policy = HFPolicy(serve_model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size,
                       seed=config.loop.seed)

@@ -46,9 +46,10 @@ def trainer_config(config: RunConfig, num_layers: int | None = None) -> Any:
     if t.lora.enabled:
         lora = LoraSettings(r=t.lora.r, alpha=t.lora.alpha, dropout=t.lora.dropout,
                             target_modules=lora_targets(t.lora, num_layers if t.lora.top_layers > 0 else None))
+    correction = t.behavior_correction or ("tis" if config.policy.quantize != "none" else "none")
     return from_sections(TrainerConfig, t, method=config.method, lora=lora, teacher=trainer_teacher(config),
                          temperature=config.rollout.temperature,  # rollout logprobs are at the sampling temperature
-                         seed=config.loop.seed)
+                         behavior_correction=correction, seed=config.loop.seed)
 
 
 def loop_config(config: RunConfig) -> Any:

@@ -53,6 +53,7 @@ class PolicySection(Section):
     base_url: str | None = None  # sglang: an already running server (else one is launched)
     seed: int = 0
     context_window: int | None = None  # above the model's own: extended with YaRN (models.extend_context)
+    quantize: str = "none"  # none | int8: int8 weight-only serving weights on the CPU (clawgym/rl/policy/int8.py)
 
 
     @model_validator(mode="after")
@@ -113,6 +114,8 @@ class TrainerSection(Section):
     teacher: str = "initial"  # OPD teacher: initial | policy | judge (clawgym.rl.launch.teacher)
     hint_format: str = "header"  # header (OpenClaw-RL's) | inline: how the OPD teacher sees the hint
     gradient_checkpointing: bool = False
+    behavior_correction: str = ""  # none | tis; empty: tis when policy.quantize makes the sampler's weights differ
+    tis_cap: float = 2.0
     lora: LoraSection = Field(default_factory=LoraSection)
 
 
@@ -307,6 +310,14 @@ def validate(config: RunConfig) -> None:
         problems.append(f"policy.backend must be hf or sglang (a backend that can receive weights), got {config.policy.backend!r}")
     if config.policy.dtype not in ("float32", "bfloat16", "float16"):
         problems.append(f"policy.dtype must be float32, bfloat16 or float16, got {config.policy.dtype!r}")
+    if config.policy.quantize not in ("none", "int8"):
+        problems.append(f"policy.quantize must be none or int8, got {config.policy.quantize!r}")
+    elif config.policy.quantize == "int8" and (config.policy.backend != "hf" or config.gpu.enabled
+                                               or config.policy.dtype != "bfloat16"):
+        problems.append("policy.quantize=int8 is the in-process CPU server's: it needs policy.backend hf, "
+                        "gpu.enabled false and policy.dtype bfloat16")
+    if config.trainer.behavior_correction not in ("", "none", "tis"):
+        problems.append(f"trainer.behavior_correction must be none or tis, got {config.trainer.behavior_correction!r}")
     if config.rollout.executor not in ("local", "asyncio", "ray"):
         problems.append(f"rollout.executor must be local, asyncio or ray, got {config.rollout.executor!r}")
     parts = judge_parts(config.judge.type)

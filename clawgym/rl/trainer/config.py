@@ -44,6 +44,10 @@ class TrainerConfig:
     hint_format: Literal["header", "inline"] = "header"  # how the teacher sees the hint (trainer/samples.py)
     temperature: float = 1.0  # the sampling temperature the old logprobs were computed at
     gradient_checkpointing: bool = False
+    # none: the sampler's logprobs are the old policy's; tis: they come from other (quantised) serving
+    # weights, corrected by truncated importance sampling (TorchTrainer._behavior)
+    behavior_correction: Literal["none", "tis"] = "none"
+    tis_cap: float = 2.0
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -63,6 +67,8 @@ class TrainerConfig:
             "micro_batch_size": self.micro_batch_size >= 1,
             "grad_accum": self.grad_accum >= 1,
             "temperature": self.temperature > 0,
+            "behavior_correction": self.behavior_correction in ("none", "tis"),
+            "tis_cap": self.tis_cap > 0,
             "lr": self.lr >= 0,
         }
         bad = [name for name, ok in checks.items() if not ok]

@@ -190,6 +190,20 @@ class TorchTrainer:
         )
         return out
 
+    def _behavior(self, logprobs: torch.Tensor, sampled: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(the old logprobs of the PPO ratio, a per-token importance weight or None).
+
+        ``none``: the sampler's logprobs are the old policy's (the sampler serves the trainer's weights).
+        ``tis`` (truncated importance sampling; Yao et al. 2025, "Your efficient RL framework secretly
+        brings you off-policy RL training"): when the sampler's weights are a rounding of the trainer's
+        (``policy.quantize``), the trainer's own logprobs before the update are the old policy, and each
+        token's advantage is weighted by ``min(pi_trainer / pi_sampler, tis_cap)``.
+        """
+        if self.config.behavior_correction == "none":
+            return sampled, None
+        old = logprobs.detach()
+        return old, torch.exp(old - sampled).clamp(max=self.config.tis_cap)
+
     def _optimizer_step(self, samples: list[Sample], rl_adv: torch.Tensor) -> dict[str, float]:
         cfg = self.config
         masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in samples]
@@ -207,7 +221,8 @@ class TorchTrainer:
 
             logits = response_logits(self.model, batch, cfg.temperature)
             logprobs = gather_logprobs(logits, batch.targets)
-            old = pad_rows([s.old_logprobs for s in part], batch.targets.shape[1], self.device, logprobs.dtype)
+            sampled = pad_rows([s.old_logprobs for s in part], batch.targets.shape[1], self.device, logprobs.dtype)
+            old, behavior_weight = self._behavior(logprobs, sampled)
             per_token = torch.zeros_like(logprobs)
 
             if cfg.method == "grpo":
@@ -219,6 +234,8 @@ class TorchTrainer:
                     self.device,
                     logprobs.dtype,
                 )
+                no_teacher = torch.tensor([s.teacher_logprobs is None for s in part], device=self.device)
+                teacher = torch.where(no_teacher[:, None], old, teacher)  # no hint: no OPD advantage
                 opd = losses.opd_advantages(teacher, old)
                 sums["opd_adv"] += float((opd * mask).sum())
                 if cfg.method == "opd":
@@ -232,6 +249,8 @@ class TorchTrainer:
                 per_token = per_token + cfg.w_opd * topk
                 sums["topk_kl"] += float(losses.token_mean(topk.detach(), mask, num_tokens))
 
+            if behavior_weight is not None:
+                advantages = advantages * behavior_weight
             pg, clipped = losses.ppo_clip_loss(logprobs, old, advantages, cfg.eps_clip, cfg.eps_clip_high)
             if cfg.method == "opd_topk":
                 pg = cfg.w_rl * pg
@@ -248,7 +267,7 @@ class TorchTrainer:
             sums["pg_loss"] += float(losses.aggregate(pg.detach(), mask, cfg.aggregation, num_tokens, num_sequences))
             sums["clipped"] += float((clipped * mask).sum())
             sums["ratio"] += float((torch.exp(logprobs.detach() - old) * mask).sum())
-            sums["abs_logprob_diff"] += float(((logprobs.detach() - old).abs() * mask).sum())
+            sums["abs_logprob_diff"] += float(((logprobs.detach() - sampled).abs() * mask).sum())
 
         params = [p for group in self.optimizer.param_groups for p in group["params"]]
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")))
