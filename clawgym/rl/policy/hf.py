@@ -126,14 +126,9 @@ class HFPolicy(VersionedPolicy):
         self._kv: KVBuffer | None = None  # the running rows' keys and values
 
     @classmethod
-    def from_pretrained(
-        cls,
-        name_or_path: str,
-        device: str = "cpu",
-        dtype: torch.dtype = torch.float32,
-        **kwargs: Any,
-    ) -> "HFPolicy":
-        """Load a model by name (``tiny-random``, ``smollm2-135m``) or HF checkpoint directory."""
+    def from_pretrained(cls, name_or_path: str, device: str = "cpu", dtype: torch.dtype | None = None,
+                        **kwargs: Any) -> "HFPolicy":
+        """Load a model by name (``clawgym models``) or HF checkpoint directory; ``dtype`` None: the model's own."""
         model, tokenizer = load_model(name_or_path, device=device, dtype=dtype)
         return cls(model, tokenizer, name=kwargs.pop("name", name_or_path), **kwargs)
 
