@@ -152,6 +152,18 @@ def test_every_gpu_section_passes_check_for_its_documented_gpu_count(path, capsy
     assert "placement: partition" in printed and "weights  nccl:" in printed and "GiB per GPU" in printed
 
 
+@pytest.mark.parametrize("name", [p.stem for p in LAUNCHERS])
+def test_every_bundled_launcher_ships_a_gpu_section_that_passes_check(name, capsys):
+    """``clawgym train NAME --set gpu.enabled=true --check`` as a user types it: the shipped GPU section's
+    counts add up and every model it runs has GPUs (chat also swaps its in-process label-probability
+    judge for the server's generated votes, as its comment says)."""
+    assert "\ngpu:" in (REPO / "clawgym" / "launchers" / f"{name}.yaml").read_text()
+    sets = GPU_SETS.get(name, ["gpu.enabled=true"])
+    assert cli.main(["train", name, "--check", *[arg for s in sets for arg in ("--set", s)]]) == 0
+    printed = capsys.readouterr().out
+    assert "placement: partition" in printed and "SGLang policy server" in printed
+
+
 def test_label_probability_judges_are_refused_where_the_judge_is_an_sglang_server():
     with pytest.raises(ConfigError, match="on the GPU partition judge.model: policy is the SGLang server; use judge.type prm,hint"):
         load_config(REPO / "clawgym" / "launchers" / "chat.yaml", ["gpu.enabled=true"])
