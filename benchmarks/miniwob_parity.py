@@ -4,11 +4,13 @@ Both read the same task pages: the ``miniwob`` package's ``html/``, served by cl
 127.0.0.1 (BrowserGym gets it as ``base_url``), in the same system Chromium. For each task and seed,
 BrowserGym's page seed is ``RandomState(seed).randint(0, 1000000)`` (what its MiniWoB task passes to
 ``Math.seedrandom``); clawgym gets that number as ``options={"page_seed": ...}``, so both pages pose the
-same problem (the ``same goal`` column checks it). Each step of a script (``miniwob_scripts``) names its
-element by CSS selector and text; it becomes a clawgym ref + GUI tool call on one side and a BrowserGym
-``bid`` + high-level action (``click("12")``, ``fill(...)``; a GUI ``check`` is a BrowserGym ``click``) on the other. Looking the element up is
-not timed. Rewards compared are MiniWoB++'s raw rewards (BrowserGym's own reward is ``float(raw > 0)``);
-``WRONG`` scripts check that both sides agree on -1 and partial rewards too.
+same problem (the ``same goal`` column checks it). The scripts (``miniwob_scripts``) read only the
+utterance and clawgym's observation and act on its refs. On BrowserGym's side the same observation is
+taken of BrowserGym's page (clawgym's snapshot script, with its click-listener hook added to BrowserGym's
+browser contexts), and each ref becomes that element's ``bid`` and a high-level action (``click("12")``,
+``fill(...)``; a GUI ``check`` is a BrowserGym ``click``, a key press goes to the focused element). That
+snapshot is not timed. Rewards compared are MiniWoB++'s raw rewards (BrowserGym's own reward is
+``float(raw > 0)``); ``WRONG`` scripts check that both sides agree on -1 and partial rewards too.
 
 BrowserGym runs tuned by default (``slow_mo`` 0, no 0.5 s pre-observation delay: see gui_step.py for
 what its shipped sleeps cost); ``--shipped`` keeps its defaults (MiniWoB ``slow_mo`` 100 ms, 0.5 s).
@@ -16,17 +18,18 @@ what its shipped sleeps cost); ``--shipped`` keeps its defaults (MiniWoB ``slow_
 ``--all-tasks`` also sweeps every task of MiniWoB-v0 on clawgym alone: reset (seeded), the utterance,
 one action accepted. Needs ``make bench-deps`` (browsergym-core and browsergym-miniwob, without deps).
 
-Run: ``.venv/bin/python benchmarks/miniwob_parity.py [--seeds 2] [--all-tasks] [--skip-browsergym]``
+Run: ``.venv/bin/python benchmarks/miniwob_parity.py [--seeds 2] [--all-tasks] [--skip-browsergym] [--tasks ...]``
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -38,13 +41,15 @@ import gymnasium as gym  # noqa: E402
 import clawgym  # noqa: E402,F401
 from clawgym.envs.gui import act  # noqa: E402
 from clawgym.envs.gui.miniwob import html_dir, task_ids  # noqa: E402
-from clawgym.envs.gui.miniwob_scripts import SCRIPTS, WRONG, Step, resolve  # noqa: E402
+from clawgym.envs.gui.miniwob_scripts import SCRIPTS, WRONG  # noqa: E402
+from clawgym.envs.gui.observe import LISTEN_JS, SNAPSHOT_JS, PageView  # noqa: E402
 from clawgym.envs.gui.server import TaskServer  # noqa: E402
 from gui_step import Worker, patch_launch  # noqa: E402
 
-# BrowserGym's action set has no check() (it is commented out there): ticking a box is a click.
+# BrowserGym's action set has no check() (it is commented out there): ticking a box is a click. Its press()
+# takes an element: the focused one, as clawgym's press acts on the focused element.
 BG_ACTION = {"click": 'click("{id}")', "type": 'fill("{id}", {text!r})', "select": 'select_option("{id}", {option!r})',
-             "check": 'click("{id}")'}
+             "check": 'click("{id}")', "hover": 'hover("{id}")', "press": 'press("{id}", {key!r})', "wait": "noop({ms})"}
 
 
 def browsergym_page_seed(seed: int) -> int:
@@ -61,14 +66,19 @@ class Clawgym:
         _, info = self.env.reset(options={"task_id": task, "page_seed": browsergym_page_seed(seed)})
         reset_s = time.perf_counter() - t
         goal, steps_s, ended = inner.utterance, [], False
-        for step in script(goal):
-            ref = int(resolve(inner.browser.page, step, "data-cg-ref"))
-            t = time.perf_counter()
-            _, _, terminated, truncated, info = self.env.step(act(step.tool, ref=ref, **step.args))
-            steps_s.append(time.perf_counter() - t)
-            if terminated or truncated:
-                ended = True
-                break
+        actions = script(goal, inner.view)
+        try:
+            action = next(actions)
+            while True:
+                t = time.perf_counter()
+                _, _, terminated, truncated, info = self.env.step(action)
+                steps_s.append(time.perf_counter() - t)
+                if terminated or truncated:
+                    ended = True
+                    break
+                action = actions.send(inner.view)
+        except StopIteration:
+            pass
         if not ended:
             _, _, _, _, info = self.env.step(act("done"))
         return {"goal": goal, "raw": info["raw_reward"], "reset": reset_s, "steps": steps_s}
@@ -111,22 +121,65 @@ class BrowserGym:
         reset_s = time.perf_counter() - t
         goal, steps_s = obs["goal"], []
         raw, reward = info["task_info"]["RAW_REWARD_GLOBAL"], 0.0
-        for step in script(goal):
-            bid = resolve(env.unwrapped.page, step, "bid")
-            action = BG_ACTION[step.tool].format(id=bid, **step.args)
-            t = time.perf_counter()
-            obs, reward, terminated, truncated, info = env.step(action)
-            steps_s.append(time.perf_counter() - t)
-            if obs["last_action_error"]:
-                raise RuntimeError(f"BrowserGym {action}: {obs['last_action_error']}")
-            raw = info["task_info"]["RAW_REWARD_GLOBAL"]
-            if terminated or truncated:
-                break
+        page = env.unwrapped.page
+        actions = script(goal, observe(page))
+        try:
+            call = next(actions)
+            while True:
+                action = to_browsergym(page, call)
+                t = time.perf_counter()
+                obs, reward, terminated, truncated, info = env.step(action)
+                steps_s.append(time.perf_counter() - t)
+                if obs["last_action_error"]:
+                    raise RuntimeError(f"BrowserGym {action}: {obs['last_action_error']}")
+                raw = info["task_info"]["RAW_REWARD_GLOBAL"]
+                if terminated or truncated:
+                    break
+                call = actions.send(observe(page))
+        except StopIteration:
+            pass
         return {"goal": goal, "raw": raw, "reward": reward, "reset": reset_s, "steps": steps_s}
 
     def close(self) -> None:
         for env in self.envs.values():
             env.close()
+
+
+def observe(page: Any) -> PageView:
+    """clawgym's observation of a page BrowserGym drives (its elements get ``data-cg-ref`` refs)."""
+    return PageView.from_snapshot(page.evaluate(SNAPSHOT_JS, {"maxItems": 400, "maxText": 300}))
+
+
+def to_browsergym(page: Any, call: dict[str, Any]) -> str:
+    """A GUI tool call on a clawgym ref as BrowserGym's high-level action on that element's bid."""
+    function = call["tool_calls"][0]["function"]
+    name, args = function["name"], json.loads(function["arguments"])
+    if name == "press":
+        bid = page.evaluate("() => document.activeElement ? document.activeElement.getAttribute('bid') : null")
+    elif "ref" in args:
+        bid = page.get_attribute(f'[data-cg-ref="{int(args.pop("ref"))}"]', "bid")
+    else:
+        bid = None
+    return BG_ACTION[name].format(id=bid, **args)
+
+
+def patch_contexts() -> Callable[[], None]:
+    """Add clawgym's click-listener hook to every new Playwright browser context; returns the undo."""
+    from playwright.sync_api._generated import Browser
+
+    original = Browser.new_context
+
+    def new_context(self: Any, *args: Any, **kwargs: Any) -> Any:
+        context = original(self, *args, **kwargs)
+        context.add_init_script(LISTEN_JS)
+        return context
+
+    Browser.new_context = new_context
+
+    def undo() -> None:
+        Browser.new_context = original
+
+    return undo
 
 
 def ms(values: list[float]) -> str:
@@ -148,10 +201,10 @@ def main() -> None:
     base_url = server.mount("miniwob", html_dir()) + "miniwob/"
     ours, theirs = Worker(), Worker()
     claw = ours.call(Clawgym)
-    bg, undo = None, None
+    bg, undo, undo_contexts = None, None, None
     if not args.skip_browsergym:
         try:
-            undo = patch_launch()
+            undo, undo_contexts = patch_launch(), patch_contexts()
             bg = theirs.call(lambda: BrowserGym(base_url, args.shipped))
         except ImportError as exc:
             print(f"(BrowserGym not installed: {exc}; run make bench-deps)")
@@ -160,11 +213,13 @@ def main() -> None:
     try:
         for task, kind, script in runs:
             for seed in range(args.seeds):
-                try:
+                try:  # a script that cannot run on one side is a disagreement, not a crash
+                    side = "clawgym"
                     mine = ours.call(lambda: claw.run(task, seed, script))
+                    side = "BrowserGym"
                     theirs_out = theirs.call(lambda: bg.run(task, seed, script)) if bg else None
-                except Exception as exc:  # a script that cannot run on one side is a disagreement, not a crash
-                    failures.append(f"{task} {kind} seed {seed}: {type(exc).__name__}: {exc}")
+                except Exception as exc:
+                    failures.append(f"{task} {kind} seed {seed}: {side}: {type(exc).__name__}: {str(exc)[:300]}")
                     continue
                 rows.append((task, kind, seed, mine, theirs_out))
                 print(f"  {task} {kind} seed={seed}: clawgym raw={mine['raw']}"
@@ -178,8 +233,9 @@ def main() -> None:
             theirs.call(bg.close)
         ours.stop()
         theirs.stop()
-        if undo:
-            undo()
+        for restore in (undo, undo_contexts):
+            if restore:
+                restore()
         server.close()
 
     side = "BrowserGym " + ("as shipped" if args.shipped else "tuned (slow_mo 0, no delay)")

@@ -66,6 +66,51 @@ def test_reset_observation_lists_elements_with_refs(env):
     assert tools == {"click", "type", "select", "check", "hover", "press", "scroll", "goto", "go_back", "wait", "done"}
 
 
+ICONS = PageTask(
+    id="icons",
+    pages={"index.html": """<html><body>
+<div class="row" style="cursor:pointer" onclick="CG.set('clicked', 'row')">Ada Hello there
+  <span class="star" data-l="star" style="display:inline-block;width:12px;height:12px"></span></div>
+<span class="icon-trash" title="Delete" data-l="delete" style="display:inline-block;width:12px;height:12px"></span>
+<span id="gear" data-l="gear" style="display:inline-block;width:12px;height:12px"></span>
+<span data-l="fa" style="display:inline-block"><i class="fa fa-star" style="display:inline-block;width:12px;height:12px"></i></span>
+<div data-l="svg" style="width:20px"><svg width="16" height="16"><title>Settings</title><rect width="16" height="16"/></svg></div>
+<div data-l="img" style="width:20px"><img alt="Home" width="16" height="16" src="data:image/gif;base64,R0lGODlhAQABAAAAACw="></div>
+<button aria-label="Close" style="width:16px;height:16px"></button>
+<p>Read the <span class="word" data-l="manual">manual</span> now.</p>
+<ul data-l="surface"><li>one</li><li>two</li></ul>
+<script>
+document.querySelectorAll('[data-l]').forEach((e) => e.addEventListener('click', (ev) => {
+  CG.set('clicked', e.dataset.l); ev.stopPropagation(); }));
+</script></body></html>"""},
+    generate=lambda rng: {"prompt": "Click the star."},
+    check=lambda p, s, a: s["state"].get("clicked") == "star",
+)
+
+
+def test_every_control_gets_a_ref_and_a_name_and_controls_inside_controls_are_listed():
+    env = gym.make("clawgym/GUI-v0", tasks=[ICONS])
+    try:
+        obs, _ = env.reset(seed=0)
+        page = obs[-1]["content"].split("Page:\n")[1]
+        lines = [line.split("] ", 1)[1] for line in page.splitlines()]
+        assert lines == [
+            'clickable "Ada Hello there"', 'clickable "star"',  # a row's own icon, listed under it
+            'clickable "Delete"', 'clickable "gear"', 'clickable "fa fa-star"', 'clickable "Settings"',  # title, id, class, SVG title
+            'clickable "Home"', 'button "Close"',  # an image's alt, aria-label
+            'text "Read the manual now."', 'clickable "manual"',  # a sentence keeps its words; its link under it
+            'listitem "one"', 'listitem "two"',  # a listener on a list of text blocks is a surface, not a control
+        ], page
+        assert "  [" in page.splitlines()[1] and "  [" in page.splitlines()[9]  # indented under their holder
+        view = env.unwrapped.view
+        _, reward, *_ = env.step(act("click", ref=view.find("clickable", "star")))
+        assert env.unwrapped.browser.read_state()["state"]["clicked"] == "star"
+        env.step(act("click", ref=view.find("clickable", "manual")))
+        assert env.unwrapped.browser.read_state()["state"]["clicked"] == "manual"
+    finally:
+        env.close()
+
+
 def test_actions_change_the_page_and_refs_stay_stable(env):
     env.reset(seed=1)
     genv = env.unwrapped

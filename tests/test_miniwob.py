@@ -1,7 +1,8 @@
 """MiniWoB-v0: the miniwob package's real task pages, rewarded by the page itself, on GUI-v0's browser.
 
-One env (one Chromium) serves most tests; the full sweep over every task is
-``benchmarks/miniwob_parity.py --all-tasks`` (too slow for CI on 2 cores).
+One env (one Chromium) serves most tests. The oracle sweep here runs a representative subset of the
+scripted tasks; every scripted task on 5 seeds is ``benchmarks/miniwob_sweep.py`` (about 3 minutes on 2
+cores), and loading every task is ``benchmarks/miniwob_parity.py --all-tasks``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ pytest.importorskip("miniwob")
 import clawgym  # noqa: F401  (registers the ids)
 from clawgym.envs.gui import act
 from clawgym.envs.gui.miniwob import MiniWoBEnv, html_dir, task_ids
-from clawgym.envs.gui.miniwob_scripts import SCRIPTS, WRONG, Step, resolve
+from clawgym.envs.gui.miniwob_scripts import SCRIPTS, WRONG, play_oracle
 
 # A representative few: a button, text entry, checkboxes (partial rewards), a dropdown, jQuery UI widgets.
 SAMPLE = ["click-button", "enter-text", "click-checkboxes-large", "choose-list", "click-dialog-2", "click-tab", "enter-time"]
@@ -74,9 +75,7 @@ def test_sampled_tasks_load_reset_accept_actions_and_their_oracle_scores_1(env, 
 def test_a_wrong_click_gets_the_pages_minus_one(env):
     env.reset(seed=3, options={"task_id": "click-button"})
     inner = env.unwrapped
-    step = WRONG["click-button"](inner.utterance)[0]
-    ref = int(resolve(inner.browser.page, step, "data-cg-ref"))
-    obs, reward, terminated, truncated, info = env.step(act("click", ref=ref))
+    obs, reward, terminated, truncated, info = env.step(next(WRONG["click-button"](inner.utterance, inner.view)))
     assert terminated and not truncated and reward == -1.0
     assert info["raw_reward"] == -1.0 and info["success"] is False
     assert "The task page ended the episode." in obs[-1]["content"]
@@ -87,10 +86,9 @@ def test_partial_rewards_and_the_reward_modes():
     try:
         env.reset(seed=5)
         inner = env.unwrapped
-        steps = SCRIPTS["click-checkboxes-large"](inner.utterance)
-        first, submit = steps[0], steps[-1]  # tick one of the asked boxes, then submit
-        for step in (first, submit):
-            _, reward, terminated, _, info = env.step(act(step.tool, ref=int(resolve(inner.browser.page, step, "data-cg-ref"))))
+        actions = list(SCRIPTS["click-checkboxes-large"](inner.utterance, inner.view))
+        for action in (actions[0], actions[-1]):  # tick one of the asked boxes, then submit
+            _, reward, terminated, _, info = env.step(action)
         assert terminated and -1.0 < info["raw_reward"] < 1.0  # MiniWoB++'s partial credit, as the page computes it
         assert reward == float(info["raw_reward"] > 0)  # BrowserGym's binarisation
     finally:
@@ -177,10 +175,58 @@ def test_a_page_that_is_not_a_miniwob_task_is_a_clear_error(tmp_path):
         env.close()
 
 
-def test_scripted_steps_fail_loudly_when_their_target_is_missing(env):
-    env.reset(seed=0, options={"task_id": "click-test"})
-    with pytest.raises(LookupError, match="no visible element"):
-        resolve(env.unwrapped.browser.page, Step("click", "#nothing-here"), "data-cg-ref")
-    env.reset(seed=0, options={"task_id": "email-inbox"})
+def test_scripts_fail_loudly_when_their_target_is_not_on_the_page(env):
+    env.reset(seed=0, options={"task_id": "click-button"})
+    with pytest.raises(KeyError, match=r"no element role=.*button.* name=.*nope") as caught:
+        next(SCRIPTS["click-button"]('Click on the "nope" button.', env.unwrapped.view))
+    assert 'button "submit"' in str(caught.value)  # the error shows the page the script was given
+    env.reset(seed=0, options={"task_id": "draw-circle"})
     with pytest.raises(NotImplementedError, match="no scripted oracle"):
         env.unwrapped.oracle_action()
+
+
+# The elements the GUI observation used to hide, one task each: icon-only controls named by their class
+# (email star / trash / reply / forward / send, social-media buttons and their "more" menu, the slider
+# handle), controls inside a control (a mail row's icons, the Submit button inside an accordion header),
+# clickable words inside a sentence (click-link, the links behind tabs), a tree's children; plus plain
+# forms, a date picker and a pop-up.
+SWEEP = ["email-inbox", "email-inbox-forward-nl", "social-media", "use-slider", "click-collapsible", "click-link",
+         "click-tab-2-hard", "navigate-tree", "click-pie", "choose-date", "login-user-popup", "click-checkboxes"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", SWEEP)
+def test_oracles_solve_tasks_through_refs_of_the_observation_alone(env, task_id):
+    for seed in (0, 1):
+        result = play_oracle(env, task_id, seed)
+        assert result["unseen"] == [] and result["error"] is None, result
+        assert result["solved"] and result["raw"] == 1.0, result
+
+
+def test_every_scripted_task_is_a_task_and_the_turn_limit_fits_them():
+    assert set(SCRIPTS) <= set(task_ids()) and set(WRONG) <= set(SCRIPTS)
+    assert len(SCRIPTS) >= 78
+    env = gym.make("clawgym/MiniWoB-v0")
+    try:
+        assert env.unwrapped.max_turns == 50  # GUI-v0's 20 cuts use-slider's arrow-key solutions off
+    finally:
+        env.close()
+
+
+@pytest.mark.slow
+def test_use_slider_by_arrow_keys_alone_fits_the_default_turn_limit():
+    """Page seed 0 starts the handle at 52 and asks for 90: 38 presses, 40 actions in all."""
+    env = gym.make("clawgym/MiniWoB-v0", tasks=["use-slider"])
+    try:
+        env.reset(seed=0)
+        view = env.unwrapped.view
+        handle = view.find("clickable", "ui-slider-handle")
+        _, _, terminated, truncated, _ = env.step(act("click", ref=handle))
+        for _ in range(38):
+            _, _, terminated, truncated, _ = env.step(act("press", key="ArrowRight"))
+            assert not (terminated or truncated)
+        assert env.unwrapped.view.find("text", "90")
+        _, reward, terminated, truncated, info = env.step(act("click", ref=env.unwrapped.view.find("button", "Submit")))
+        assert terminated and reward == 1.0 and info["turn"] == 40
+    finally:
+        env.close()

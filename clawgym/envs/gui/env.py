@@ -301,7 +301,14 @@ class GUIEnv(AgentEnv):
         return loc.first
 
     def _click(self, ref: int) -> ToolResult:
-        return self._run(lambda page: self._element(page, ref).click(timeout=self.browser.action_timeout_ms))
+        def do(page: Any) -> None:
+            element = self._element(page, ref)
+            # The pointer arrives first and what it starts loads (a :hover style that swaps an icon's
+            # image) before the press, as under a person's hand; otherwise the press can miss the icon.
+            element.hover(timeout=self.browser.action_timeout_ms)
+            self.browser.settle(after_action=True)
+            element.click(timeout=self.browser.action_timeout_ms)
+        return self._run(do)
 
     def _type(self, ref: int, text: str, submit: bool = False) -> ToolResult:
         def do(page: Any) -> None:

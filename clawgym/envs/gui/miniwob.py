@@ -25,6 +25,9 @@ Choices, written down:
 - The HUD (last reward, time left) is hidden, as BrowserGym removes it: it changes every second.
 - The three ``flight.*`` tasks are left out: their page lives in an iframe, which the GUI observation
   does not walk. That leaves 125 tasks.
+- ``max_turns=50`` by default (GUI-v0's is 20): use-slider's handle moves one step per arrow key over a
+  range of up to 100 (PageUp/PageDown move a fifth of it), so an agent that uses arrows alone needs tens
+  of presses; the longest scripted oracle takes 21 actions.
 - A task that ends without the page's verdict (``done``, an answer, max_turns) gets reward 0: MiniWoB++
   gives 0 to an episode that did not end.
 """
@@ -42,6 +45,7 @@ from clawgym.core.tasks import Task, TaskSet
 from clawgym.core.tools import ToolResult
 from clawgym.envs.gui.browser import PageBroken
 from clawgym.envs.gui.env import GUIEnv, _short
+from clawgym.envs.gui.task import act
 from clawgym.envs.gui.server import TaskServer
 
 log = logging.getLogger(__name__)
@@ -119,6 +123,8 @@ def miniwob_tasks(ids: list[str] | None = None) -> TaskSet:
 class MiniWoBEnv(GUIEnv):
     """MiniWoB++ on GUI-v0's browser and tools; the page computes the reward."""
 
+    default_max_turns = 50
+
     def __init__(
         self,
         tasks: Any = None,
@@ -140,7 +146,7 @@ class MiniWoBEnv(GUIEnv):
         self._page_seed_option: int | None = None
         self._end: dict[str, Any] | None = None
         self._url = ""
-        self._oracle_step = 0
+        self._oracle: Any = None
         super().__init__(tasks, **kwargs)
 
     # ---------------------------------------------------------------- tasks
@@ -175,7 +181,7 @@ class MiniWoBEnv(GUIEnv):
 
     def task_prompt(self, task: Task) -> str:
         """Start the page's episode here: its utterance is the task prompt (``setup`` then shows the page)."""
-        self._fatal, self.view, self._end, self.utterance, self._oracle_step = None, None, None, "", 0
+        self._fatal, self.view, self._end, self.utterance, self._oracle = None, None, None, "", None
         self.page_seed = self._page_seed_option if self._page_seed_option is not None else self.episode_seed
         try:
             self._start(task)
@@ -263,13 +269,18 @@ class MiniWoBEnv(GUIEnv):
         return ToolResult("Error: go_back is not available in MiniWoB++ tasks: the task lives on this one page.", error=True)
 
     def oracle_action(self) -> Any:
-        """The next action of the task's scripted solution (``miniwob_scripts``), for tasks that have one."""
-        from clawgym.envs.gui.miniwob_scripts import next_action
+        """The next action of the task's scripted solution (``miniwob_scripts``), which reads only the
+        utterance and the observation; NotImplementedError for a task without one."""
+        from clawgym.envs.gui.miniwob_scripts import start
 
-        assert self.task is not None
-        action = next_action(self, self.task.data["miniwob"], self._oracle_step)
-        self._oracle_step += 1
-        return action
+        assert self.task is not None and self.view is not None
+        try:
+            if self._oracle is None:
+                self._oracle = start(self.task.data["miniwob"], self.utterance, self.view)
+                return next(self._oracle)
+            return self._oracle.send(self.view)
+        except StopIteration:
+            return act("done")
 
 
 __all__ = ["MiniWoBEnv", "html_dir", "miniwob_tasks", "task_ids"]

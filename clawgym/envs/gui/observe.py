@@ -92,10 +92,17 @@ SNAPSHOT_JS = r"""
     if (listens(el) && !holdsBlocks(el)) return 'clickable';
     return null;
   }
-  // A listener on an element holding blocks of text is a surface (a sortable list, a drawing area), not a control.
+  // A listener on an element holding several blocks of text is a surface (a sortable list, a drawing
+  // area), not a control; a button made of an icon and one line of text is a control.
   function holdsBlocks(el) {
-    for (const c of el.querySelectorAll('*')) {
-      if (!getComputedStyle(c).display.startsWith('inline') && clean(c.textContent)) return true;
+    const blocks = new Set();
+    const texts = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let t = texts.nextNode(); t; t = texts.nextNode()) {
+      if (!t.textContent.trim()) continue;
+      let block = t.parentElement;
+      while (block !== el && getComputedStyle(block).display.startsWith('inline')) block = block.parentElement;
+      blocks.add(block);
+      if (blocks.size > 1) return true;
     }
     return false;
   }
@@ -189,6 +196,8 @@ SNAPSHOT_JS = r"""
     else if (el.hasAttribute('aria-expanded')) s.expanded = el.getAttribute('aria-expanded') === 'true';
     if (el.getAttribute('aria-selected') === 'true') s.selected = true;
     if (el.required) s.required = true;
+    if (el.readOnly && (tag === 'INPUT' || tag === 'TEXTAREA')) s.readonly = true;
+    if (tag === 'TEXTAREA') s.multiline = true;
     return s;
   }
   function walkChildren(el, depth, onlyControls) {
@@ -215,8 +224,8 @@ SNAPSHOT_JS = r"""
       // a control holding controls (a mail row with its star, a tree item with its children)
       const inner = Array.from(el.querySelectorAll('*')).filter(isControl);
       const same = inner.length === 1 && (!name || name === nameOf(inner[0]));
-      if (same && r !== 'clickable') {
-        emit(el, r, name || nameOf(inner[0]), depth, controlState(el, r));  // a tab and its link: one control
+      if (same && r !== 'clickable') {  // a tab and its link: one line, whose ref clicks the inner control
+        if (!emit(inner[0], r, name || nameOf(inner[0]), depth, controlState(el, r))) return;
         return;
       }
       if (r === 'clickable' && (same || !name)) {
@@ -270,7 +279,7 @@ SNAPSHOT_JS = r"""
 }
 """
 
-STATE_KEYS = ("disabled", "checked", "expanded", "selected", "required")
+STATE_KEYS = ("disabled", "checked", "expanded", "selected", "required", "readonly", "multiline")
 
 
 @dataclass
