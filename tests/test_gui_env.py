@@ -163,10 +163,11 @@ def test_bad_actions_give_error_observations_not_crashes(env, call, error):
     assert "Last action error" not in obs[0]["content"] and 'button "Go"' in obs[0]["content"]
 
 
-def test_disabled_button_click_reports_a_timeout(env):
+def test_disabled_button_click_is_an_error(env):
     env.reset(seed=1)
-    obs, _, terminated, _, info = env.step(act("click", ref=env.unwrapped.view.find("button", "Nope")))
-    assert "Last action error:" in obs[0]["content"] and not terminated and info["tool_errors"] == 1
+    ref = env.unwrapped.view.find("button", "Nope")
+    obs, _, terminated, _, info = env.step(act("click", ref=ref))
+    assert f"Last action error: [{ref}] is disabled" in obs[0]["content"] and not terminated and info["tool_errors"] == 1
 
 
 def test_dialogs_are_accepted_and_reported():

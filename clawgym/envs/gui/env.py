@@ -303,11 +303,13 @@ class GUIEnv(AgentEnv):
     def _click(self, ref: int) -> ToolResult:
         def do(page: Any) -> None:
             element = self._element(page, ref)
+            if element.is_disabled():
+                raise ActionError(f"[{ref}] is disabled")
             # The pointer arrives first and what it starts loads (a :hover style that swaps an icon's
             # image) before the press, as under a person's hand; otherwise the press can miss the icon.
             element.hover(timeout=self.browser.action_timeout_ms)
             self.browser.settle(after_action=True)
-            element.click(timeout=self.browser.action_timeout_ms)
+            element.click(timeout=self.browser.action_timeout_ms, force=True)  # hover ran the actionability checks
         return self._run(do)
 
     def _type(self, ref: int, text: str, submit: bool = False) -> ToolResult:
