@@ -117,6 +117,7 @@ def main() -> int:
     parser.add_argument("--replies", type=Path, default=REPLIES)
     parser.add_argument("--threshold", type=float, default=THRESHOLD)
     parser.add_argument("--no-few-shot", action="store_true")
+    parser.add_argument("--style", default="wish", choices=("question", "wish"))
     parser.add_argument("--tune", action="store_true", help="print the model-alone threshold that agrees best here")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--seed", type=int, default=0)
@@ -135,7 +136,7 @@ def main() -> int:
     by_id = {t.id: t for t in tasks}
     replies = asyncio.run(generate(policy, tasks, args.model, args.replies, args.seed))
 
-    judge = RubricJudge(policy, cues=False, threshold=args.threshold, few_shot=not args.no_few_shot)
+    judge = RubricJudge(policy, cues=False, threshold=args.threshold, few_shot=not args.no_few_shot, style=args.style)
     rows, jobs = [], []
     for row in replies:
         task = by_id[row["task_id"]]
@@ -159,7 +160,7 @@ def main() -> int:
 
     print(f"\nrubric judge on {len(replies)} {args.split}-split replies of {args.model} "
           f"({len(tasks)} tasks x {len(VARIANTS)} variants), judge {args.model}, threshold {args.threshold:+.2f}"
-          f"{', zero-shot' if args.no_few_shot else ''}")
+          f", {args.style} style{', zero-shot' if args.no_few_shot else ''}")
     print(f"{'persona':8} {'wish (check)':22} {'n':>3} {'pass':>5} {'judge':>6} {'model':>6} {'cues':>5} {'AUC':>5}   wish")
     totals = {"n": 0, "judge": 0, "model": 0, "cues": 0}
     all_margins, all_labels = [], []

@@ -65,7 +65,12 @@ def test_reward_and_request():
     later = CONTEXT + [{"role": "assistant", "content": "x"}, {"role": "user", "content": "Use her name."}]
     assert request_of(later).startswith("Grade Ava's answer") and "later the user said: Use her name." in request_of(later)
     assert request_of([]) == "(no request)"
-    assert prompt_for("req", "rep", "be brief")[-1]["content"].endswith("Does the reply meet this wish? Answer Yes or No.")
+    assert prompt_for("req", "rep", "make it friendlier", style="question")[-1]["content"].endswith(
+        "Is the reply friendly? Answer Yes or No.")
+    assert prompt_for("req", "rep", "be brief")[-1]["content"].endswith(
+        "The user's wish: be brief\nDoes the reply meet this wish? Answer Yes or No.")
+    with pytest.raises(ValueError, match="style"):
+        prompt_for("req", "rep", "be brief", style="poem")
 
 
 @pytest.fixture(scope="module")

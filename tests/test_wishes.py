@@ -71,6 +71,19 @@ def test_relations_same_contradicts_other():
     assert aspects("write it as prose, not a list") == {"list": -1}
 
 
+@pytest.mark.parametrize("wish, question", [
+    ("address the student by name", "Does the reply address the student by name?"),
+    ("make it friendlier and more encouraging", "Is the reply friendly and encouraging?"),
+    ("make it shorter; keep it under 80 words", "Is the reply short and is the reply under 80 words?"),
+    ("be a bit warmer", "Is the reply warm?"),
+    ("call me Sam", "Does the reply call the user Sam?"),
+])
+def test_a_wish_as_a_question_about_one_reply(wish, question):
+    from clawgym.rl.judge.wishes import wish_question
+
+    assert wish_question(wish) == question
+
+
 def judged(user, reply, verdict, *, turn_id, feedback=None, internal=False, judge="prm", source="rule"):
     next_state = [{"role": "user", "content": reply}]
     if internal:

@@ -34,19 +34,21 @@ from typing import Any, Callable, Iterable, Sequence
 
 from clawgym.core.messages import Message, text_of
 from clawgym.rl.judge.rubric_cues import checkable, cue_check
+from clawgym.rl.judge.wishes import wish_question
 
 SYSTEM = ("You check an AI assistant's reply against one wish of the user. Answer Yes if the reply does what the "
           "wish asks, No if it does not.")
 FEW_SHOT: tuple[tuple[str, str, str, str], ...] = (  # (request, reply, wish, label): tuning examples only
-    ("When is the team meeting?", "The team meeting is on Thursday at 3 pm in room 4.", "reply in French", "No"),
+    ("When is the team meeting?", "The team meeting is on Thursday at 3 pm in room 4.", "answer in French", "No"),
     ("Summarise the report.", "The report finds that sales rose 4% while costs fell, so profit grew.",
      "mention the numbers", "Yes"),
     ("Write a note to my landlord about the heating.", "Hello, the heating has been broken since Monday. "
-     "Could you send someone this week? Thanks, Priya", "sign it with my name", "Yes"),
+     "Could you send someone this week? Thanks, Priya", "end with my name", "Yes"),
     ("What is recursion?", "Recursion is when a function calls itself.", "give an example", "No"),
 )
 THRESHOLD = 0.0  # log p(Yes) - log p(No) above it: met
 BAND = 0.0  # |margin - threshold| below it: unsure (left out of the reward)
+STYLES = ("question", "wish")  # ask "Does the reply <wish>?" or show the wish and ask whether it is met
 MAX_REQUEST_CHARS = 600
 MAX_REPLY_CHARS = 1500
 
@@ -86,18 +88,22 @@ def request_of(context: Sequence[Message]) -> str:
     return f"{first}\n(later the user said: {_clip(users[-1], MAX_REQUEST_CHARS // 2)})"
 
 
-def _question(request: str, reply: str, wish: str) -> str:
+def _question(request: str, reply: str, wish: str, style: str) -> str:
+    ask = (f"The user's wish: {wish}\nDoes the reply meet this wish?" if style == "wish"
+           else f"{wish_question(wish)}")
     return (f"The user's request: {request}\n\nThe assistant's reply:\n\"\"\"\n{_clip(reply, MAX_REPLY_CHARS)}\n\"\"\"\n\n"
-            f"The user's wish: {wish}\nDoes the reply meet this wish? Answer Yes or No.")
+            f"{ask} Answer Yes or No.")
 
 
-def prompt_for(request: str, reply: str, wish: str, few_shot: bool = True) -> list[Message]:
+def prompt_for(request: str, reply: str, wish: str, few_shot: bool = True, style: str = "wish") -> list[Message]:
     """The chat prompt whose next token is read: the few-shot examples, then the question."""
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {STYLES}, got {style!r}")
     messages: list[Message] = [{"role": "system", "content": SYSTEM}]
     for ex_request, ex_reply, ex_wish, label in FEW_SHOT if few_shot else ():
-        messages += [{"role": "user", "content": _question(ex_request, ex_reply, ex_wish)},
+        messages += [{"role": "user", "content": _question(ex_request, ex_reply, ex_wish, style)},
                      {"role": "assistant", "content": label}]
-    messages.append({"role": "user", "content": _question(request, reply, wish)})
+    messages.append({"role": "user", "content": _question(request, reply, wish, style)})
     return messages
 
 
@@ -112,7 +118,8 @@ class RubricJudge:
     """
 
     def __init__(self, policy: Any = None, wishes_of: Callable[[str], list[str]] | None = None, *, cues: bool = True,
-                 threshold: float = THRESHOLD, band: float = BAND, few_shot: bool = True, cache_size: int = 50_000,
+                 threshold: float = THRESHOLD, band: float = BAND, few_shot: bool = True, style: str = "wish",
+                 cache_size: int = 50_000,
                  conversation: Callable[[list[Message]], list[Message]] | None = None) -> None:
         if policy is None and not cues:
             raise ValueError("a rubric judge without a model needs cues=True")
@@ -124,6 +131,9 @@ class RubricJudge:
         self.threshold = threshold
         self.band = band
         self.few_shot = few_shot
+        if style not in STYLES:
+            raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+        self.style = style
         self.cache_size = cache_size
         self.conversation = conversation
         self.stats: collections.Counter[str] = collections.Counter()
@@ -168,7 +178,7 @@ class RubricJudge:
                     continue
                 row.append(None)
                 if self.policy is not None:
-                    pending.append((j, w, self._key(request, reply, wish), prompt_for(request, reply, wish, self.few_shot)))
+                    pending.append((j, w, self._key(request, reply, wish), prompt_for(request, reply, wish, self.few_shot, self.style)))
             results.append(row)
         margins = self._margins([(j, key, prompt) for j, _, key, prompt in pending])
         for (j, w, _, _), margin in zip(pending, margins):
@@ -190,7 +200,7 @@ class RubricJudge:
     # ------------------------------------------------------------------ the model
     def _key(self, request: str, reply: str, wish: str) -> str:
         payload = [getattr(self.policy, "name", ""), int(getattr(self.policy, "version", 0) or 0), self.few_shot,
-                   request, reply, wish]
+                   self.style, request, reply, wish]
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
 
     def _margins(self, keyed: list[tuple[int, str, list[Message]]]) -> list[float]:

@@ -255,3 +255,38 @@ def relation(older: str, newer: str) -> str:
     if words_a and words_b and len(words_a & words_b) / len(words_a | words_b) >= 0.5:
         return "same"
     return "other"
+
+
+# ------------------------------------------------------------------ a wish as a question about a reply
+_POSITIVE = {"friendlier": "friendly", "warmer": "warm", "shorter": "short", "longer": "long", "simpler": "simple",
+             "clearer": "clear", "nicer": "nice", "kinder": "kind", "briefer": "brief", "politer": "polite",
+             "calmer": "calm", "plainer": "plain"}
+
+
+def _positive(text: str) -> str:
+    """Comparatives as plain adjectives: a single reply can be friendly, not "friendlier"."""
+    text = re.sub(r"(?i)\b(?:a bit|a little|much|slightly)\s+", "", text)
+    text = re.sub(r"(?i)\bmore\s+", "", text)
+    return " ".join(_POSITIVE.get(w.lower(), w) for w in text.split())
+
+
+def wish_question(wish: str) -> str:
+    """The wish as a yes/no question about one reply ("address the student by name" -> "Does the reply
+    address the student by name?"; "make it friendlier" -> "Is the reply friendly?"), each part of a
+    joined wish asked together."""
+    questions = []
+    for part in (p.strip() for p in wish.split(";") if p.strip()):
+        lower = part.lower()
+        if match := re.match(r"(?i)(?:make|keep) (?:it|the \w+) (.+)$", part):
+            questions.append(f"is the reply {_positive(match.group(1))}")
+        elif match := re.match(r"(?i)be (.+)$", part):
+            questions.append(f"is the reply {_positive(match.group(1))}")
+        elif _COMPARATIVE.match(part) or lower.startswith(("less ", "fewer ")):
+            questions.append(f"is the reply {_positive(part)}")
+        elif re.match(r"(?i)(?:no|not|without|don'?t|do not|never|avoid)\b", part):
+            questions.append(f"does the reply follow this: {part}")
+        else:
+            questions.append(f"does the reply {part}")
+    text = " and ".join(questions)
+    text = re.sub(r"\bmy\b", "the user's", re.sub(r"\b(?:me|I)\b", "the user", text))  # the wish is the user's
+    return text[0].upper() + text[1:] + "?"
