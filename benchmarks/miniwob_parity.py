@@ -108,7 +108,11 @@ class BrowserGym:
         self.BrowserEnv = BrowserEnv
 
     def env(self, task: str) -> Any:
+        """BrowserGym's env for ``task``; the last task's is closed first (each holds two Chromiums, and
+        one per task for all 78 scripted tasks runs the machine out of memory)."""
         if task not in self.envs:
+            self.close()
+            self.envs = {}
             extra = {} if self.shipped else {"slow_mo": 0, "pre_observation_delay": 0.0}
             self.envs[task] = self.BrowserEnv(task_entrypoint=self.classes[task], task_kwargs={"base_url": self.base_url},
                                               headless=True, **extra)
@@ -132,6 +136,8 @@ class BrowserGym:
                 steps_s.append(time.perf_counter() - t)
                 if obs["last_action_error"]:
                     raise RuntimeError(f"BrowserGym {action}: {obs['last_action_error']}")
+                if "RAW_REWARD_GLOBAL" not in info["task_info"]:
+                    raise RuntimeError(f"BrowserGym {action}: no RAW_REWARD_GLOBAL in its task_info {info['task_info']}")
                 raw = info["task_info"]["RAW_REWARD_GLOBAL"]
                 if terminated or truncated:
                     break

@@ -242,7 +242,7 @@ def generate_number(u: str, view: PageView) -> Generator[dict[str, Any], PageVie
     bound = int(re.search(r"than (-?\d+)", u).group(1)) if kind in ("less", "greater") else 0
     generate = view.find("button", "Generate")
     while True:
-        shown = after(view, view.elements[view.elements.index(view.element(generate)) - 2].ref, "text").name
+        shown = view.elements[view.elements.index(view.element(generate)) - 1].name  # the number above the button
         if re.fullmatch(r"-?\d+", shown) and fits[kind](int(shown), bound):
             yield click(submit(view))
             return
