@@ -1,7 +1,7 @@
 """The method table: does the agent learn a person's preferences from the conversation alone?
 
 One invocation runs one persona x method x seed and appends a line to a JSONL file; the table is
-printed from that file (``--table``), so the whole table is built over several sittings and a cell
+printed from that file (``--table``), so the whole table is built over several runs and a cell
 that is missing is shown as missing. Every method is scored the same way: the persona's hidden
 checks on the greedy first reply to held-out tasks (the test split; training users bring the train
 split), before and after the same budget of train steps.
@@ -36,7 +36,7 @@ SEEDS = (0, 1, 2)  # of every trained cell
 PERSONAS = ("student", "teacher", "ta")
 JUDGE_FOR = {"binary": ("grpo", "prob"), "opd": ("opd", "probhint"), "hybrid": ("hybrid", "prob,probhint"),
              "opd_topk": ("opd_topk", "probhint")}  # top-K distillation of the hinted teacher at every position
-# Committed, not under runs/: the table is built over several sittings, each possibly on a fresh machine.
+# Committed, not under runs/: the table is built over several runs, each possibly on a fresh machine.
 RESULTS = Path(__file__).resolve().parent / "results" / "learning_from_conversation.jsonl"
 MAX_TOKENS = 128  # every reply (training conversations and held-out scoring): room for > 80 words, as in the demo
 # 2: the honest persona checks (a stated correct result, a short check that can fail at 128 tokens, the hash
@@ -168,7 +168,7 @@ def table(path: Path) -> str:
     transcribed = [r for r in rows + superseded if r.get("transcribed")]
     if transcribed:
         lines.append(f"({len(transcribed)} rows transcribed from an earlier README: scores rounded to two decimals; their raw rows, with step and "
-                     "dropped-turn counts, were lost with that sitting's machine)")
+                     "dropped-turn counts, were not kept)")
     for r in rows:
         if r["method"] not in UNTRAINED and r["steps"] is not None and r["steps"] < r["steps_budget"]:
             lines.append(f"({r['persona']} x {label(r)} x seed {r['seed']}: {r['steps']} of {r['steps_budget']} steps "

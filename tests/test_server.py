@@ -241,9 +241,8 @@ def fenced_server():
         yield call_url, text_url
 
 
-@pytest.mark.parametrize("stream", [False, True])
-def test_a_reply_that_is_only_a_fenced_json_call_is_that_call(fenced_server, stream):
-    url, _ = fenced_server
+def answer(url: str, stream: bool) -> tuple[str, list, str]:
+    """(content, [(name, arguments)], finish_reason) of ASK with TOOLS, streamed or not, through the SDK."""
     client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
     kwargs = dict(model="fenced", messages=ASK, tools=TOOLS, temperature=0, max_tokens=64)
     if stream:
@@ -253,22 +252,18 @@ def test_a_reply_that_is_only_a_fenced_json_call_is_that_call(fenced_server, str
         finish = chunks[-1].choices[0].finish_reason
     else:
         choice = client.chat.completions.create(**kwargs).choices[0]
-        content, calls, finish = choice.message.content or "", [c.function for c in choice.message.tool_calls], choice.finish_reason
+        content, calls, finish = choice.message.content or "", [c.function for c in choice.message.tool_calls or []], choice.finish_reason
+    return content, [(c.name, json.loads(c.arguments)) for c in calls], finish
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reply_that_is_only_a_fenced_json_call_is_that_call(fenced_server, stream):
+    content, calls, finish = answer(fenced_server[0], stream)
     assert content == "" and finish == "tool_calls"  # nothing of the JSON leaked as text
-    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("add", {"a": 2, "b": 3})]
+    assert calls == [("add", {"a": 2, "b": 3})]
 
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_json_naming_no_offered_tool_stays_text(fenced_server, stream):
-    _, url = fenced_server
-    client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
-    kwargs = dict(model="fenced", messages=ASK, tools=TOOLS, temperature=0, max_tokens=64)
-    if stream:
-        chunks = list(client.chat.completions.create(stream=True, **kwargs))
-        content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-        assert not any(c.choices[0].delta.tool_calls for c in chunks if c.choices)
-    else:
-        message = client.chat.completions.create(**kwargs).choices[0].message
-        content = message.content
-        assert not message.tool_calls
-    assert content == UNKNOWN_ANSWER
+    content, calls, _ = answer(fenced_server[1], stream)
+    assert calls == [] and content == UNKNOWN_ANSWER
