@@ -229,6 +229,21 @@ def tiny_random_config(vocab_size: int, **overrides: Any) -> Any:
     return Qwen2Config(**values)
 
 
+def shape_config(name: str) -> Any:
+    """The HF config of a catalog model's architecture (its ``shape``, RoPE base and window), for a
+    random-init model of the real size without its checkpoint (``benchmarks/trainer_throughput.py``'s
+    ``shape:`` models). Qwen2 when the shape has q/k/v biases (:func:`tiny_random_config` with the
+    shape's sizes), else Llama (SmolLM2)."""
+    from transformers import LlamaConfig
+
+    info = MODELS[name]
+    values = {k: v for k, v in info.shape.items() if k != "qkv_bias"}  # Qwen2 always has them, Llama never
+    values.update(max_position_embeddings=info.context_window, rope_theta=info.rope_theta)
+    if info.shape.get("qkv_bias"):
+        return tiny_random_config(**values)
+    return LlamaConfig(**values)
+
+
 def build_tiny_random(vocab_size: int, seed: int = TINY_SEED, dtype: torch.dtype = torch.float32,
                       **overrides: Any) -> Any:
     """A random-init tiny model; the same seed gives the same weights (global torch RNG untouched)."""
