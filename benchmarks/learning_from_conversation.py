@@ -11,6 +11,9 @@ split), before and after the same budget of train steps.
 - ``binary`` / ``opd`` / ``hybrid`` / ``opd_topk``: the judge-only signal, through the deployed gateway, session
   tracker, turn log, judge stage and personal trainer (:mod:`clawgym.serve.rehearsal`); the judge is
   ``prob`` (label-token verdicts) and ``probhint`` (the user's correction as the hint).
+- ``hindsight``: hindsight GRPO (:mod:`clawgym.serve.hindsight`): each judged turn and 3 sibling replies to
+  the same prompt, scored by the rubric judge against the wishes the user's corrections left in the wish
+  memory (the person's verdict counts half in their own reply's reward); also judge-only.
 
     .venv/bin/python benchmarks/learning_from_conversation.py --persona teacher --method hybrid --seed 0
     .venv/bin/python benchmarks/learning_from_conversation.py --table
@@ -30,12 +33,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-METHODS = ("base", "prompting", "oracle_grpo", "binary", "opd", "hybrid", "opd_topk")
+METHODS = ("base", "prompting", "oracle_grpo", "binary", "opd", "hybrid", "opd_topk", "hindsight")
 UNTRAINED = ("base", "prompting")  # greedy scoring of untrained weights: one seed is the whole cell
 SEEDS = (0, 1, 2)  # of every trained cell
 PERSONAS = ("student", "teacher", "ta")
 JUDGE_FOR = {"binary": ("grpo", "prob"), "opd": ("opd", "probhint"), "hybrid": ("hybrid", "prob,probhint"),
-             "opd_topk": ("opd_topk", "probhint")}  # top-K distillation of the hinted teacher at every position
+             "opd_topk": ("opd_topk", "probhint"),  # top-K distillation of the hinted teacher at every position
+             "hindsight": ("grpo", "prob")}  # each turn a group of 4 replies scored by the rubric judge on the wishes
+HINDSIGHT_K = 4
 # Committed, not under runs/: the table is built over several runs, each possibly on a fresh machine.
 RESULTS = Path(__file__).resolve().parent / "results" / "learning_from_conversation.jsonl"
 MAX_TOKENS = 128  # every reply (training conversations and held-out scoring): room for > 80 words, as in the demo
@@ -50,18 +55,30 @@ RECIPE = 3
 SUPERSEDED = {1: "A = r without a baseline, hint wrapped under a header",
               2: "a step could train the fresh remainder (1-7 turns) of a batch whose other turns were stale"}
 JUDGE_ONLY = tuple(JUDGE_FOR)
+LEGACY_MODEL = "smollm2-135m"  # rows written before rows named their model: the chat launcher's policy then
+
+
+def default_model() -> str:
+    """The chat launcher's policy: what ``clawgym serve --config chat`` trains."""
+    from clawgym import launchers
+    from clawgym.rl.launch import load_config
+
+    return load_config(launchers.resolve("chat")).policy.model
 
 
 def config_for(method: str, seed: int, steps: int, out: Path, temperature: float = 1.0,  # noqa: ANN201
-               sets: tuple[str, ...] = ()):
+               sets: tuple[str, ...] = (), model: str | None = None):
     from clawgym import launchers
     from clawgym.rl.launch import load_config
 
     extra = [f"policy.seed={seed}", f"loop.seed={seed}", f"loop.output_dir={out}", f"loop.steps={steps}",
-             "serve.batch_size=8", "judge.model=policy", f"rollout.temperature={temperature}"]
+             "serve.batch_size=8", "judge.model=policy", f"rollout.temperature={temperature}",
+             *([f"policy.model={model}"] if model else [])]
     if method in JUDGE_FOR:
         trainer_method, judge = JUDGE_FOR[method]
         extra += [f"method={trainer_method}", f"judge.type={judge}"]
+        if method == "hindsight":
+            extra.append(f"serve.hindsight_k={HINDSIGHT_K}")
     elif method == "oracle_grpo":
         extra += ["method=grpo", "judge.type=none", "loop.batch_groups=2", "loop.buffer_groups=4",
                  "loop.eval_every=0", "rollout.workers=8", f"rollout.max_tokens={MAX_TOKENS}"]
@@ -69,19 +86,19 @@ def config_for(method: str, seed: int, steps: int, out: Path, temperature: float
 
 
 async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: int, max_minutes: float,
-                  temperature: float = 1.0, sets: tuple[str, ...] = ()) -> dict:
+                  temperature: float = 1.0, sets: tuple[str, ...] = (), model: str | None = None) -> dict:
     from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT
     from clawgym.envs.openclaw_chat.personas import PERSONAS as P
     from clawgym.serve import rehearsal
 
     variant = {"method": method, "temperature": temperature, "sets": list(sets)}
-    out = Path(f"runs/lfc/{persona}-{label(variant)}-{seed}".replace("=", "_"))
+    out = Path(f"runs/lfc/{model or 'default'}-{persona}-{label(variant)}-{seed}".replace("=", "_"))
     if out.exists():  # a previous run of this cell (an earlier recipe): the gateway would resume its weights
         shutil.rmtree(out)
     held_out = rehearsal.persona_tasks(persona, "test")[:eval_tasks]
-    config = config_for(method, seed, steps, out, temperature, sets)
+    config = config_for(method, seed, steps, out, temperature, sets, model)
     started = time.perf_counter()
-    row = {"persona": persona, "method": method, "seed": seed, "steps_budget": steps, "metrics": METRICS,
+    row = {"model": config.policy.model, "persona": persona, "method": method, "seed": seed, "steps_budget": steps, "metrics": METRICS,
            "eval_tasks": len(held_out), "max_tokens": MAX_TOKENS}
     if temperature != 1.0:
         row["temperature"] = temperature  # training conversations sampled (and trained) at this temperature
@@ -132,21 +149,26 @@ def label(row: dict) -> str:
     return name + "".join(f"[{s}]" for s in row.get("sets", []))
 
 
-def read_rows(path: Path) -> tuple[list[dict], int, list[dict]]:
-    """The rows scored with the current metrics, how many older rows were left out, and the judge-only
-    rows trained with an earlier recipe (shown apart)."""
+def model_of(row: dict) -> str:
+    return row.get("model", LEGACY_MODEL)
+
+
+def read_rows(path: Path, model: str) -> tuple[list[dict], int, list[dict]]:
+    """``model``'s rows scored with the current metrics, how many older rows were left out, and the
+    judge-only rows trained with an earlier recipe (shown apart)."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    rows = [r for r in rows if model_of(r) == model]
     scored = [r for r in rows if r.get("metrics") == METRICS]
     superseded = [r for r in scored if r["method"] in JUDGE_ONLY and r.get("recipe", 1) != RECIPE]
     current = [r for r in scored if r not in superseded]
     return current, len(rows) - len(scored), superseded
 
 
-def table(path: Path) -> str:
-    rows, void, superseded = read_rows(path)
+def table(path: Path, model: str) -> str:
+    rows, void, superseded = read_rows(path, model)
     names = [m for m in METHODS] + sorted({label(r) for r in rows} - set(METHODS))
     width = max(12, *(len(n) + 1 for n in names))
-    lines = [f"{'method':<{width}}" + "".join(f"{p:>24}" for p in PERSONAS) + "   (held-out score after, mean ± std over seeds [n], after − before)"]
+    lines = [f"{model}:", f"{'method':<{width}}" + "".join(f"{p:>24}" for p in PERSONAS) + "   (held-out score after, mean ± std over seeds [n], after − before)"]
     for method in names:
         cells = []
         for persona in PERSONAS:
@@ -180,18 +202,19 @@ def table(path: Path) -> str:
     return "\n".join(lines)
 
 
-def done_cells(path: Path) -> set[tuple[str, str, int]]:
-    """(persona, row label, seed) of every cell in the table: what a new invocation skips."""
-    rows, _, _ = read_rows(path)
+def done_cells(path: Path, model: str) -> set[tuple[str, str, int]]:
+    """(persona, row label, seed) of every cell in ``model``'s table: what a new invocation skips."""
+    rows, _, _ = read_rows(path, model)
     return {(r["persona"], label(r), r["seed"]) for r in rows}
 
 
-def missing(path: Path) -> list[str]:
+def missing(path: Path, model: str) -> list[str]:
     """The commands that would complete the table (3 seeds of every trained method, one of the others)."""
-    have = done_cells(path)
+    have = done_cells(path, model)
+    flag = "" if model == default_model() else f" --model {model}"
     # a judge-only cell whose signal never comes stops at the cap (18 steps took 14-17 minutes)
     return [f".venv/bin/python benchmarks/learning_from_conversation.py --persona {p} --method {m} --seed {s}"
-            + (" --max-minutes 30" if m in JUDGE_ONLY else "")
+            + flag + (" --max-minutes 30" if m in JUDGE_ONLY else "")
             for m in METHODS for p in PERSONAS for s in (SEEDS[:1] if m in UNTRAINED else SEEDS)
             if (p, m, s) not in have]
 
@@ -209,12 +232,15 @@ def main() -> int:
                         help="sampling (and training) temperature of the training conversations; held-out scoring stays greedy")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="an ablation: a launcher override on top of the method (repeatable); its own table row")
+    parser.add_argument("--model", default=None, help="the policy (a catalog name); default: the chat launcher's. "
+                        "Each model has its own table")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--table", action="store_true", help="only print the table from --results")
     parser.add_argument("--missing", action="store_true", help="only print the commands of the cells not run yet")
     args = parser.parse_args()
+    args.model = args.model or default_model()
     if args.missing:
-        todo = missing(args.results)
+        todo = missing(args.results, args.model)
         print("\n".join(todo) or "every cell of the table has run")
         print(f"({len(todo)} cells; on 2 quiet cores a judge-only cell takes 10-30 minutes, an oracle_grpo cell 26-94)",
               file=sys.stderr)
@@ -223,16 +249,16 @@ def main() -> int:
         if not (args.persona and args.method):
             parser.error("give --persona and --method (one cell per invocation), or --table")
         cell = label({"method": args.method, "temperature": args.temperature, "sets": args.sets})
-        if (args.persona, cell, args.seed) in done_cells(args.results):
+        if (args.persona, cell, args.seed) in done_cells(args.results, args.model):
             print(f"{args.persona} x {cell} x seed {args.seed} is already in {args.results}; skipped")
         else:
             row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks, args.max_minutes,
-                                      args.temperature, tuple(args.sets)))
+                                      args.temperature, tuple(args.sets), args.model))
             args.results.parent.mkdir(parents=True, exist_ok=True)
             with args.results.open("a") as f:
                 f.write(json.dumps(row) + "\n")
             print(json.dumps(row))
-    print(table(args.results))
+    print(table(args.results, args.model))
     return 0
 
 

@@ -257,7 +257,8 @@ class ChatGateway:
                   **({"fitted": body["clawgym_fit"]} if "clawgym_fit" in body else {}),
                   "reused_prefix_tokens": generation.metadata.get("reused_prefix_tokens", 0),
                   # what the logprobs are of: the trainer takes only turns sampled as it trains
-                  "sampling": {"temperature": sampling.temperature, "top_p": sampling.top_p}},
+                  "sampling": {"temperature": sampling.temperature, "top_p": sampling.top_p,
+                               "max_tokens": sampling.max_tokens}},
             **({"turn_id": turn_id} if turn_id else {}),
         )
         written = self.log.record_turn(turn)

@@ -48,6 +48,10 @@ class ServeSettings:
     users: dict[str, str] = field(default_factory=dict)  # API key -> user id
     admin_key: str | None = None
     max_users: int = 16  # adapter slots (per_user)
+    # hindsight GRPO (clawgym.serve.hindsight): 0 = off; k >= 2 replies a group, the person's included
+    hindsight_k: int = 0
+    hindsight_verdict_weight: float = 0.5  # the share of the person's verdict in their reply's reward
+    hindsight_max_queued: int = 8  # judged turns waiting for their group; more are skipped
 
     @classmethod
     def from_config(cls, config: RunConfig) -> "ServeSettings":
@@ -69,7 +73,29 @@ class ServeSettings:
                               "set policy.quantize: none")
         if not isinstance(settings.users, dict):
             raise ConfigError("serve.users must map API keys to user ids")
+        if settings.hindsight_k:
+            settings.hindsight(config)  # validates
         return settings
+
+    def hindsight(self, config: RunConfig) -> Any:
+        """The :class:`HindsightSettings` of ``serve.hindsight_*`` (None when off); ConfigError when it cannot run."""
+        if not self.hindsight_k:
+            return None
+        from clawgym.serve.hindsight import HindsightSettings
+
+        if config.method != "grpo":
+            raise ConfigError(f"serve.hindsight_k trains GRPO groups scored by the rubric judge: set method: grpo "
+                              f"(not {config.method!r})")
+        if self.adapters != "shared":
+            raise ConfigError("serve.hindsight_k works with serve.adapters: shared (per-user adapters have no rubric judge yet)")
+        if config.policy.backend != "hf" or config.gpu.enabled:
+            raise ConfigError("serve.hindsight_k reads the rubric judge's label probabilities from an in-process hf "
+                              "model: set policy.backend: hf and gpu.enabled: false")
+        try:
+            return HindsightSettings(k=self.hindsight_k, verdict_weight=self.hindsight_verdict_weight,
+                                     max_tokens=self.max_tokens, max_queued=self.hindsight_max_queued)
+        except ValueError as exc:
+            raise ConfigError(f"serve.hindsight_*: {exc}") from None
 
 
 @dataclass
@@ -115,6 +141,8 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     steps = out / "train_steps.jsonl"
     dashboard.rebuild(log.turns(), read_jsonl(steps) if steps.exists() else ())
     wishes = WishMemory(log, on_change=dashboard.observe_wishes)  # replays the log's wish events
+    if getattr(personal, "hindsight", None) is not None:
+        personal.hindsight.rubric.wishes_of = wishes.texts  # the rubric scores against what each user asked
 
     def on_judged(turn: Any) -> None:
         dashboard.observe_judged(turn)
@@ -179,7 +207,21 @@ def _in_process(config: RunConfig, settings: ServeSettings, out: Path) -> tuple:
     judges, judge_model = build_judges(config, judge_policy)
     if trainer is not None:
         trainer.teacher_model = judge_teacher(config, judge_model, tokenizer)  # trainer.teacher judge: the judge's model
+    if personal is not None and settings.hindsight_k:
+        personal.hindsight = _hindsight_groups(config, settings, policy, judge_model or judge_policy, personal.temperature)
     return policy, responder, tokenizer, judges, personal, adapters
+
+
+def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Any, judge_policy: Any, temperature: float) -> Any:
+    """Siblings from the served policy, scored by a rubric judge on the judge's model (the wishes are
+    attached by :func:`build_serving` once the wish memory exists)."""
+    from clawgym.rl.judge import RubricJudge
+    from clawgym.serve.hindsight import HindsightGroups
+
+    if not hasattr(judge_policy, "model"):
+        raise ConfigError(f"serve.hindsight_k: the rubric judge reads label probabilities from a local hf model, and the "
+                          f"judge {config.judge.model!r} is not one")
+    return HindsightGroups(policy, RubricJudge(judge_policy), settings.hindsight(config), temperature=temperature)
 
 
 def _shared(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: Any, trainer: Any, out: Path) -> tuple:

@@ -19,7 +19,9 @@ The learning signal is OpenClaw-RL's personal-agent one, without its traps:
   the trainer's (each publication sets it, and so does a restart from a checkpoint), so the versions
   in the turn log stay comparable across restarts;
 - a step that raises (out of memory on a long turn, a full disk) is logged and counted (``errors``,
-  ``refused["train_error"]``, the dashboard); its batch is dropped and training goes on.
+  ``refused["train_error"]``, the dashboard); its batch is dropped and training goes on;
+- hindsight (``serve.hindsight_k``): each judged turn becomes a GRPO group of the person's reply and
+  sibling replies scored by the rubric judge (:mod:`clawgym.serve.hindsight`); a batch takes whole groups.
 """
 
 from __future__ import annotations
@@ -48,12 +50,9 @@ def sample_from_turn(turn: Turn, method: str, temperature: float = 1.0) -> tuple
     logprobs of another distribution and would train off-policy (turns logged before the gateway
     recorded its sampling were served at temperature 1.0).
     """
-    reason = refuse_reason(turn)
+    reason = untrainable_reason(turn, temperature)
     if reason is not None:
         return None, reason
-    sampling = turn.info.get("sampling") or {}
-    if sampling.get("temperature", 1.0) != temperature or sampling.get("top_p", 1.0) != 1.0:
-        return None, "off_policy_sampling"
     score = prm_score(turn)
     if score is None and method == "hybrid" and "hint" in turn.judge and turn.judge["hint"].source != "error":
         score = float(turn.judge["hint"].score)  # hint judge only: its vote is the verdict (else hybrid = opd)
@@ -72,6 +71,18 @@ def sample_from_turn(turn: Turn, method: str, temperature: float = 1.0) -> tuple
     ), None
 
 
+def untrainable_reason(turn: Turn, temperature: float) -> str | None:
+    """Why the turn's own tokens cannot be trained on (no ids or logprobs, or sampled at another
+    temperature or with top-p: logprobs of another distribution), or None."""
+    reason = refuse_reason(turn)
+    if reason is not None:
+        return reason
+    sampling = turn.info.get("sampling") or {}
+    if sampling.get("temperature", 1.0) != temperature or sampling.get("top_p", 1.0) != 1.0:
+        return "off_policy_sampling"
+    return None
+
+
 def teacher_context(turn: Turn) -> dict[str, Any]:
     """What the OPD teacher needs besides the context: the tool schemas the student read (turns logged
     with tool names only have none) and which message holds the person's last words (OpenClaw sends
@@ -84,13 +95,15 @@ def teacher_context(turn: Turn) -> dict[str, Any]:
 def apply_baseline(samples: list[Sample], baseline: str) -> tuple[list[Sample], int]:
     """Subtract the batch's mean verdict from each verdict's advantage (``batch``) or keep A = r
     (``none``); returns the samples that still teach something and how many were dropped (no
-    verdict advantage left and no hint)."""
+    verdict advantage left and no hint). Members of a hindsight group (a ``group_id``) keep the
+    advantage their group gave them."""
     if baseline not in BASELINES:
         raise ValueError(f"unknown baseline {baseline!r}; expected one of {BASELINES}")
+    solo = [s for s in samples if not s.group_id]
     if baseline == "batch":
-        verdicts = [s.reward for s in samples if s.reward]
+        verdicts = [s.reward for s in solo if s.reward]
         mean = sum(verdicts) / len(verdicts) if verdicts else 0.0
-        for s in samples:
+        for s in solo:
             s.advantage = float(s.reward - mean) if s.reward else 0.0
     kept = [s for s in samples if s.advantage or s.hint]
     return kept, len(samples) - len(kept)
@@ -193,18 +206,28 @@ class PersonalTrainer(BackgroundTrainer):
     task_name = "clawgym-personal-trainer"
 
     def __init__(self, trainer: Any, policy: Any, *, batch_size: int = 8, max_staleness: int = 2,
-                 output_dir: str | Path = "runs/chat", baseline: str = "batch", max_steps: int | None = None) -> None:
+                 output_dir: str | Path = "runs/chat", baseline: str = "batch", max_steps: int | None = None,
+                 hindsight: Any = None) -> None:
         self.policy = policy
         self.max_steps = max_steps
         super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir,
                          baseline=baseline)
+        if hindsight is not None and self.method != "grpo":
+            raise ValueError(f"hindsight groups train with method grpo (their rubric rewards are the signal), "
+                             f"not {self.method!r}")
         self.out.mkdir(parents=True, exist_ok=True)
         self.pending: list[Sample] = []
         self.refused: collections.Counter = collections.Counter()
         self.steps = 0
         self.busy = False  # a train step (or a weight swap) is running now
+        self.hindsight = hindsight  # HindsightGroups (clawgym.serve.hindsight) or None
+        self.awaiting_group: collections.deque[Turn] = collections.deque()  # judged turns waiting for their group
+        self._grouping: asyncio.Task | None = None
+        self._group_wake = asyncio.Event()
 
-    def _keep(self, turn: Turn) -> bool:
+    def _keep(self, turn: Turn, *, recovering: bool = False) -> bool:
+        if self.hindsight is not None:
+            return self._await_group(turn, recovering)
         sample, reason = sample_from_turn(turn, self.method, self.temperature)
         if sample is None:
             self.refused[reason or "unknown"] += 1
@@ -217,14 +240,86 @@ class PersonalTrainer(BackgroundTrainer):
         steps = self.out / "train_steps.jsonl"
         trained = {i for record in read_jsonl(steps) for i in record["trained"]} if steps.exists() else set()
         self.steps = sum(1 for _ in read_jsonl(steps)) if steps.exists() else 0
-        return sum(self._keep(t) for t in turns if t.judge and t.turn_id not in trained)
+        return sum(self._keep(t, recovering=True) for t in turns if t.judge and t.turn_id not in trained)
 
     def add(self, turn: Turn) -> None:
         """The gateway's ``on_judged``: keep the turn's sample (if trainable) and wake the trainer."""
         if not self._keep(turn):
             return
-        if self._task is None or len(self.pending) >= self.batch_size:
+        if self.hindsight is not None:
+            self._wake_grouping()
+        elif self._task is None or len(self.pending) >= self.batch_size:
             self._wake_up()
+
+    # ------------------------------------------------------------------ hindsight groups
+    def _await_group(self, turn: Turn, recovering: bool) -> bool:
+        reason = untrainable_reason(turn, self.temperature)
+        if reason is None and not recovering and len(self.awaiting_group) >= self.hindsight.settings.max_queued:
+            reason = "hindsight_busy"  # the groups fall behind the conversation: skip rather than lag further
+        if reason is not None:
+            self.refused[reason] += 1
+            return False
+        self.awaiting_group.append(turn)
+        return True
+
+    def _wake_grouping(self) -> None:
+        if self.stopped:
+            return
+        if self._grouping is None or self._grouping.done():
+            self._grouping = asyncio.get_running_loop().create_task(self._group_turns(), name="clawgym-hindsight")
+        self._group_wake.set()
+
+    async def _group_turns(self) -> None:
+        """One turn at a time: sample its siblings, score the group, queue its samples, wake the trainer."""
+        while not self.stopped and not self.budget_spent():
+            if not self.awaiting_group:
+                self._group_wake.clear()
+                await self._group_wake.wait()
+                continue
+            turn = self.awaiting_group.popleft()
+            try:
+                samples, reason = await self.hindsight.build(turn, prm_score(turn))
+            except Exception as exc:  # a failed group loses one turn, never the task
+                logger.error("hindsight group of turn %s failed: %s", turn.turn_id, exc, exc_info=exc)
+                samples, reason = None, "hindsight_error"
+            if samples is None:
+                self.refused[reason or "unknown"] += 1
+                continue
+            self.pending.extend(samples)
+            if len(self.pending) >= self.batch_size:
+                self._wake_up()
+
+    async def stop(self) -> None:
+        self.stopped = True
+        self._group_wake.set()  # the group being built is finished (its samples are never trained)
+        if self._grouping is not None:
+            await asyncio.gather(self._grouping, return_exceptions=True)
+            self._grouping = None
+        await super().stop()
+
+    async def close(self) -> None:
+        if self._grouping is not None:
+            self._grouping.cancel()
+            await asyncio.gather(self._grouping, return_exceptions=True)
+            self._grouping = None
+        await super().close()
+
+    def take_batch(self) -> list[Sample]:
+        """The next batch: ``batch_size`` samples, a hindsight group never split (a group larger than the
+        batch is taken whole, alone)."""
+        taken, i = 0, 0
+        while i < len(self.pending):
+            group = self.pending[i].group_id
+            j = i + 1
+            while group and j < len(self.pending) and self.pending[j].group_id == group:
+                j += 1
+            if taken and taken + (j - i) > self.batch_size:
+                break
+            taken, i = taken + (j - i), j
+            if taken >= self.batch_size:
+                break
+        batch, self.pending = self.pending[:taken], self.pending[taken:]
+        return batch
 
     async def _train_due(self) -> None:
         while not self.stopped and not self.budget_spent():
@@ -245,7 +340,7 @@ class PersonalTrainer(BackgroundTrainer):
 
     async def train_once(self) -> dict[str, Any]:
         """One step on the next batch; a step that raises is counted (:meth:`_step_failed`), not fatal."""
-        batch, self.pending = self.pending[: self.batch_size], self.pending[self.batch_size:]
+        batch = self.take_batch()
         fresh = self.trainable(batch)
         if not fresh:
             return {}

@@ -1,0 +1,185 @@
+"""Hindsight GRPO: a judged turn becomes a group of the person's reply and sampled siblings, scored by
+the rubric judge against the person's remembered wishes; nothing unscorable is trained on."""
+
+import asyncio
+
+import openai
+import pytest
+
+from clawgym.core.policy import Generation
+from clawgym.rl.judge import RubricJudge
+from clawgym.rl.launch import ConfigError, load_config
+from clawgym.rl.server import BackgroundServer
+from clawgym.rl.types import JudgeResult, Sample, Turn, read_jsonl
+from clawgym.serve.hindsight import HindsightGroups, HindsightSettings, real_reward
+from clawgym.serve.main import ServeSettings, build_serving
+from clawgym.serve.personal_trainer import PersonalTrainer, apply_baseline
+from tests.test_chat_serve import ThanksIsGood, config_file, wait_until
+
+SHORT_WISH = "keep it under 5 words"
+
+
+class ScriptedSiblings:
+    """A served policy whose siblings are given texts (one per call, in order), with their own tokens."""
+
+    def __init__(self, texts, version=3):
+        self.texts, self.version, self.asked = list(texts), version, []
+
+    async def generate_ids(self, prompt_ids, sampling):
+        self.asked.append((list(prompt_ids), sampling))
+        text = self.texts.pop(0)
+        ids = list(range(10, 10 + len(text.split())))
+        return Generation(text=text, message={"role": "assistant", "content": text}, prompt_ids=list(prompt_ids),
+                          response_ids=ids, response_logprobs=[-0.5] * len(ids), policy_version=self.version)
+
+
+def judged_turn(reply="one two three four five six seven", verdict=-1.0, user="alice", max_tokens=64):
+    return Turn(episode_id="s", turn_index=0, context=[{"role": "user", "content": "what is 2+2?"}],
+                action={"role": "assistant", "content": reply}, next_state=[{"role": "user", "content": "no, keep it under 5 words"}],
+                prompt_ids=[1, 2, 3], response_ids=[4, 5], response_logprobs=[-1.0, -2.0], policy_version=2,
+                info={"user": user, "sampling": {"temperature": 0.7, "top_p": 1.0, "max_tokens": max_tokens}},
+                judge={"prm": JudgeResult(score=verdict)} if verdict is not None else {}, turn_id="t1")
+
+
+def groups(siblings, wishes=(SHORT_WISH,), **settings):
+    rubric = RubricJudge(None, wishes_of=lambda user: list(wishes) if user == "alice" else [])  # cues only
+    return HindsightGroups(ScriptedSiblings(siblings), rubric, HindsightSettings(**{"k": 3, **settings}), temperature=0.7)
+
+
+def test_a_turn_becomes_a_group_of_the_persons_reply_and_siblings_scored_against_the_wishes():
+    builder = groups(["four", "a reply of far too many words"])
+    samples, reason = asyncio.run(builder.build(judged_turn(), verdict=-1.0))
+    assert reason is None and len(samples) == 3
+    real, short, long = samples
+    assert [s.reward for s in samples] == [0.0, 1.0, 0.0]  # the person's reply: rubric 0, verdict -1 -> 0
+    assert short.advantage > 0 > real.advantage and real.advantage == long.advantage
+    assert abs(sum(s.advantage for s in samples)) < 1e-6
+    assert {s.group_id for s in samples} == {"t1"} and {s.turn_id for s in samples} == {"t1"}
+    assert real.response_ids == [4, 5] and real.old_logprobs == [-1.0, -2.0] and real.policy_version == 2
+    assert short.response_ids == [10] and short.old_logprobs == [-0.5] and short.policy_version == 3
+    prompt, sampling = builder.policy.asked[0]
+    assert prompt == [1, 2, 3] and sampling.temperature == 0.7 and sampling.max_tokens == 64  # as the person's reply
+
+
+def test_the_persons_verdict_counts_in_their_replys_reward():
+    assert real_reward(1.0, -1.0, 0.5) == 0.5 and real_reward(1.0, 1.0, 0.5) == 1.0
+    assert real_reward(0.5, None, 0.5) == 0.5 and real_reward(0.0, 1.0, 0.0) == 0.0
+    samples, _ = asyncio.run(groups(["a reply of far too many words", "also many words in this one"]).build(
+        judged_turn(reply="four", verdict=1.0), verdict=1.0))
+    assert [s.reward for s in samples] == [1.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("case, reason", [
+    ("no_wishes", "no_wishes"),  # a person who never corrected anything: nothing to score against
+    ("uncheckable", "unscorable"),  # a wish no reply can show
+    ("all_equal", "zero_advantage_group"),  # every reply meets the wish: no relative signal
+])
+def test_what_cannot_be_scored_makes_no_group(case, reason):
+    siblings = ["short", "tiny"]
+    if case == "no_wishes":
+        builder, turn = groups(siblings), judged_turn(user="bob")
+    elif case == "uncheckable":
+        builder, turn = groups(siblings, wishes=("email me the summary",)), judged_turn()
+    else:
+        builder, turn = groups(siblings), judged_turn(reply="four")
+    samples, why = asyncio.run(builder.build(turn, verdict=None))
+    assert samples is None and why == reason
+
+
+def test_a_sibling_the_rubric_cannot_decide_is_left_out_of_the_group():
+    builder = groups(["", "four"])  # an empty reply is decided (it meets nothing); give it no tokens
+    builder.policy.texts = ["", "four"]
+
+    async def no_tokens(prompt_ids, sampling, _real=builder.policy.generate_ids):
+        generation = await _real(prompt_ids, sampling)
+        if not generation.text:
+            generation.response_ids, generation.response_logprobs = [], []
+        return generation
+
+    builder.policy.generate_ids = no_tokens
+    samples, _ = asyncio.run(builder.build(judged_turn(), verdict=None))
+    assert len(samples) == 2 and builder.stats["sibling_unscorable"] == 1
+
+
+def test_settings_refuse_groups_that_cannot_teach():
+    with pytest.raises(ValueError, match="k >= 2"):
+        HindsightSettings(k=1)
+    with pytest.raises(ValueError, match="verdict_weight"):
+        HindsightSettings(verdict_weight=1.5)
+
+
+def _member(group, reward, advantage):
+    return Sample(prompt_ids=[1], response_ids=[2], old_logprobs=[-1.0], reward=reward, advantage=advantage, group_id=group)
+
+
+def test_the_batch_baseline_leaves_a_groups_advantages_alone():
+    solo = Sample(prompt_ids=[1], response_ids=[2], old_logprobs=[-1.0], reward=-1.0, advantage=-1.0)
+    other = Sample(prompt_ids=[1], response_ids=[2], old_logprobs=[-1.0], reward=1.0, advantage=1.0)
+    member = _member("g", 0.25, -0.7)
+    kept, dropped = apply_baseline([solo, other, member], "batch")
+    assert dropped == 0 and [s.advantage for s in kept] == [-1.0, 1.0, -0.7]
+
+
+def test_a_batch_never_splits_a_group(tmp_path):
+    class NoTrainer:
+        config = type("C", (), {"method": "grpo", "temperature": 0.7})()
+        version = 0
+
+    trainer = PersonalTrainer(NoTrainer(), None, batch_size=4, output_dir=tmp_path)
+    trainer.pending = [_member("a", 0, 1)] * 3 + [_member("b", 0, 1)] * 3 + [_member("c", 0, 1)] * 5
+    assert [s.group_id for s in trainer.take_batch()] == ["a"] * 3  # a + b would be 6 > 4
+    assert [s.group_id for s in trainer.take_batch()] == ["b"] * 3
+    assert [s.group_id for s in trainer.take_batch()] == ["c"] * 5  # larger than a batch: taken whole, alone
+    assert trainer.pending == []
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"hindsight_k": 1}, "k >= 2"),
+    ({"hindsight_k": 4, "adapters": "per_user"}, "adapters: shared"),
+])
+def test_serve_settings_validate_hindsight(tmp_path, overrides, message):
+    lora = {"lr": 1e-3, "micro_batch_size": 2, "lora": {"enabled": True}}
+    config = load_config(config_file(tmp_path, trainer=lora, **overrides))
+    with pytest.raises(ConfigError, match=message):
+        ServeSettings.from_config(config)
+
+
+def test_hindsight_needs_grpo(tmp_path):
+    config = load_config(config_file(tmp_path, hindsight_k=4), ["method=hybrid", "judge.type=prob,probhint"])
+    with pytest.raises(ConfigError, match="method: grpo"):
+        ServeSettings.from_config(config)
+
+
+def test_served_turns_become_groups_and_train_and_a_user_who_never_corrects_trains_nothing(tmp_path):
+    """Through the real gateway on the tiny model: a correction becomes a wish, the turn a scored group
+    of 3 whose siblings the served policy sampled, and a step trains on whole groups; a user who only
+    says thanks has no wish, so their turns make no group and nothing is trained on them."""
+    serving = build_serving(load_config(config_file(tmp_path, hindsight_k=3, batch_size=3, max_tokens=16)))
+    serving.gateway.judge_stage.judges = [ThanksIsGood()]
+    personal = serving.trainer
+    texts = iter(["four", "one two three four five six seven eight", "four", "a b c d e f g"])
+
+    async def scripted(prompt_ids, sampling, _real=serving.policy.generate_ids):
+        generation = await _real(prompt_ids, sampling)  # real tokens and logprobs from the tiny model
+        generation.text = next(texts, "four")  # the rubric reads these words: a decided, varied group
+        return generation
+
+    serving.policy.generate_ids = scripted
+    with BackgroundServer(serving.app) as url:
+        api = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        for _ in range(2):
+            first = {"role": "user", "content": "hi"}
+            answer = api.chat.completions.create(model="m", messages=[first], user="carol", max_tokens=16)
+            api.chat.completions.create(model="m", user="carol", max_tokens=16, messages=[
+                first, {"role": "assistant", "content": answer.choices[0].message.content}, {"role": "user", "content": "thanks"}])
+        assert wait_until(lambda: personal.refused["no_wishes"] >= 2), personal.refused
+        first = {"role": "user", "content": "what is 2+2?"}
+        answer = api.chat.completions.create(model="m", messages=[first], user="alice", max_tokens=16)
+        api.chat.completions.create(model="m", user="alice", max_tokens=16, messages=[
+            first, {"role": "assistant", "content": answer.choices[0].message.content},
+            {"role": "user", "content": "no, keep it under 5 words"}])
+        assert wait_until(lambda: personal.steps == 1 and not personal.busy, timeout_s=90), personal.refused
+    assert serving.wishes.texts("default") == [SHORT_WISH] or serving.wishes.texts("alice") == [SHORT_WISH]
+    (record,) = read_jsonl(tmp_path / "run" / "train_steps.jsonl")
+    assert record["samples"] == 3 and len(set(record["trained"])) == 1 and serving.policy.version == 1
+    assert personal.hindsight.stats["groups"] == 1 and personal.hindsight.stats["siblings"] == 2
