@@ -7,7 +7,14 @@ prompt with that task's hint (the persona's correction of the student's reply, a
 give it). Printed: mean persona score and the gain over the student. Tasks the student already
 satisfies keep their unhinted prompt (no correction, no hint).
 
+The ``wishes`` forms give the teacher what the wish memory (:mod:`clawgym.serve.wish_memory`) would hold
+after these corrections, on every task (``serve.teacher_wishes``: the teacher reads all of a person's
+wishes, not only the last correction). ``--teacher-model`` answers the hinted prompts with another model
+(a bigger one of the same tokenizer, e.g. qwen2.5-coder-1.5b for the 0.5B student) while the student
+and its corrections stay the ``--model``'s.
+
     .venv/bin/python benchmarks/hint_teacher.py --personas teacher student ta --tasks 12
+    .venv/bin/python benchmarks/hint_teacher.py --model qwen2.5-coder-0.5b --teacher-model qwen2.5-coder-1.5b
 """
 
 from __future__ import annotations
@@ -23,10 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 WRAPPED = 'The user asked for a change: "{}" Do exactly what they ask in this answer.'  # the previous hint text
 
 
-def forms() -> dict:
-    """hint form -> (hint text from the correction, messages with the hint placed)."""
+def forms(wishes: list[str] | None = None) -> dict:
+    """hint form -> (hint text from the correction, messages with the hint placed); ``wishes`` adds the
+    wish-memory forms, whose hint holds every remembered wish (their correction may be None: a task the
+    student already satisfied)."""
     from clawgym.rl.judge.probe import hint_from_reply
     from clawgym.rl.trainer.samples import hinted_messages
+    from clawgym.serve.personal_trainer import hint_with_wishes
 
     def system(messages, hint):
         out = copy.deepcopy(messages)
@@ -39,16 +49,34 @@ def forms() -> dict:
         "bare, system prompt": (hint_from_reply, system),
         "wrapped, inline": (lambda c: WRAPPED.format(c), lambda m, h: hinted_messages(m, h, "inline")),
         "wrapped, header (OpenClaw-RL)": (lambda c: WRAPPED.format(c), lambda m, h: hinted_messages(m, h, "header")),
+        **({
+            "wishes, inline": (lambda c: hint_with_wishes(None, wishes), lambda m, h: hinted_messages(m, h, "inline")),
+            "wishes, system prompt": (lambda c: hint_with_wishes(None, wishes), system),
+            "wishes + correction, inline": (lambda c: hint_with_wishes(hint_from_reply(c) if c else None, wishes),
+                                            lambda m, h: hinted_messages(m, h, "inline")),
+        } if wishes else {}),
     }
 
 
-async def measure(personas: list[str], n_tasks: int, max_tokens: int, model: str) -> dict[str, dict[str, float]]:
+def remembered(corrections: list[str]) -> list[str]:
+    """What the wish memory holds after these corrections (extraction, dedup, a later wish replacing one it contradicts)."""
+    from clawgym.serve.wish_memory import WishMemory
+
+    memory = WishMemory()
+    for i, correction in enumerate(corrections):
+        memory.add("user", correction, turn_id=f"t{i}", source="reply")
+    return memory.texts("user")
+
+
+async def measure(personas: list[str], n_tasks: int, max_tokens: int, model: str,
+                  teacher_model: str | None = None, only: list[str] | None = None) -> dict[str, dict[str, float]]:
     from clawgym.core.policy import SamplingParams
     from clawgym.envs.openclaw_chat.personas import PERSONAS
     from clawgym.rl.policy.hf import HFPolicy
     from clawgym.serve import rehearsal
 
     policy = HFPolicy.from_pretrained(model, seed=0)
+    teacher = HFPolicy.from_pretrained(teacher_model, seed=0) if teacher_model and teacher_model != model else policy
     greedy = SamplingParams(temperature=0.0, max_tokens=max_tokens)
     results: dict[str, dict[str, float]] = {}
     try:
@@ -59,15 +87,23 @@ async def measure(personas: list[str], n_tasks: int, max_tokens: int, model: str
             student = await asyncio.gather(*(policy.generate(m, None, greedy) for m in openings))
             feedback = [persona.feedback(g.text, t) for g, t in zip(student, tasks)]
             row = {"no hint (student)": sum(persona.score(g.text, t)[0] for g, t in zip(student, tasks)) / len(tasks)}
-            for form, (hint_of, place) in forms().items():
-                prompts = [m if satisfied else place(m, hint_of(correction))
+            wishes = remembered([c for c, satisfied in feedback if not satisfied])
+            print(f"{name}: remembered wishes {wishes}", flush=True)
+            for form, (hint_of, place) in forms(wishes).items():
+                if only and not any(form.startswith(o) for o in only):
+                    continue
+                every_task = form.startswith("wishes")  # the memory's wishes reach the teacher on every turn
+                prompts = [place(m, hint_of(None if satisfied else correction)) if every_task
+                           else m if satisfied else place(m, hint_of(correction))
                            for m, (correction, satisfied) in zip(openings, feedback)]
-                replies = await asyncio.gather(*(policy.generate(p, None, greedy) for p in prompts))
+                replies = await asyncio.gather(*(teacher.generate(p, None, greedy) for p in prompts))
                 row[form] = sum(persona.score(g.text, t)[0] for g, t in zip(replies, tasks)) / len(tasks)
                 print(f"{name} {form}: {row[form]:.3f}", flush=True)
             results[name] = row
     finally:
         await policy.close()
+        if teacher is not policy:
+            await teacher.close()
     return results
 
 
@@ -77,8 +113,11 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, default=12)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--teacher-model", default=None, help="answers the hinted prompts (default: --model)")
+    parser.add_argument("--forms", nargs="+", default=None, help="only the hint forms starting with these words")
     args = parser.parse_args()
-    results = asyncio.run(measure(args.personas, args.tasks, args.max_tokens, args.model))
+    results = asyncio.run(measure(args.personas, args.tasks, args.max_tokens, args.model, args.teacher_model, args.forms))
+    print(f"student {args.model}, teacher {args.teacher_model or args.model}")
     names = list(next(iter(results.values())))
     print(f"\n{'hint form':<32}" + "".join(f"{p:>18}" for p in results) + f"   (mean persona score, {args.tasks} tasks each; gain vs no hint)")
     for form in names:

@@ -220,3 +220,42 @@ def test_a_gateway_without_a_wish_memory_says_so(tmp_path):
         response = client.get("/v1/wishes")
         assert response.status_code == 404 and "no wish memory" in response.json()["error"]["message"]
     gateway.log.close()
+
+
+# ---- the OPD teacher reads the remembered wishes (serve.teacher_wishes) -------------------------------
+
+
+def test_the_teachers_hint_holds_every_remembered_wish_and_the_turns_own_hint_once():
+    from clawgym.serve.personal_trainer import hint_with_wishes
+
+    wishes = ["address the student by name", "keep it under 80 words"]
+    assert hint_with_wishes(None, wishes) == "Address the student by name. Keep it under 80 words."
+    assert hint_with_wishes("keep it under 80 words.", wishes) == "Address the student by name. Keep it under 80 words."
+    assert hint_with_wishes("Be friendlier.", wishes).endswith("Keep it under 80 words. Be friendlier.")
+
+
+def test_a_turn_without_its_own_hint_still_teaches_opd_when_the_person_has_wishes():
+    from clawgym.rl.types import JudgeResult, Turn
+    from clawgym.serve.personal_trainer import sample_from_turn
+
+    turn = Turn(episode_id="s", turn_index=0, context=[{"role": "user", "content": "grade this"}],
+                action={"role": "assistant", "content": "7/10"}, prompt_ids=[1], response_ids=[2], response_logprobs=[-1.0],
+                judge={"prm": JudgeResult(score=1.0)})
+    assert sample_from_turn(turn, "opd") == (None, "no_hint")
+    sample, reason = sample_from_turn(turn, "opd", wishes=["address the student by name"])
+    assert reason is None and sample.hint == "Address the student by name." and sample.hint_messages == turn.context
+    grpo, _ = sample_from_turn(turn, "grpo", wishes=["address the student by name"])
+    assert grpo.hint is None  # GRPO has no teacher: the wishes change nothing
+
+
+def test_teacher_wishes_need_a_method_with_a_teacher(tmp_path):
+    import pytest
+
+    from clawgym.rl.launch import ConfigError, load_config
+    from clawgym.serve.main import ServeSettings
+    from tests.test_chat_serve import config_file
+
+    with pytest.raises(ConfigError, match="has no teacher"):
+        ServeSettings.from_config(load_config(config_file(tmp_path, teacher_wishes=True)))  # method grpo
+    config = load_config(config_file(tmp_path, teacher_wishes=True), ["method=opd", "judge.type=probhint"])
+    assert ServeSettings.from_config(config).teacher_wishes is True

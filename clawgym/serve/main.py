@@ -28,6 +28,7 @@ from typing import Any
 
 from clawgym.rl.launch import ConfigError, RunConfig, build_judges, load_config, trainer_config
 from clawgym.rl.launch.build import judge_teacher, quantize_served
+from clawgym.rl.methods import USES_HINTS
 
 ADAPTER_MODES = ("shared", "per_user")
 
@@ -52,6 +53,8 @@ class ServeSettings:
     hindsight_k: int = 0
     hindsight_verdict_weight: float = 0.5  # the share of the person's verdict in their reply's reward
     hindsight_max_queued: int = 8  # judged turns waiting for their group; more are skipped
+    # the OPD teacher reads every remembered wish of the user (clawgym.serve.wish_memory), not only the turn's hint
+    teacher_wishes: bool = False
 
     @classmethod
     def from_config(cls, config: RunConfig) -> "ServeSettings":
@@ -75,6 +78,11 @@ class ServeSettings:
             raise ConfigError("serve.users must map API keys to user ids")
         if settings.hindsight_k:
             settings.hindsight(config)  # validates
+        if settings.teacher_wishes and config.method not in USES_HINTS:
+            raise ConfigError(f"serve.teacher_wishes puts the wishes in the OPD teacher's context: method {config.method!r} "
+                              f"has no teacher (use one of {sorted(USES_HINTS)})")
+        if settings.teacher_wishes and settings.adapters != "shared":
+            raise ConfigError("serve.teacher_wishes works with serve.adapters: shared")
         return settings
 
     def hindsight(self, config: RunConfig) -> Any:
@@ -143,6 +151,8 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     wishes = WishMemory(log, on_change=dashboard.observe_wishes)  # replays the log's wish events
     if getattr(personal, "hindsight", None) is not None:
         personal.hindsight.rubric.wishes_of = wishes.texts  # the rubric scores against what each user asked
+    if settings.teacher_wishes and personal is not None:
+        personal.wishes_of = wishes.texts
 
     def on_judged(turn: Any) -> None:
         dashboard.observe_judged(turn)

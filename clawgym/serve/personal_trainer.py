@@ -43,12 +43,14 @@ logger = logging.getLogger(__name__)
 BASELINES = ("batch", "none")
 
 
-def sample_from_turn(turn: Turn, method: str, temperature: float = 1.0) -> tuple[Sample | None, str | None]:
+def sample_from_turn(turn: Turn, method: str, temperature: float = 1.0,
+                     wishes: list[str] | None = None) -> tuple[Sample | None, str | None]:
     """A personal-agent Sample from one judged turn, or (None, why not).
 
     ``temperature`` is the trainer's: a turn sampled at another temperature, or with top-p, has
     logprobs of another distribution and would train off-policy (turns logged before the gateway
-    recorded its sampling were served at temperature 1.0).
+    recorded its sampling were served at temperature 1.0). ``wishes``: the person's remembered wishes
+    (``serve.teacher_wishes``): the OPD teacher reads all of them, not only this turn's hint.
     """
     reason = untrainable_reason(turn, temperature)
     if reason is not None:
@@ -57,6 +59,8 @@ def sample_from_turn(turn: Turn, method: str, temperature: float = 1.0) -> tuple
     if score is None and method == "hybrid" and "hint" in turn.judge and turn.judge["hint"].source != "error":
         score = float(turn.judge["hint"].score)  # hint judge only: its vote is the verdict (else hybrid = opd)
     hint = chosen_hint(turn.judge.get("hint")) if method in USES_HINTS else None
+    if method in USES_HINTS and wishes:
+        hint = hint_with_wishes(hint, wishes)
     if method in NEEDS_HINT and not hint:
         return None, "no_hint"
     if method == "grpo" and not score:
@@ -69,6 +73,16 @@ def sample_from_turn(turn: Turn, method: str, temperature: float = 1.0) -> tuple
         hint=hint, hint_messages=list(turn.context) if hint else None, policy_version=int(turn.policy_version),
         turn_id=turn.turn_id, metadata={"session_id": turn.session_id, **(teacher_context(turn) if hint else {})},
     ), None
+
+
+def hint_with_wishes(hint: str | None, wishes: list[str]) -> str:
+    """The teacher's hint: every remembered wish (oldest first, a contradicted one already replaced by the
+    memory), then this turn's own hint unless a wish already says it."""
+    said = [w.strip().rstrip(".") for w in wishes if w.strip()]
+    parts = [f"{w[:1].upper()}{w[1:]}." for w in said]
+    if hint and hint.strip() and not any(hint.strip().rstrip(".").lower() == w.lower() for w in said):
+        parts.append(hint.strip())
+    return " ".join(parts)
 
 
 def untrainable_reason(turn: Turn, temperature: float) -> str | None:
@@ -221,6 +235,7 @@ class PersonalTrainer(BackgroundTrainer):
         self.steps = 0
         self.busy = False  # a train step (or a weight swap) is running now
         self.hindsight = hindsight  # HindsightGroups (clawgym.serve.hindsight) or None
+        self.wishes_of: Any = None  # serve.teacher_wishes: user -> remembered wishes, for the OPD teacher's hint
         self.awaiting_group: collections.deque[Turn] = collections.deque()  # judged turns waiting for their group
         self._grouping: asyncio.Task | None = None
         self._group_wake = asyncio.Event()
@@ -228,7 +243,8 @@ class PersonalTrainer(BackgroundTrainer):
     def _keep(self, turn: Turn, *, recovering: bool = False) -> bool:
         if self.hindsight is not None:
             return self._await_group(turn, recovering)
-        sample, reason = sample_from_turn(turn, self.method, self.temperature)
+        wishes = self.wishes_of(str(turn.info.get("user") or "default")) if self.wishes_of is not None else None
+        sample, reason = sample_from_turn(turn, self.method, self.temperature, wishes)
         if sample is None:
             self.refused[reason or "unknown"] += 1
             return False
