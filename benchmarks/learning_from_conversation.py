@@ -15,6 +15,10 @@ split), before and after the same budget of train steps.
   the same prompt, scored by the rubric judge against the wishes the user's corrections left in the wish
   memory (the person's verdict counts half in their own reply's reward); also judge-only.
 
+``--user-model qwen2.5-coder-1.5b`` lets that model play the person (:class:`RolePlayedUser`: it reads
+the persona's description, never its checks, and decides what to thank and correct); such rows are
+labelled ``method/user=<model>`` and shown apart. The persona checks stay the metric.
+
     .venv/bin/python benchmarks/learning_from_conversation.py --persona teacher --method hybrid --seed 0
     .venv/bin/python benchmarks/learning_from_conversation.py --table
     .venv/bin/python benchmarks/learning_from_conversation.py --missing   # the commands of the cells not run yet
@@ -86,13 +90,15 @@ def config_for(method: str, seed: int, steps: int, out: Path, temperature: float
 
 
 async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: int, max_minutes: float,
-                  temperature: float = 1.0, sets: tuple[str, ...] = (), model: str | None = None) -> dict:
+                  temperature: float = 1.0, sets: tuple[str, ...] = (), model: str | None = None,
+                  user_model: str | None = None) -> dict:
     from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT
     from clawgym.envs.openclaw_chat.personas import PERSONAS as P
     from clawgym.serve import rehearsal
 
-    variant = {"method": method, "temperature": temperature, "sets": list(sets)}
-    out = Path(f"runs/lfc/{model or 'default'}-{persona}-{label(variant)}-{seed}".replace("=", "_"))
+    variant = {"method": method, "temperature": temperature, "sets": list(sets), "user_model": user_model}
+    cell = label(variant).replace("=", "_").replace("/", "_")
+    out = Path(f"runs/lfc/{model or 'default'}-{persona}-{cell}-{seed}")
     if out.exists():  # a previous run of this cell (an earlier recipe): the gateway would resume its weights
         shutil.rmtree(out)
     held_out = rehearsal.persona_tasks(persona, "test")[:eval_tasks]
@@ -131,8 +137,19 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     else:
         # a judge-only run trains only when verdicts disagree or a hint comes: the time cap ends a run
         # whose signal never arrives (binary with every verdict -1 makes no step at all)
-        result = await rehearsal.rehearse(config, persona=persona, steps=steps, eval_tasks=eval_tasks,
-                                          max_tokens=MAX_TOKENS, max_minutes=max_minutes)
+        simulator = None
+        if user_model:  # a language model plays the person (OpenClaw-RL's setup); its own rows
+            from clawgym.envs.openclaw_chat.simulator import RolePlayedUser
+            from clawgym.rl.policy.hf import HFPolicy
+
+            simulator = RolePlayedUser(HFPolicy.from_pretrained(user_model, seed=seed, name=f"user:{user_model}"))
+            row["user_model"] = user_model
+        try:
+            result = await rehearsal.rehearse(config, persona=persona, steps=steps, eval_tasks=eval_tasks,
+                                              max_tokens=MAX_TOKENS, max_minutes=max_minutes, simulator=simulator)
+        finally:
+            if simulator is not None:
+                await simulator.policy.close()
         row.update(max_minutes=max_minutes, conversations=result.conversations, before=result.before,
                    after=result.after, steps=result.steps, refused=result.refused, turns=result.turns,
                    judged=result.judged, judge_lag_s=result.judge_lag_s,
@@ -146,6 +163,8 @@ def label(row: dict) -> str:
     """A row's method name: runs at another sampling temperature than 1.0, or with launcher overrides
     (``--set``), are rows of their own, e.g. ``hybrid@T0.6`` or ``opd[trainer.lr=3e-05]``."""
     name = row["method"] if row.get("temperature", 1.0) == 1.0 else f"{row['method']}@T{row['temperature']:g}"
+    if row.get("user_model"):
+        name += f"/user={row['user_model']}"
     return name + "".join(f"[{s}]" for s in row.get("sets", []))
 
 
@@ -234,6 +253,8 @@ def main() -> int:
                         help="an ablation: a launcher override on top of the method (repeatable); its own table row")
     parser.add_argument("--model", default=None, help="the policy (a catalog name); default: the chat launcher's. "
                         "Each model has its own table")
+    parser.add_argument("--user-model", default=None, help="judge-only methods: this model plays the person "
+                        "(RolePlayedUser: the persona's description only) instead of the scripted user; its own row")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--table", action="store_true", help="only print the table from --results")
     parser.add_argument("--missing", action="store_true", help="only print the commands of the cells not run yet")
@@ -248,12 +269,14 @@ def main() -> int:
     if not args.table:
         if not (args.persona and args.method):
             parser.error("give --persona and --method (one cell per invocation), or --table")
-        cell = label({"method": args.method, "temperature": args.temperature, "sets": args.sets})
+        if args.user_model and args.method not in JUDGE_ONLY:
+            parser.error("--user-model: only judge-only methods converse with a simulated person")
+        cell = label({"method": args.method, "temperature": args.temperature, "sets": args.sets, "user_model": args.user_model})
         if (args.persona, cell, args.seed) in done_cells(args.results, args.model):
             print(f"{args.persona} x {cell} x seed {args.seed} is already in {args.results}; skipped")
         else:
             row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks, args.max_minutes,
-                                      args.temperature, tuple(args.sets), args.model))
+                                      args.temperature, tuple(args.sets), args.model, args.user_model))
             args.results.parent.mkdir(parents=True, exist_ok=True)
             with args.results.open("a") as f:
                 f.write(json.dumps(row) + "\n")

@@ -259,3 +259,37 @@ def test_teacher_wishes_need_a_method_with_a_teacher(tmp_path):
         ServeSettings.from_config(load_config(config_file(tmp_path, teacher_wishes=True)))  # method grpo
     config = load_config(config_file(tmp_path, teacher_wishes=True), ["method=opd", "judge.type=probhint"])
     assert ServeSettings.from_config(config).teacher_wishes is True
+
+
+# ---- a language model plays the person ---------------------------------------------------------------
+
+
+def test_a_role_played_user_reads_only_the_persona_description_and_decides_when_it_is_done():
+    import asyncio
+
+    from clawgym.core.policy import Generation
+    from clawgym.envs.openclaw_chat.personas import PERSONAS
+    from clawgym.envs.openclaw_chat.simulator import RolePlayedUser
+    from clawgym.serve.rehearsal import opening, persona_tasks
+
+    class Says:
+        def __init__(self, text):
+            self.text, self.seen = text, None
+
+        async def generate(self, messages, tools, sampling):
+            self.seen = messages
+            return Generation(text=self.text, message={"role": "assistant", "content": self.text})
+
+    persona, task = PERSONAS["teacher"], persona_tasks("teacher", "train")[0]
+    messages = opening(persona, task)
+    partial = Says("Nice that you used her name, but it's way too long - trim it?")
+    text, done = asyncio.run(RolePlayedUser(partial).areply(persona, task, messages, "A long comment."))
+    assert (text, done) == ("Nice that you used her name, but it's way too long - trim it?", False)
+    system, request, reply = partial.seen[0]["content"], partial.seen[-2], partial.seen[-1]
+    assert persona.description in system and persona.done_token in system
+    assert request == {"role": "assistant", "content": messages[-1]["content"]}  # the person's words are the model's
+    assert reply == {"role": "user", "content": "A long comment."}
+    for preference in persona.preferences:  # the hidden checks never reach the role-played person
+        assert preference.feedback not in system
+    assert RolePlayedUser(Says(f"Perfect, thank you! {persona.done_token}")).reply(persona, task, messages, "ok")[1] is True
+    assert RolePlayedUser(Says("  ")).reply(persona, task, messages, "ok") == ("Please answer what I asked.", False)

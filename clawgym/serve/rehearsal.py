@@ -79,17 +79,22 @@ async def score_checks(policy: Any, tasks: list[Task], *, max_tokens: int = 96,
             {name: sum(checks[name] for _, checks in results) / count for name in names})
 
 
-async def chat(client: Any, model: str, persona: Persona, task: Task, *, max_turns: int, max_tokens: int) -> int:
-    """One simulated conversation through the gateway; returns the number of answered turns."""
+async def chat(client: Any, model: str, persona: Persona, task: Task, *, max_turns: int, max_tokens: int,
+               simulator: Any = None) -> int:
+    """One simulated conversation through the gateway; returns the number of answered turns.
+    ``simulator``: who plays the person (default :class:`ScriptedUser`; one with ``areply`` is awaited)."""
     session = f"rehearsal-{uuid.uuid4().hex[:12]}"
     messages = opening(persona, task)
-    simulator = ScriptedUser()
+    simulator = simulator or ScriptedUser()
     for turn in range(1, max_turns + 1):
         response = await client.post("/v1/chat/completions", headers={"X-Session-Id": session}, json={
             "model": model, "messages": messages, "max_tokens": max_tokens})  # no temperature, as OpenClaw
         response.raise_for_status()
         reply = response.json()["choices"][0]["message"]["content"] or ""
-        answer, satisfied = simulator.reply(persona, task, messages, reply)
+        if hasattr(simulator, "areply"):
+            answer, satisfied = await simulator.areply(persona, task, messages, reply)
+        else:
+            answer, satisfied = simulator.reply(persona, task, messages, reply)
         messages = messages + [{"role": "assistant", "content": reply}, {"role": "user", "content": answer}]
         if satisfied or turn == max_turns:
             break
@@ -100,8 +105,10 @@ async def chat(client: Any, model: str, persona: Persona, task: Task, *, max_tur
 
 
 async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 4, max_turns: int = 3,
-                   max_tokens: int = 96, max_minutes: float | None = None, eval_tasks: int | None = None) -> RehearsalResult:
-    """Train the served policy for ``steps`` personal-trainer steps on simulated ``persona`` users."""
+                   max_tokens: int = 96, max_minutes: float | None = None, eval_tasks: int | None = None,
+                   simulator: Any = None) -> RehearsalResult:
+    """Train the served policy for ``steps`` personal-trainer steps on simulated ``persona`` users
+    (``simulator``: the scripted user by default, or e.g. a :class:`RolePlayedUser`)."""
     import httpx
 
     from clawgym.serve.main import build_serving
@@ -125,7 +132,7 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
                 if max_minutes is not None and time.perf_counter() - started > 60 * max_minutes:
                     return
                 counts["turns"] += await chat(client, serving.gateway.model_name, PERSONAS[persona], next(training),
-                                              max_turns=max_turns, max_tokens=max_tokens)
+                                              max_turns=max_turns, max_tokens=max_tokens, simulator=simulator)
                 counts["conversations"] += 1
 
         workers = [asyncio.create_task(user_loop()) for _ in range(users)]

@@ -61,6 +61,50 @@ class PolicyUser:
         return text, satisfied
 
 
+class RolePlayedUser:
+    """A language model *is* the person (OpenClaw-RL's simulated user): it reads only the persona's
+    description and the conversation, and decides for itself what to thank, what to complain about and
+    when it is satisfied (it ends its message with the persona's ``done_token``). It is never told the
+    hidden checks, so its phrasing, thanks and partial satisfaction are its own; the checks only score
+    the held-out replies. Use :meth:`areply` from async code (the rehearsal), :meth:`reply` from sync code.
+    """
+
+    INSTRUCTION = ("{description}\nYou are chatting with an AI assistant about the request below. Read its reply "
+                   "and answer as this person, in one or two short sentences, in your own words: say what is good "
+                   "about the reply, if anything, and ask for what is still missing or wrong. If the reply already "
+                   "does everything you want, thank the assistant and end your message with {done}.")
+
+    def __init__(self, policy: Any, max_tokens: int = 64, temperature: float = 0.7) -> None:
+        self.policy = policy
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+
+    def prompt(self, persona: Persona, messages: list[Message], assistant_reply: str) -> list[Message]:
+        """The conversation with roles swapped: the person's messages are the model's own turns."""
+        swapped: list[Message] = [{"role": "system", "content": self.INSTRUCTION.format(
+            description=persona.description, done=persona.done_token)}]
+        for message in messages:
+            if message["role"] == "assistant":
+                swapped.append({"role": "user", "content": text_of(message)})
+            elif message["role"] == "user":
+                swapped.append({"role": "assistant", "content": text_of(message)})
+        swapped.append({"role": "user", "content": assistant_reply})
+        return swapped
+
+    async def areply(self, persona: Persona, task: Task, messages: list[Message], assistant_reply: str) -> tuple[str, bool]:
+        from clawgym.core.policy import SamplingParams
+
+        sampling = SamplingParams(temperature=self.temperature, max_tokens=self.max_tokens)
+        generation = await self.policy.generate(self.prompt(persona, messages, assistant_reply), None, sampling)
+        text = generation.text.strip()
+        if not text:  # a model that says nothing: the person repeats what they asked for
+            return "Please answer what I asked.", False
+        return text, persona.done_token in text
+
+    def reply(self, persona: Persona, task: Task, messages: list[Message], assistant_reply: str) -> tuple[str, bool]:
+        return _run(self.areply(persona, task, messages, assistant_reply))
+
+
 def _run(coroutine: Any) -> Any:
     """Run a coroutine from sync env code, whether or not this thread already runs an event loop."""
     try:
