@@ -20,6 +20,19 @@ class UserSimulator(Protocol):
         ...
 
 
+def swap_roles(instruction: str, messages: list[Message], assistant_reply: str) -> list[Message]:
+    """The conversation as the person's model sees it: the person's messages are its own (assistant)
+    turns, the assistant's are the user's, the newest reply last; the system prompt is dropped."""
+    swapped: list[Message] = [{"role": "system", "content": instruction}]
+    for message in messages:
+        if message["role"] == "assistant":
+            swapped.append({"role": "user", "content": text_of(message)})
+        elif message["role"] == "user":
+            swapped.append({"role": "assistant", "content": text_of(message)})
+    swapped.append({"role": "user", "content": assistant_reply})
+    return swapped
+
+
 class ScriptedUser:
     """Answers with the persona's fixed feedback for the first unmet preference. Deterministic."""
 
@@ -46,15 +59,8 @@ class PolicyUser:
         instruction = (f"{persona.description}\nYou are chatting with an AI assistant. Reply in one or two short "
                        f"sentences, as the person. " + (f"End your message with {persona.done_token}."
                                                       if satisfied else f"Your complaint: {scripted}"))
-        swapped: list[Message] = [{"role": "system", "content": instruction}]
-        for message in messages:
-            if message["role"] == "assistant":
-                swapped.append({"role": "user", "content": text_of(message)})
-            elif message["role"] == "user":
-                swapped.append({"role": "assistant", "content": text_of(message)})
-        swapped.append({"role": "user", "content": assistant_reply})
         sampling = SamplingParams(temperature=self.temperature, max_tokens=self.max_tokens)
-        generation = _run(self.policy.generate(swapped, None, sampling))
+        generation = _run(self.policy.generate(swap_roles(instruction, messages, assistant_reply), None, sampling))
         text = generation.text.strip() or scripted
         if satisfied and persona.done_token not in text:
             text = f"{text} {persona.done_token}"
@@ -80,16 +86,8 @@ class RolePlayedUser:
         self.temperature = temperature
 
     def prompt(self, persona: Persona, messages: list[Message], assistant_reply: str) -> list[Message]:
-        """The conversation with roles swapped: the person's messages are the model's own turns."""
-        swapped: list[Message] = [{"role": "system", "content": self.INSTRUCTION.format(
-            description=persona.description, done=persona.done_token)}]
-        for message in messages:
-            if message["role"] == "assistant":
-                swapped.append({"role": "user", "content": text_of(message)})
-            elif message["role"] == "user":
-                swapped.append({"role": "assistant", "content": text_of(message)})
-        swapped.append({"role": "user", "content": assistant_reply})
-        return swapped
+        instruction = self.INSTRUCTION.format(description=persona.description, done=persona.done_token)
+        return swap_roles(instruction, messages, assistant_reply)
 
     async def areply(self, persona: Persona, task: Task, messages: list[Message], assistant_reply: str) -> tuple[str, bool]:
         from clawgym.core.policy import SamplingParams
