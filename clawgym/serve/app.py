@@ -101,26 +101,29 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
     def access_error(exc: AccessDenied) -> Any:
         return error_response(exc.status, str(exc), "invalid_request_error", "invalid_api_key" if exc.status == 401 else None)
 
+    def wish_caller(request: Request) -> tuple[str | None, Any]:
+        """(the caller's user id, None), or (None, the error response: no wish memory, or access denied)."""
+        if wishes is None:
+            return None, error_response(404, "this gateway keeps no wish memory", "invalid_request_error")
+        try:
+            return wish_owner(request), None
+        except AccessDenied as exc:
+            return None, access_error(exc)
+
     @app.get("/v1/wishes")
     async def list_wishes(request: Request) -> Any:
         """The caller's remembered wishes, oldest first."""
-        if wishes is None:
-            return error_response(404, "this gateway keeps no wish memory", "invalid_request_error")
-        try:
-            user = wish_owner(request)
-        except AccessDenied as exc:
-            return access_error(exc)
+        user, error = wish_caller(request)
+        if error is not None:
+            return error
         return JSONResponse({"user": user, "wishes": [w.to_json() for w in wishes.wishes(user)]})
 
     @app.delete("/v1/wishes/{wish_id}")
     async def remove_wish(wish_id: str, request: Request) -> Any:
         """The caller takes one of their wishes back (on disk before the answer)."""
-        if wishes is None:
-            return error_response(404, "this gateway keeps no wish memory", "invalid_request_error")
-        try:
-            user = wish_owner(request)
-        except AccessDenied as exc:
-            return access_error(exc)
+        user, error = wish_caller(request)
+        if error is not None:
+            return error
         owner = wishes.owner(wish_id)
         if owner is None:
             return error_response(404, f"no remembered wish with id {wish_id!r}", "invalid_request_error", param="wish_id")
