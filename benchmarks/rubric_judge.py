@@ -15,6 +15,7 @@ that pass above replies that fail?). Then how an unsure band trades wishes decid
 
     .venv/bin/python benchmarks/rubric_judge.py --model qwen2.5-coder-0.5b --tasks 4
     .venv/bin/python benchmarks/rubric_judge.py --split train --tune   # pick a threshold on train-split replies
+    .venv/bin/python benchmarks/rubric_judge.py --tasks 3 --judge-model qwen2.5-coder-1.5b   # the 0.5B's replies, a 1.5B judge
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ def best_threshold(margins: list[float], labels: list[bool]) -> tuple[float, flo
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="qwen2.5-coder-0.5b", help="the judge model, and the model whose replies are judged")
+    parser.add_argument("--judge-model", default=None, help="the judge model (default: --model, whose replies are judged)")
     parser.add_argument("--personas", nargs="+", default=list(PERSONAS))
     parser.add_argument("--tasks", type=int, default=4, help="tasks per persona")
     parser.add_argument("--split", default="test", choices=("test", "train"))
@@ -135,6 +137,10 @@ def main() -> int:
     tasks = held_out(args.personas, args.split, args.tasks)
     by_id = {t.id: t for t in tasks}
     replies = asyncio.run(generate(policy, tasks, args.model, args.replies, args.seed))
+    judge_name = args.judge_model or args.model
+    if judge_name != args.model:
+        asyncio.run(policy.close())
+        policy = HFPolicy.from_pretrained(judge_name, dtype=getattr(torch, default_dtype(judge_name)), seed=args.seed)
 
     judge = RubricJudge(policy, cues=False, threshold=args.threshold, few_shot=not args.no_few_shot, style=args.style)
     rows, jobs = [], []
@@ -159,7 +165,7 @@ def main() -> int:
             table.setdefault((persona, name), []).append((label, bool(check.met), margin, cue))
 
     print(f"\nrubric judge on {len(replies)} {args.split}-split replies of {args.model} "
-          f"({len(tasks)} tasks x {len(VARIANTS)} variants), judge {args.model}, threshold {args.threshold:+.2f}"
+          f"({len(tasks)} tasks x {len(VARIANTS)} variants), judge {judge_name}, threshold {args.threshold:+.2f}"
           f", {args.style} style{', zero-shot' if args.no_few_shot else ''}")
     print(f"{'persona':8} {'wish (check)':22} {'n':>3} {'pass':>5} {'judge':>6} {'model':>6} {'cues':>5} {'AUC':>5}   wish")
     totals = {"n": 0, "judge": 0, "model": 0, "cues": 0}
