@@ -2,7 +2,7 @@
 
 Starts the gateway of ``clawgym serve --config chat`` in-process (the default model on the CPU; training
 and the judge off, so the numbers are the user's wait alone), starts OpenClaw's own gateway (npm
-``openclaw@2026.9.6``, Node 24) with the config of the README's "Use it with OpenClaw" section
+``openclaw@2026.9.6``, Node 24) with the config of the README's "Recipe 3: use it with OpenClaw" section
 (``--openclaw-profile readme``) or that config without its trimming, i.e. OpenClaw's default tool
 profile and bootstrap files (``--openclaw-profile default``), and drives two interleaved OpenClaw
 sessions over OpenClaw's HTTP endpoint. The last message asks for a file in OpenClaw's workspace,

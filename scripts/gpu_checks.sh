@@ -13,7 +13,8 @@ mkdir -p "$out"
 { nvidia-smi -L; $python -c "import torch, transformers; print('torch', torch.__version__, '| transformers', transformers.__version__, '|', torch.cuda.get_device_name(0))"; } | tee "$out/device.txt"
 PYTHONUNBUFFERED=1 $python -m pytest -m gpu -v -p no:cacheprovider tests/test_gpu_torch.py tests/test_trainer_megatron.py 2>&1 | tee "$out/pytest.log"
 status=$?
-# the small CPU batch of the README's H200 table; scripts/gpu_throughput.sh runs a realistic batch and the megatron trainer
+# the small CPU batch of the H200 table in docs/benchmarks.md;
+# scripts/gpu_throughput.sh runs a realistic batch and the megatron trainer
 # shellcheck disable=SC2086  # MODELS is a list
 PYTHONUNBUFFERED=1 $python benchmarks/trainer_throughput.py --devices cuda --batch 4 --micro-batch 2 --prompt-len 128 --response-len 64 --models ${MODELS:-tiny-random smollm2-135m} --json "$out/throughput.json" 2>&1 | tee "$out/throughput.md"
 exit $status

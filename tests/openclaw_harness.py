@@ -76,7 +76,7 @@ def adapt_config(template: dict, root: Path, base_url: str, api_key: str, port: 
 
 
 def readme_config(readme: Path = Path(__file__).resolve().parent.parent / "README.md") -> dict:
-    """The openclaw.json snippet of the README's "Use it with OpenClaw" (between openclaw-config markers)."""
+    """The openclaw.json snippet of the README's "Recipe 3: use it with OpenClaw" (between openclaw-config markers)."""
     text = readme.read_text()
     start = text.index("<!-- openclaw-config -->")
     block = text[start:text.index("<!-- /openclaw-config -->")]

@@ -1,5 +1,5 @@
 """The real OpenClaw client with the real default model (Qwen2.5-Coder-0.5B on the CPU), configured exactly
-as the README's "Use it with OpenClaw" says: full replies over several turns, the prefix cache making
+as the README's "Recipe 3: use it with OpenClaw" says: full replies over several turns, the prefix cache making
 later turns cheap, and every request inside the model's 32,768-token window."""
 
 from __future__ import annotations

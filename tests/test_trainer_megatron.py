@@ -310,7 +310,7 @@ def test_megatron_trainer_refuses_to_start_without_gpu():
 @pytest.mark.skipif(shutil.which("torchrun") is None and not (Path(sys.executable).parent / "torchrun").exists(), reason="torchrun not found")
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
 def test_megatron_trainer_trains_and_exports_under_torchrun(tmp_path, lora):
-    """Ran on an H200 in session 12, full and LoRA (``bash scripts/gpu_checks.sh``; the README's GPU section)."""
+    """Runs on a GPU, full and LoRA (``bash scripts/gpu_checks.sh``; what ran on an H200: docs/scaling.md)."""
     from clawgym.rl.policy.models import load_tokenizer
     from clawgym.rl.types import Sample, write_jsonl
 

@@ -1,8 +1,8 @@
 """Fitting a client's request into the model's window, by a fixed and documented policy.
 
 A client may send more than the served model can read: OpenClaw's default request is ~13.3k
-SmolLM2 tokens against a native window of 8,192 (extend it with ``policy.context_window``, see the
-README). When the rendered prompt plus a reply reserve does not fit, these steps run in order, each
+SmolLM2 tokens against a native window of 8,192 (extend it with ``policy.context_window``, see
+docs/serving.md). When the rendered prompt plus a reply reserve does not fit, these steps run in order, each
 only if still needed, and each one logged as a warning with what it removed:
 
 1. drop OpenClaw's internal-context blocks (``<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>``: runtime state
