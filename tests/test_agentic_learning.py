@@ -1,0 +1,87 @@
+"""benchmarks/agentic_learning.py: one cell end to end on the tiny model (ToolCall-v0, the path of `clawgym
+train toolcall`), the row it appends, the table and the missing-cell commands built from the results file,
+and BFCL-v0's fixed train / held-out split."""
+
+import json
+
+import pytest
+
+from tests.scripts import load_script
+
+
+@pytest.fixture(scope="module")
+def al():
+    return load_script("benchmarks/agentic_learning.py")
+
+
+ROW_KEYS = {"env", "method", "seed", "model", "budget", "before", "after", "steps", "steps_budget", "wall_s", "device",
+            "host", "knobs", "curve", "refused", "judge", "reward", "eval_episodes", "curve_png"}
+
+
+def test_one_toolcall_cell_end_to_end_appends_a_row_the_table_prints(al, tmp_path, capsys):
+    results = tmp_path / "agentic_learning.jsonl"
+    argv = ["--env", "toolcall", "--method", "outcome_prm", "--seed", "0", "--budget", "test", "--model", "tiny-random-qwen",
+            "--results", str(results), "--runs", str(tmp_path / "runs")]
+    assert al.main(argv) == 0
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert len(rows) == 1
+    row = rows[0]
+    assert ROW_KEYS <= set(row)
+    assert (row["env"], row["method"], row["seed"], row["model"], row["budget"]) == ("toolcall", "outcome_prm", 0, "tiny-random-qwen", "test")
+    assert row["steps"] == row["steps_budget"] == 1
+    assert row["judge"] == "rules" and row["reward"] == "step_wise"
+    assert 0.0 <= row["before"] <= 1.0 and 0.0 <= row["after"] <= 1.0
+    assert row["eval_episodes"] == 2 and row["knobs"]["loop.eval_episodes"] == 2
+    assert [p["label"] for p in row["curve"]] == ["before", "after"] and row["curve"][-1]["step"] == 1
+    assert row["device"] == "cpu" and "cores" in row["host"]
+    png = results.parent / row["curve_png"]
+    assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size < 100_000
+    out = capsys.readouterr().out
+    assert "outcome_prm" in out and "0.00 ± 0.00 [1]" in out
+
+    # a cell already in the file is skipped; the table reads it back; --missing lists every other cell
+    assert al.main(argv) == 0
+    assert "skipped" in capsys.readouterr().out
+    assert len(results.read_text().splitlines()) == 1
+    assert "0.00 ± 0.00 [1] +0.00" in al.table(results, "tiny-random-qwen", "test")
+    todo = al.missing(results, "tiny-random-qwen", "test")
+    assert len(todo) == len(al.ENVS) * (1 + 2 * len(al.SEEDS)) - 1
+    assert not any("--env toolcall --method outcome_prm --seed 0 " in c + " " for c in todo)
+    assert any("--env toolcall --method outcome_prm --seed 1 " in c + " " for c in todo)
+    assert all("--budget test" in c and "--model tiny-random-qwen" in c for c in todo)
+    assert al.missing(results, "tiny-random-qwen", "small") and len(al.missing(results, "tiny-random-qwen", "small")) == len(todo) + 1
+
+
+def test_cells_are_built_through_the_launchers_with_the_methods_rewards(al, tmp_path):
+    outcome = al.config_for("toolcall", "outcome", 1, "small", "qwen2.5-coder-0.5b", tmp_path)
+    prm = al.config_for("toolcall", "outcome_prm", 1, "small", "qwen2.5-coder-0.5b", tmp_path)
+    assert (outcome.judge.type, outcome.loop.reward) == ("none", "outcome")
+    assert (prm.judge.type, prm.loop.reward) == ("rules", "step_wise")
+    for config in (outcome, prm):  # the same budget for both trained methods
+        assert (config.loop.steps, config.rollout.group_size, config.loop.eval_episodes) == (8, 4, 16)
+        assert config.loop.eval_before and config.loop.eval_after and config.loop.seed == 1
+    bfcl = al.config_for("bfcl", "outcome_prm", 0, "small", "qwen2.5-coder-0.5b", tmp_path)
+    assert bfcl.env.id == "clawgym/BFCL-v0" and bfcl.judge.type == "prm"  # rules would only repeat the outcome
+    miniwob = al.config_for("miniwob", "outcome", 0, "full", "qwen2.5-coder-0.5b", tmp_path)
+    assert miniwob.env.id == "clawgym/MiniWoB-v0" and miniwob.rollout.executor == "local"
+    assert miniwob.env.kwargs["tasks"] == list(al.MINIWOB_TASKS) and miniwob.policy.device == "cuda"
+
+
+def test_bfcl_split_is_fixed_disjoint_and_interleaved(al):
+    ids = {"simple_python": [f"simple_python_{i}" for i in range(200)], "multiple": [f"multiple_{i}" for i in range(100)]}
+    train, held_out = al.split_ids(ids)
+    assert (train, held_out) == al.split_ids(ids)  # deterministic
+    assert not set(train) & set(held_out) and sorted(train + held_out) == sorted(ids["simple_python"] + ids["multiple"])
+    assert 0.1 < len(held_out) / 300 < 0.3
+    assert {held_out[0].rsplit("_", 1)[0], held_out[1].rsplit("_", 1)[0]} == {"simple_python", "multiple"}
+    assert all(al.bfcl_split(i) == "test" for i in held_out) and all(al.bfcl_split(i) == "train" for i in train)
+    assert al.bfcl_split("simple_python_0") == al.bfcl_split("simple_python_0")
+
+
+def test_bfcl_split_of_the_real_categories(al):
+    pytest.importorskip("bfcl_eval")
+    train, held_out = al.bfcl_ids()
+    assert (train, held_out) == al.bfcl_ids()
+    assert not set(train) & set(held_out)
+    categories = {i.rsplit("_", 1)[0].split("_")[0] for i in held_out[:16]}
+    assert {"simple", "multiple", "parallel", "irrelevance", "live"} <= categories  # the first 16 cover every category
