@@ -70,6 +70,19 @@ def test_the_lenient_reading_takes_a_message_that_is_only_a_call(text):
 
 
 @pytest.mark.parametrize("text", [
+    '{"name": "get_weather", "arguments": {"city": "Oslo"}}\n{"name": "get_time", "arguments": {"zone": "CET"}}',
+    '```json\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n{"name": "get_time", "arguments": {"zone": "CET"}}\n```',
+    '{"name": "get_weather", "arguments": {"city": "Oslo"}},\n{"name": "get_time", "arguments": {"zone": "CET"}}',
+])
+def test_parallel_calls_written_as_consecutive_objects_are_read_in_order(text):
+    calls = parse_bare_json_calls(text)
+    assert [(c.name, c.arguments, c.id) for c in calls] == [
+        ("get_weather", {"city": "Oslo"}, "call_0"), ("get_time", {"zone": "CET"}, "call_1")]
+
+
+@pytest.mark.parametrize("text", [
+    '{"name": "get_weather", "arguments": {"city": "Oslo"}}\nand then the time',  # prose after the objects
+    '{"name": "get_weather", "arguments": {"city": "Oslo"}}\n{"answer": 42}',  # one of them is not a call
     'Call this: {"name": "get_weather", "arguments": {"city": "Oslo"}}',  # prose around it
     '{"name": "get_weather", "arguments": {"city": "Oslo"}, "note": 1}',  # not only a call
     '{"name": "get_weather", "arguments": "Oslo"}',  # arguments not an object

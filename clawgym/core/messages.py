@@ -127,18 +127,19 @@ def parse_text_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
 
 
 def parse_bare_json_calls(text: str) -> list[ToolCall]:
-    """The calls of a message that is nothing but JSON call objects (bare or in one code fence), else []."""
+    """The calls of a message that is nothing but JSON call objects (bare or in one code fence), else [].
+
+    Several calls may come as a list or as consecutive objects (one per line: how Qwen2.5-Coder writes
+    parallel calls without its tags)."""
     body = text.strip()
     fenced = FENCED.match(body)
     if fenced:
         body = fenced.group(1).strip()
     if not body.startswith(("{", "[")):
         return []
-    try:
-        payload = json.loads(body)
-    except json.JSONDecodeError:
-        return []
-    items = payload if isinstance(payload, list) else [payload]
+    items = _json_values(body)
+    if len(items) == 1 and isinstance(items[0], list):
+        items = items[0]
     calls = []
     for index, item in enumerate(items):
         if not (isinstance(item, dict) and set(item) in CALL_KEYS and isinstance(item.get("name"), str)):
@@ -148,6 +149,20 @@ def parse_bare_json_calls(text: str) -> list[ToolCall]:
             return []
         calls.append(ToolCall(name=item["name"], arguments=raw or {}, id=f"call_{index}"))
     return calls
+
+
+def _json_values(body: str) -> list[Any]:
+    """The JSON values that make up all of ``body``, separated by white space (or commas); [] if anything else is there."""
+    decoder, values, at = json.JSONDecoder(), [], 0
+    while at < len(body):
+        try:
+            value, at = decoder.raw_decode(body, at)
+        except json.JSONDecodeError:
+            return []
+        values.append(value)
+        while at < len(body) and (body[at].isspace() or body[at] == ","):
+            at += 1
+    return values
 
 
 def _parse_openai_tool_calls(raw_calls: Any) -> list[ToolCall]:
