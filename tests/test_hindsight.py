@@ -183,3 +183,5 @@ def test_served_turns_become_groups_and_train_and_a_user_who_never_corrects_trai
     (record,) = read_jsonl(tmp_path / "run" / "train_steps.jsonl")
     assert record["samples"] == 3 and len(set(record["trained"])) == 1 and serving.policy.version == 1
     assert personal.hindsight.stats["groups"] == 1 and personal.hindsight.stats["siblings"] == 2
+    shown = [u["wishes_met"] for u in serving.dashboard.data()["users"].values() if u["wishes_met"]]
+    assert len(shown) == 1 and len(shown[0]) == 1 and 0.0 <= shown[0][0]["met"] <= 1.0  # the learning curve's point

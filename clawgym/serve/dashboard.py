@@ -3,9 +3,10 @@
 The page is one static HTML document that polls ``GET /dashboard/data`` every two seconds and draws,
 per user: turns recorded and judged, the verdict mix, the latest hindsight hints, the remembered
 wishes (each with a button that takes it back through ``DELETE /v1/wishes/{id}``), explicit thumbs,
-train steps, failed train steps (with the last error) and the adapter version, and a curve of the
+train steps, failed train steps (with the last error) and the adapter version, a curve of the
 judge's verdicts (a running mean over the last 8 judged turns) with a mark at every published
-adapter version.
+adapter version, and, with hindsight groups (``serve.hindsight_k``), a curve of the share of the
+user's wishes that the served replies met (the rubric judge's score of each real reply, same mean).
 
 :class:`Dashboard` keeps these numbers in memory, fed by the gateway (turn recorded, turn judged,
 feedback), the wish memory (a user's wishes changed) and the trainer (step published);
@@ -42,6 +43,7 @@ class UserActivity:
     curve: collections.deque = field(default_factory=lambda: collections.deque(maxlen=CURVE_POINTS))
     marks: list[dict[str, int]] = field(default_factory=list)  # {"judged": n, "version": v} per publication
     wishes: list[dict[str, Any]] = field(default_factory=list)  # the wish memory's current list
+    wishes_met: collections.deque = field(default_factory=lambda: collections.deque(maxlen=CURVE_POINTS))
 
     def to_json(self) -> dict[str, Any]:
         return {"turns": self.turns, "judged": self.judged,
@@ -49,7 +51,13 @@ class UserActivity:
                 "hints": list(self.hints), "thumbs": {"up": self.thumbs["up"], "down": self.thumbs["down"]},
                 "steps": self.steps, "train_errors": self.train_errors, "last_train_error": self.last_train_error,
                 "adapter_version": self.adapter_version,
-                "curve": list(self.curve), "marks": self.marks[-50:], "wishes": self.wishes}
+                "curve": list(self.curve), "marks": self.marks[-50:], "wishes": self.wishes,
+                "wishes_met": list(self.wishes_met)}
+
+
+def _running(points: Iterable[dict[str, Any]], key: str, value: float) -> float:
+    recent = [p[key] for p in list(points)[-7:]] + [value]
+    return round(sum(recent) / len(recent), 3)
 
 
 def _verdict(turn: Any) -> int | None:
@@ -81,9 +89,8 @@ class Dashboard:
             verdict = _verdict(turn)
             if verdict is not None:
                 activity.verdicts[verdict] += 1
-                recent = [p["verdict"] for p in list(activity.curve)[-7:]] + [verdict]
                 activity.curve.append({"judged": activity.judged, "verdict": verdict,
-                                       "mean": round(sum(recent) / len(recent), 3)})
+                                       "mean": _running(activity.curve, "verdict", verdict)})
             hint = turn.judge.get("hint")
             for text in getattr(hint, "hints", None) or []:
                 activity.hints.appendleft(text)
@@ -95,6 +102,14 @@ class Dashboard:
             activity.steps += 1
             activity.adapter_version = adapter_version
             activity.marks.append({"judged": activity.judged, "version": adapter_version})
+            self.updates += 1
+
+    def observe_wishes_met(self, user: str, met: float) -> None:
+        """The rubric judge's score of a served reply: the share of ``user``'s wishes it met (hindsight groups)."""
+        with self._lock:
+            activity = self.users[user]
+            activity.wishes_met.append({"judged": activity.judged, "met": round(float(met), 3),
+                                        "mean": _running(activity.wishes_met, "met", float(met))})
             self.updates += 1
 
     def observe_train_error(self, user: str, message: str) -> None:
@@ -169,13 +184,13 @@ svg{background:#f4f7fb;border-radius:4px}
 var seen = -1;
 function el(tag, attrs, text) { var e = document.createElement(tag); for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
   if (text != null) e.textContent = text; return e; }
-function curve(points, marks) {
+function curve(points, marks, label, lo) {
   var w = 700, h = 120, svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
-  svg.setAttribute('width', w); svg.setAttribute('height', h); svg.setAttribute('aria-label', 'verdict curve');
+  svg.setAttribute('width', w); svg.setAttribute('height', h); svg.setAttribute('aria-label', label);
   if (!points.length) return svg;
   var n = Math.max(points[points.length - 1].judged, 2);
   function x(j) { return 10 + (w - 20) * (j - 1) / (n - 1); }
-  function y(v) { return h / 2 - (h / 2 - 10) * v; }
+  function y(v) { return h - 10 - (h - 20) * (v - lo) / (1 - lo); }
   marks.forEach(function (m) { var l = document.createElementNS(svg.namespaceURI, 'line');
     l.setAttribute('x1', x(m.judged)); l.setAttribute('x2', x(m.judged)); l.setAttribute('y1', 0); l.setAttribute('y2', h);
     l.setAttribute('stroke', '#9c9'); l.setAttribute('stroke-dasharray', '3,3'); svg.appendChild(l); });
@@ -208,7 +223,11 @@ function draw(data) {
       button.onclick = function () { removeWish(name, w.id); };
       row.appendChild(button); wishes.appendChild(row); });
     card.appendChild(wishes);
-    card.appendChild(curve(u.curve, u.marks));
+    card.appendChild(curve(u.curve, u.marks, 'verdict curve', -1));
+    if (u.wishes_met.length) {
+      card.appendChild(el('div', {'class': 'hints'}, 'share of your wishes the replies met (running mean of 8):'));
+      card.appendChild(curve(u.wishes_met, u.marks, 'wishes met curve', 0));
+    }
     var hints = el('div', {'class': 'hints'});
     u.hints.forEach(function (h) { hints.appendChild(el('div', {'class': 'hint'}, '💡 ' + h)); });
     card.appendChild(hints); box.appendChild(card);

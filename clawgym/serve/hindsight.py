@@ -80,6 +80,7 @@ class HindsightGroups:
         self.settings = settings
         self.temperature = float(temperature)
         self.stats: collections.Counter[str] = collections.Counter()
+        self.on_scored: Callable[[str, float], Any] | None = None  # (user, share of wishes the served reply met): the dashboard
 
     @property
     def wishes_of(self) -> Callable[[str], list[str]] | None:
@@ -100,6 +101,8 @@ class HindsightGroups:
         rubric = [reward_of(c) for c in checks]
         if rubric[0] is None:
             return None, "unscorable"
+        if self.on_scored is not None:
+            self.on_scored(user_of(turn), rubric[0])
         members = [(real_reward(rubric[0], verdict, self.settings.verdict_weight), _real_sample(turn))]
         for generation, reward in zip(siblings, rubric[1:]):
             if reward is None or not generation.response_ids:

@@ -151,6 +151,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     wishes = WishMemory(log, on_change=dashboard.observe_wishes)  # replays the log's wish events
     if getattr(personal, "hindsight", None) is not None:
         personal.hindsight.rubric.wishes_of = wishes.texts  # the rubric scores against what each user asked
+        personal.hindsight.on_scored = dashboard.observe_wishes_met
     if settings.teacher_wishes and personal is not None:
         personal.wishes_of = wishes.texts
 
