@@ -185,3 +185,20 @@ def test_served_turns_become_groups_and_train_and_a_user_who_never_corrects_trai
     assert personal.hindsight.stats["groups"] == 1 and personal.hindsight.stats["siblings"] == 2
     shown = [u["wishes_met"] for u in serving.dashboard.data()["users"].values() if u["wishes_met"]]
     assert len(shown) == 1 and len(shown[0]) == 1 and 0.0 <= shown[0][0]["met"] <= 1.0  # the learning curve's point
+
+
+def test_forget_me_drops_the_users_waiting_turns_and_samples_from_the_shared_trainer(tmp_path):
+    class NoTrainer:
+        config = type("C", (), {"method": "grpo", "temperature": 0.7})()
+        version = 0
+
+    trainer = PersonalTrainer(NoTrainer(), None, batch_size=4, output_dir=tmp_path)
+    trainer.hindsight = groups(["four", "four"])
+    for user in ("alice", "bob"):
+        assert trainer._keep(judged_turn(user=user))
+    mine, theirs = _member("a", 0, 1), _member("b", 0, 1)
+    mine.metadata["user"], theirs.metadata["user"] = "alice", "bob"
+    trainer.pending = [mine, theirs]
+    assert trainer.forget("alice") == 2
+    assert [s.metadata["user"] for s in trainer.pending] == ["bob"]
+    assert [t.info["user"] for t in trainer.awaiting_group] == ["bob"]

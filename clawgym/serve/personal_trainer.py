@@ -71,7 +71,8 @@ def sample_from_turn(turn: Turn, method: str, temperature: float = 1.0,
         prompt_ids=list(turn.prompt_ids), response_ids=list(turn.response_ids),
         old_logprobs=list(turn.response_logprobs), reward=float(score or 0.0), advantage=float(score or 0.0),
         hint=hint, hint_messages=list(turn.context) if hint else None, policy_version=int(turn.policy_version),
-        turn_id=turn.turn_id, metadata={"session_id": turn.session_id, **(teacher_context(turn) if hint else {})},
+        turn_id=turn.turn_id, metadata={"session_id": turn.session_id, "user": str(turn.info.get("user") or "default"),
+                                        **(teacher_context(turn) if hint else {})},
     ), None
 
 
@@ -304,6 +305,14 @@ class PersonalTrainer(BackgroundTrainer):
             self.pending.extend(samples)
             if len(self.pending) >= self.batch_size:
                 self._wake_up()
+
+    def forget(self, user: str) -> int:
+        """Forget-me: drop the user's samples and the turns waiting for their group; returns how many."""
+        kept = [s for s in self.pending if s.metadata.get("user", "default") != user]
+        waiting = [t for t in self.awaiting_group if str(t.info.get("user") or "default") != user]
+        dropped = len(self.pending) - len(kept) + len(self.awaiting_group) - len(waiting)
+        self.pending, self.awaiting_group = kept, collections.deque(waiting)
+        return dropped
 
     async def stop(self) -> None:
         self.stopped = True
