@@ -14,8 +14,11 @@ def lfc():
     return load_script("benchmarks/learning_from_conversation.py")
 
 
+MODEL = "qwen2.5-coder-0.5b"
+
+
 def row(lfc, persona, method, seed, before, after, **extra):
-    base = {"persona": persona, "method": method, "seed": seed, "steps_budget": 16, "metrics": lfc.METRICS,
+    base = {"model": MODEL, "persona": persona, "method": method, "seed": seed, "steps_budget": 16, "metrics": lfc.METRICS,
             "before": before, "after": after, "steps": 16}
     if method in lfc.JUDGE_ONLY:
         base["recipe"] = lfc.RECIPE
@@ -34,8 +37,10 @@ def test_table_shows_mean_std_and_gain_over_seeds_and_keeps_old_rows_apart(lfc, 
         row(lfc, "ta", "hybrid", 2, 0.40, 0.40, recipe=2),  # an earlier recipe: not averaged in
         row(lfc, "ta", "hybrid", 0, 0.40, 0.60, sets=["trainer.hint_format=header"]),
         row(lfc, "teacher", "base", 0, 0.25, 0.25, metrics=1),  # old checks: void
+        {**row(lfc, "ta", "hybrid", 0, 0.10, 0.90), "model": "smollm2-135m"},  # another model's table
     ])
-    text = lfc.table(results)
+    text = lfc.table(results, MODEL)
+    assert text.splitlines()[0] == f"{MODEL}:"
     hybrid = next(line for line in text.splitlines() if line.startswith("hybrid "))
     assert "0.40 ± 0.14 [2] +0.00" in hybrid  # mean of 0.5 and 0.3, sample std 0.1414
     assert hybrid.count("missing") == 2  # student and teacher
@@ -49,22 +54,24 @@ def test_table_shows_mean_std_and_gain_over_seeds_and_keeps_old_rows_apart(lfc, 
 
 def test_missing_lists_exactly_the_cells_not_run(lfc, tmp_path):
     results = tmp_path / "results.jsonl"
-    assert len(lfc.missing(results)) == 2 * 3 + 5 * 3 * 3  # nothing run: base/prompting once, 5 trained x 3 seeds
+    trained = len(lfc.METHODS) - len(lfc.UNTRAINED)
+    assert len(lfc.missing(results, MODEL)) == 2 * 3 + trained * 3 * 3  # nothing run: base/prompting once, the rest x 3 seeds
     write(results, [row(lfc, "ta", "hybrid", 1, 0.4, 0.4), row(lfc, "ta", "base", 0, 0.4, 0.4),
                     row(lfc, "ta", "hybrid", 2, 0.4, 0.4, sets=["trainer.lr=1e-5"])])  # an ablation fills no cell
-    todo = lfc.missing(results)
-    assert len(todo) == 2 * 3 + 5 * 3 * 3 - 2
+    todo = lfc.missing(results, MODEL)
+    assert len(todo) == 2 * 3 + trained * 3 * 3 - 2
     assert not any("--persona ta --method hybrid --seed 1" in c for c in todo)
     assert any("--persona ta --method hybrid --seed 2" in c for c in todo)
     assert not any("--persona ta --method base" in c for c in todo)
     assert all("--max-minutes" in c for c in todo if "--method hybrid" in c)  # a judge-only cell is capped
+    assert all("--model smollm2-135m" in c for c in lfc.missing(results, "smollm2-135m"))  # not the default model
 
 
 def test_transcribed_rows_without_a_step_count_are_tabled_and_labelled(lfc, tmp_path):
     results = tmp_path / "results.jsonl"
     write(results, [row(lfc, "teacher", "hybrid", 1, 0.25, 0.19, steps=None, transcribed="from an old README"),
                     row(lfc, "teacher", "hybrid", 2, 0.25, 0.13, steps=12, max_minutes=30, conversations=80)])
-    text = lfc.table(results)
+    text = lfc.table(results, MODEL)
     assert "0.16 ± 0.04 [2] -0.09" in text
     assert "1 rows transcribed from an earlier README" in text
     assert "teacher x hybrid x seed 2: 12 of 16 steps" in text  # a real short cell is still reported
@@ -75,7 +82,8 @@ def test_the_committed_results_are_what_the_readme_table_is_printed_from(lfc):
     """The default results file lives in the repository (a sitting's machine does not outlive it), and
     every row in it is readable and current or explicitly superseded."""
     assert lfc.RESULTS.is_relative_to(ROOT / "benchmarks")
-    rows, void, superseded = lfc.read_rows(lfc.RESULTS)
-    assert rows and void == 0
-    assert all({"persona", "method", "seed", "before", "after"} <= r.keys() for r in rows + superseded)
-    assert lfc.table(lfc.RESULTS).splitlines()[0].startswith("method")
+    for model in (lfc.LEGACY_MODEL, lfc.default_model()):  # rows written before rows named their model are SmolLM2's
+        rows, void, superseded = lfc.read_rows(lfc.RESULTS, model)
+        assert rows and void == 0
+        assert all({"persona", "method", "seed", "before", "after"} <= r.keys() for r in rows + superseded)
+        assert lfc.table(lfc.RESULTS, model).splitlines()[1].startswith("method")
