@@ -87,6 +87,10 @@ async def measure(personas: list[str], n_tasks: int, max_tokens: int, model: str
             student = await asyncio.gather(*(policy.generate(m, None, greedy) for m in openings))
             feedback = [persona.feedback(g.text, t) for g, t in zip(student, tasks)]
             row = {"no hint (student)": sum(persona.score(g.text, t)[0] for g, t in zip(student, tasks)) / len(tasks)}
+            if teacher is not policy:  # how much of a bigger teacher's gain is the bigger model, not the hint
+                plain = await asyncio.gather(*(teacher.generate(m, None, greedy) for m in openings))
+                row["no hint (teacher model)"] = sum(persona.score(g.text, t)[0] for g, t in zip(plain, tasks)) / len(tasks)
+                print(f"{name} no hint (teacher model): {row['no hint (teacher model)']:.3f}", flush=True)
             wishes = remembered([c for c, satisfied in feedback if not satisfied])
             print(f"{name}: remembered wishes {wishes}", flush=True)
             for form, (hint_of, place) in forms(wishes).items():
