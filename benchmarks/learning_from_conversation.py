@@ -17,7 +17,8 @@ split), before and after the same budget of train steps.
 
 ``--user-model qwen2.5-coder-1.5b`` lets that model play the person (:class:`RolePlayedUser`: it reads
 the persona's description, never its checks, and decides what to thank and correct); such rows are
-labelled ``method/user=<model>`` and shown apart. The persona checks stay the metric.
+labelled ``method/user=<model>`` and shown apart. ``--user-voice all`` makes the scripted person list every
+unmet wish at once instead of the first (rows ``method/voice=all``). The persona checks stay the metric.
 
     .venv/bin/python benchmarks/learning_from_conversation.py --persona teacher --method hybrid --seed 0
     .venv/bin/python benchmarks/learning_from_conversation.py --table
@@ -91,12 +92,13 @@ def config_for(method: str, seed: int, steps: int, out: Path, temperature: float
 
 async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: int, max_minutes: float,
                   temperature: float = 1.0, sets: tuple[str, ...] = (), model: str | None = None,
-                  user_model: str | None = None) -> dict:
+                  user_model: str | None = None, user_voice: str = "first") -> dict:
     from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT
     from clawgym.envs.openclaw_chat.personas import PERSONAS as P
     from clawgym.serve import rehearsal
 
-    variant = {"method": method, "temperature": temperature, "sets": list(sets), "user_model": user_model}
+    variant = {"method": method, "temperature": temperature, "sets": list(sets), "user_model": user_model,
+               "user_voice": user_voice}
     cell = label(variant).replace("=", "_").replace("/", "_")
     out = Path(f"runs/lfc/{model or 'default'}-{persona}-{cell}-{seed}")
     if out.exists():  # a previous run of this cell (an earlier recipe): the gateway would resume its weights
@@ -138,6 +140,11 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
         # a judge-only run trains only when verdicts disagree or a hint comes: the time cap ends a run
         # whose signal never arrives (binary with every verdict -1 makes no step at all)
         simulator = None
+        if user_voice != "first":  # the scripted person lists every unmet wish; its own rows
+            from clawgym.envs.openclaw_chat.simulator import ScriptedUser
+
+            simulator = ScriptedUser(user_voice)
+            row["user_voice"] = user_voice
         if user_model:  # a language model plays the person (OpenClaw-RL's setup); its own rows
             from clawgym.envs.openclaw_chat.simulator import RolePlayedUser
             from clawgym.rl.policy.hf import HFPolicy
@@ -148,7 +155,7 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
             result = await rehearsal.rehearse(config, persona=persona, steps=steps, eval_tasks=eval_tasks,
                                               max_tokens=MAX_TOKENS, max_minutes=max_minutes, simulator=simulator)
         finally:
-            if simulator is not None:
+            if user_model:
                 await simulator.policy.close()
         row.update(max_minutes=max_minutes, conversations=result.conversations, before=result.before,
                    after=result.after, steps=result.steps, refused=result.refused, turns=result.turns,
@@ -165,6 +172,8 @@ def label(row: dict) -> str:
     name = row["method"] if row.get("temperature", 1.0) == 1.0 else f"{row['method']}@T{row['temperature']:g}"
     if row.get("user_model"):
         name += f"/user={row['user_model']}"
+    if row.get("user_voice", "first") != "first":
+        name += f"/voice={row['user_voice']}"
     return name + "".join(f"[{s}]" for s in row.get("sets", []))
 
 
@@ -255,6 +264,9 @@ def main() -> int:
                         "Each model has its own table")
     parser.add_argument("--user-model", default=None, help="judge-only methods: this model plays the person "
                         "(RolePlayedUser: the persona's description only) instead of the scripted user; its own row")
+    parser.add_argument("--user-voice", choices=("first", "all"), default="first",
+                        help="judge-only methods: the scripted person voices the first unmet wish (default) or every "
+                        "unmet wish at once; its own row")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--table", action="store_true", help="only print the table from --results")
     parser.add_argument("--missing", action="store_true", help="only print the commands of the cells not run yet")
@@ -269,14 +281,17 @@ def main() -> int:
     if not args.table:
         if not (args.persona and args.method):
             parser.error("give --persona and --method (one cell per invocation), or --table")
-        if args.user_model and args.method not in JUDGE_ONLY:
-            parser.error("--user-model: only judge-only methods converse with a simulated person")
-        cell = label({"method": args.method, "temperature": args.temperature, "sets": args.sets, "user_model": args.user_model})
+        if (args.user_model or args.user_voice != "first") and args.method not in JUDGE_ONLY:
+            parser.error("--user-model / --user-voice: only judge-only methods converse with a simulated person")
+        if args.user_model and args.user_voice != "first":
+            parser.error("--user-voice is the scripted person's; a --user-model person speaks for itself")
+        cell = label({"method": args.method, "temperature": args.temperature, "sets": args.sets, "user_model": args.user_model,
+                      "user_voice": args.user_voice})
         if (args.persona, cell, args.seed) in done_cells(args.results, args.model):
             print(f"{args.persona} x {cell} x seed {args.seed} is already in {args.results}; skipped")
         else:
             row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks, args.max_minutes,
-                                      args.temperature, tuple(args.sets), args.model, args.user_model))
+                                      args.temperature, tuple(args.sets), args.model, args.user_model, args.user_voice))
             args.results.parent.mkdir(parents=True, exist_ok=True)
             with args.results.open("a") as f:
                 f.write(json.dumps(row) + "\n")

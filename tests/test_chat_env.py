@@ -32,6 +32,21 @@ def test_student_wants_plain_text():
     assert terminated and reward == 1.0 and info["success"] and "HOMEWORK_DONE" in obs[0]["content"]
 
 
+def test_a_scripted_person_may_voice_every_unmet_wish_at_once():
+    env = gym.make("clawgym/OpenClawChat-v0", personas=["student"], user_simulator="scripted-all")
+    env.reset(seed=1)
+    answer = env.unwrapped.task.answer
+    obs, *_ = env.step(f"**Answer:**\n1. Add them up\n2. The answer is {answer}")
+    said = obs[0]["content"]  # bold and lists, in the order of the preferences; nothing about what was met
+    assert "bold" in said and "lists" in said and said.index("bold") < said.index("lists") and "LaTeX" not in said
+    obs, reward, terminated, *_ = env.step(f"It comes to {answer} in total.")
+    assert terminated and reward == 1.0 and "HOMEWORK_DONE" in obs[0]["content"]  # thanks are the same
+    with pytest.raises(ValueError, match="voice"):
+        PERSONAS["student"].feedback("hi", env.unwrapped.task, voice="loud")
+    with pytest.raises(ValueError, match="scripted-all"):
+        gym.make("clawgym/OpenClawChat-v0", user_simulator="telepathic").reset(seed=0)
+
+
 def test_truncation_scores_the_last_reply():
     env = gym.make("clawgym/OpenClawChat-v0", personas=["teacher"], max_turns=2)
     env.reset(seed=0)

@@ -52,6 +52,18 @@ def test_table_shows_mean_std_and_gain_over_seeds_and_keeps_old_rows_apart(lfc, 
     assert base.count("missing") == 3  # the void row is not shown as a result
 
 
+def test_another_simulated_person_is_a_row_of_its_own(lfc, tmp_path):
+    results = tmp_path / "results.jsonl"
+    write(results, [row(lfc, "teacher", "hindsight", 0, 0.5, 0.6, user_voice="all"),
+                    row(lfc, "teacher", "hindsight", 0, 0.5, 0.4, user_model="qwen2.5-coder-1.5b"),
+                    row(lfc, "teacher", "hindsight", 0, 0.5, 0.5)])
+    lines = lfc.table(results, MODEL).splitlines()
+    assert "0.60 ± 0.00 [1] +0.10" in next(line for line in lines if line.startswith("hindsight/voice=all "))
+    assert "0.40 ± 0.00 [1] -0.10" in next(line for line in lines if line.startswith("hindsight/user=qwen2.5-coder-1.5b "))
+    assert "0.50 ± 0.00 [1] +0.00" in next(line for line in lines if line.startswith("hindsight "))
+    assert not any("--method hindsight --seed 0" in c and "teacher" in c for c in lfc.missing(results, MODEL))
+
+
 def test_missing_lists_exactly_the_cells_not_run(lfc, tmp_path):
     results = tmp_path / "results.jsonl"
     trained = len(lfc.METHODS) - len(lfc.UNTRAINED)

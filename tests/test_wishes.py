@@ -9,7 +9,7 @@ import pytest
 
 from clawgym.envs.openclaw_chat.personas import PERSONAS
 from clawgym.rl.judge import JudgeStage, RuleJudge
-from clawgym.rl.judge.wishes import aspects, relation, wish_from_correction
+from clawgym.rl.judge.wishes import aspects, relation, wish_from_correction, wishes_from_correction
 from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.server import BackgroundServer
 from clawgym.rl.types import JudgeResult, Turn
@@ -55,6 +55,32 @@ def test_every_persona_correction_gives_a_wish_and_no_thanks_does():
                                   "clocks, and make it rhyme in every line"])
 def test_thanks_statements_and_new_tasks_give_no_wish(said):
     assert wish_from_correction(said) is None
+
+
+def test_a_message_that_asks_for_several_things_leaves_one_wish_per_thing():
+    said = ("Please address the student by name. Could you make it friendlier and more encouraging? "
+            "That's too long for a comment; keep it under 80 words. What is the answer?")
+    assert wishes_from_correction(said) == ["address the student by name", "make it friendlier and more encouraging",
+                                            "make it shorter; keep it under 80 words"]  # the last question is not a request
+    assert wishes_from_correction("What is the answer?") == ["give the answer"]  # ... unless nothing else is asked
+    assert wishes_from_correction("Use bullet points. Please use bullet points!") == ["use bullet points"]  # a repeat
+    assert wishes_from_correction("Thanks, that's great.") == [] and wishes_from_correction(None) == []
+    for persona in PERSONAS.values():  # the scripted person who voices everything: one wish per preference
+        everything, satisfied = persona.feedback("", None, voice="all")
+        assert not satisfied and len(wishes_from_correction(everything)) == len(persona.preferences)
+
+
+def test_a_message_with_several_requests_is_remembered_as_several_wishes_and_replays_the_same(tmp_path):
+    path = tmp_path / "turns.jsonl"
+    memory = WishMemory(TurnLog(path))
+    added = memory.add("ann", "Address me by name. No lists, write prose.", turn_id="t1", source="reply")
+    assert [w.text for w in added] == ["address me by name", "no lists, write prose"]
+    assert len({w.id for w in added}) == 2
+    assert memory.add("ann", "Write it as a bulleted list.", turn_id="t2", source="reply")[0].replaced == [
+        "no lists, write prose"]  # the later wish still wins, one wish at a time
+    assert memory.add("ann", "Thanks!", turn_id="t3", source="reply") == []
+    memory.log.close()
+    assert WishMemory(TurnLog(path)).texts("ann") == ["address me by name", "write it as a bulleted list"]
 
 
 def test_relations_same_contradicts_other():

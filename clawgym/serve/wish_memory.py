@@ -1,7 +1,8 @@
 """What each person asked for, remembered across conversations: their wishes.
 
 A wish is a short request in the person's own words ("address the student by name"), made from a
-correction by :func:`clawgym.rl.judge.wishes.wish_from_correction`. Two sources, nothing else:
+correction by :func:`clawgym.rl.judge.wishes.wishes_from_correction` (a message that asks for several
+things leaves one wish per thing). Two sources, nothing else:
 
 - the person's next message, when the judge read it as a correction (a verdict below zero);
 - an explicit correction sent with ``POST /v1/feedback``.
@@ -29,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from clawgym.core.messages import text_of
-from clawgym.rl.judge.wishes import relation, wish_from_correction
+from clawgym.rl.judge.wishes import relation, wishes_from_correction
 from clawgym.rl.types import Turn
 from clawgym.serve.protocol import is_internal_context, user_text
 from clawgym.serve.turn_log import TurnLog
@@ -112,29 +113,32 @@ class WishMemory:
         added = []
         correction = (turn.info.get("feedback") or {}).get("correction")
         if isinstance(correction, str) and correction.strip():
-            added.append(self.add(user, correction, turn_id=turn.turn_id, source="feedback"))
+            added += self.add(user, correction, turn_id=turn.turn_id, source="feedback")
         verdict = verdict_of(turn)
         if verdict is not None and verdict < 0:
             said = next_words(turn)
             if said:
-                added.append(self.add(user, said, turn_id=turn.turn_id, source="reply"))
-        return [w for w in added if w is not None]
+                added += self.add(user, said, turn_id=turn.turn_id, source="reply")
+        return added
 
-    def add(self, user: str, said: str, *, turn_id: str, source: str, at: float | None = None) -> Wish | None:
-        """Remember what ``said`` asks for (None when it asks for nothing); recorded in the log first."""
+    def add(self, user: str, said: str, *, turn_id: str, source: str, at: float | None = None) -> list[Wish]:
+        """Remember each thing ``said`` asks for (none when it asks for nothing); recorded in the log first."""
         if source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
-        text = wish_from_correction(said)
-        if text is None:
-            return None
-        event = {"event": "wish", "id": f"wish:{turn_id}:{source}", "user": user, "turn_id": turn_id, "source": source,
-                 "said": said[:MAX_SAID_CHARS], "wish": text, "at": time.time() if at is None else at}
-        if self.log is not None:
-            self.log.record_wish(event)
-        wish = self._apply(event)
-        if wish is not None:
+        changed = []
+        for index, text in enumerate(wishes_from_correction(said)):
+            suffix = f":{index}" if index else ""  # the first keeps the id a one-wish message always had
+            event = {"event": "wish", "id": f"wish:{turn_id}:{source}{suffix}", "user": user, "turn_id": turn_id,
+                     "source": source, "said": said[:MAX_SAID_CHARS], "wish": text,
+                     "at": time.time() if at is None else at}
+            if self.log is not None:
+                self.log.record_wish(event)
+            wish = self._apply(event)
+            if wish is not None:
+                changed.append(wish)
+        if changed:
             self._changed(user)
-        return wish
+        return changed
 
     def remove(self, user: str, wish_id: str) -> Wish:
         """The person takes a wish back; KeyError if ``user`` has no such wish."""

@@ -32,14 +32,14 @@ class OpenClawChatEnv(AgentEnv):
         if isinstance(personas, str):  # `--env-arg personas=teacher,ta` from the command line
             personas = [p.strip() for p in personas.split(",") if p.strip()]
         self.personas = personas
-        if user_simulator == "scripted":
-            self.simulator: UserSimulator = ScriptedUser()
+        if user_simulator in ("scripted", "scripted-all"):  # "-all": the person voices every unmet preference
+            self.simulator: UserSimulator = ScriptedUser("all" if user_simulator == "scripted-all" else "first")
         elif hasattr(user_simulator, "reply"):
             self.simulator = user_simulator
         elif hasattr(user_simulator, "generate"):
             self.simulator = PolicyUser(user_simulator)
         else:
-            raise ValueError("user_simulator must be 'scripted', a UserSimulator, or a Policy")
+            raise ValueError("user_simulator must be 'scripted', 'scripted-all', a UserSimulator, or a Policy")
         self.last_preferences: dict[str, bool] = {}
         self._last_score = 0.0
         super().__init__(tasks, **kwargs)

@@ -19,6 +19,7 @@ from typing import Callable
 from clawgym.core.tasks import Task
 
 Check = Callable[[str, Task], bool]
+VOICES = ("first", "all")  # what a scripted person voices of their unmet preferences
 
 
 @dataclass
@@ -42,12 +43,15 @@ class Persona:
         results = {p.name: not empty and bool(p.check(reply, task)) for p in self.preferences}
         return sum(results.values()) / max(len(results), 1), results
 
-    def feedback(self, reply: str, task: Task) -> tuple[str, bool]:
-        """The scripted person's answer to a reply, and whether they are satisfied."""
-        for preference in self.preferences:
-            if not reply.strip() or not preference.check(reply, task):
-                return preference.feedback, False
-        return f"{self.thanks} {self.done_token}", True
+    def feedback(self, reply: str, task: Task, voice: str = "first") -> tuple[str, bool]:
+        """The scripted person's answer to a reply, and whether they are satisfied: the feedback of the
+        first unmet preference (``voice="first"``), or of every unmet one in order (``"all"``)."""
+        if voice not in VOICES:
+            raise ValueError(f"voice must be one of {VOICES}, got {voice!r}")
+        unmet = [p.feedback for p in self.preferences if not reply.strip() or not p.check(reply, task)]
+        if not unmet:
+            return f"{self.thanks} {self.done_token}", True
+        return (unmet[0] if voice == "first" else " ".join(unmet)), False
 
 
 # ------------------------------------------------------------------ checks

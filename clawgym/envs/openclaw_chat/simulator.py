@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from clawgym.core.messages import Message, text_of
 from clawgym.core.tasks import Task
-from clawgym.envs.openclaw_chat.personas import Persona
+from clawgym.envs.openclaw_chat.personas import VOICES, Persona
 
 
 class UserSimulator(Protocol):
@@ -34,10 +34,16 @@ def swap_roles(instruction: str, messages: list[Message], assistant_reply: str) 
 
 
 class ScriptedUser:
-    """Answers with the persona's fixed feedback for the first unmet preference. Deterministic."""
+    """Answers with the persona's fixed feedback for the first unmet preference, or with the feedback of
+    every unmet one (``voice="all"``: a person who lists all that is wrong at once). Deterministic."""
+
+    def __init__(self, voice: str = "first") -> None:
+        if voice not in VOICES:
+            raise ValueError(f"voice must be one of {VOICES}, got {voice!r}")
+        self.voice = voice
 
     def reply(self, persona: Persona, task: Task, messages: list[Message], assistant_reply: str) -> tuple[str, bool]:
-        return persona.feedback(assistant_reply, task)
+        return persona.feedback(assistant_reply, task, self.voice)
 
 
 class PolicyUser:

@@ -24,7 +24,8 @@ from __future__ import annotations
 import re
 
 MAX_WISH_WORDS = 16  # longer "requests" are new tasks or explanations, not a wish to remember
-MAX_PARTS = 2  # request sentences kept from one message
+MAX_PARTS = 2  # request sentences kept in the one-line wish of wish_from_correction
+MAX_WISHES = 4  # separate wishes kept from one message (wishes_from_correction)
 
 _DONE = re.compile(r"\b[A-Z]+_DONE\b")
 _LEAD = re.compile(r"(?i)^\W*(?:(?:no|well)(?:\s*[,.!:;\u2026]+|\s+[-\u2013\u2014]+(?=\s)|\s*[\u2013\u2014]+)"
@@ -134,36 +135,55 @@ def _request(sentence: str) -> str | None:
     return None
 
 
-def wish_from_correction(text: str) -> str | None:
-    """The short wish a correction asks for (see the module docstring), or None when it asks for nothing.
-
-    Statements come first: a question ("What is the answer?") counts only when nothing else was asked.
-    """
+def _request_parts(text: str) -> list[str]:
+    """The distinct requests of a message, one per sentence (the requests of a sentence's ";"-clauses
+    joined: "That's too long; keep it under 80 words" is one thing). Statements and polite requests
+    ("Could you make it friendlier?") come first; another question ("What is the answer?") counts only
+    when nothing else was asked."""
     if not isinstance(text, str) or not text.strip():
-        return None
+        return []
     sentences: list[str] = []
-    for piece in (p for p in re.split(r"(?<=[.!?;])\s+|\s*;\s*|\n+", text) if p.strip()):
+    for piece in (p for p in re.split(r"(?<=[.!?])\s+|\n+", text) if p.strip()):
         if sentences and _ABBREVIATION.search(sentences[-1]):  # "Dr. Ng" is one sentence
             sentences[-1] += f" {piece}"
         else:
             sentences.append(piece)
-    ordered = [s for s in sentences if not s.rstrip().endswith("?")] + [s for s in sentences if s.rstrip().endswith("?")]
+
+    def asks(sentence: str) -> bool:
+        return not sentence.rstrip().endswith("?") or bool(_ASK.match(_clean(sentence)))
+
+    ordered = [s for s in sentences if asks(s)] + [s for s in sentences if not asks(s)]
     parts: list[str] = []
     for sentence in ordered:
-        request = _request(sentence)
-        if request is None or any(relation(p, request) == "same" for p in parts):
+        if parts and not asks(sentence):
+            break
+        clauses = [r for r in (_request(c) for c in re.split(r"\s*;\s*", sentence) if c.strip()) if r]
+        request = "; ".join(dict.fromkeys(c[0].lower() + c[1:] if not c[:2].isupper() else c for c in clauses))
+        if not request or any(relation(p, request) == "same" for p in parts):
             continue
-        if parts and sentence.rstrip().endswith("?"):
-            break
         parts.append(request)
-        if len(parts) == MAX_PARTS:
+        if len(parts) == MAX_WISHES:
             break
-    if not parts:
-        return None
-    wish = "; ".join(p[0].lower() + p[1:] if not p[:2].isupper() else p for p in parts)
-    if len(wish.split()) > MAX_WISH_WORDS or len(wish_key(wish)) < 3:
-        return None
-    return wish
+    return parts
+
+
+def _short_enough(wish: str) -> bool:
+    return len(wish.split()) <= MAX_WISH_WORDS and len(wish_key(wish)) >= 3
+
+
+def wish_from_correction(text: str) -> str | None:
+    """The short wish a correction asks for (see the module docstring), or None when it asks for nothing:
+    its first :data:`MAX_PARTS` requests in one line."""
+    parts = _request_parts(text)[:MAX_PARTS]
+    wish = "; ".join(parts)
+    return wish if parts and _short_enough(wish) else None
+
+
+def wishes_from_correction(text: str) -> list[str]:
+    """Every request of a correction as a wish of its own (at most :data:`MAX_WISHES`), so that a person
+    who lists several things at once ("Address the student by name. Keep it under 80 words.") leaves
+    one wish per thing, each checked on its own by the rubric judge. Empty when it asks for nothing."""
+    return [p for p in _request_parts(text) if _short_enough(p)]
 
 
 def wish_key(text: str) -> str:
