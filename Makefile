@@ -1,4 +1,4 @@
-# Two commands: `make run` (set up + the default demo) and `make test` (set up + every test).
+# Two commands: `make run` (set up + the default demo) and `make test` (set up + lint + every test).
 # `make run` needs only Python and the `train` extra (no root, no system packages); `make test` also
 # installs the system packages every setting and integration test uses (scripts/system_deps.sh).
 SHELL := /bin/bash
@@ -14,13 +14,17 @@ export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test setup system-deps python-deps run-deps swe-projects models bench bench-deps clean
+.PHONY: run test lint setup system-deps python-deps run-deps swe-projects models bench bench-deps clean
 
 run: run-deps
 	$(PY) -m clawgym.demo
 
-test: setup
+test: setup lint
 	$(PY) -m pytest -ra
+
+# ruff (pinned in the dev extra; config in pyproject.toml's [tool.ruff]): lint and import order, lines <= 120.
+lint: python-deps
+	$(VENV)/bin/ruff check .
 
 setup: system-deps python-deps swe-projects models
 

@@ -41,8 +41,10 @@ def trained_looking_adapter(model: torch.nn.Module, seed: int, r: int = 16) -> d
     for name, module in model.named_modules():
         base = getattr(module, "base", module)
         if name.rsplit(".", 1)[-1] in TARGETS and isinstance(base, torch.nn.Linear):
-            state[f"base_model.model.{name}.lora_A.default.weight"] = torch.randn(r, base.in_features, generator=gen) * 0.01
-            state[f"base_model.model.{name}.lora_B.default.weight"] = torch.randn(base.out_features, r, generator=gen) * 0.01
+            state[f"base_model.model.{name}.lora_A.default.weight"] = torch.randn(
+                r, base.in_features, generator=gen) * 0.01
+            state[f"base_model.model.{name}.lora_B.default.weight"] = torch.randn(
+                base.out_features, r, generator=gen) * 0.01
     return state
 
 
@@ -57,7 +59,8 @@ async def one_round(views, tokens: int, round_index: int) -> tuple[int, float]:
 
 async def run(model_name: str, rounds: int, tokens: int) -> None:
     model, tokenizer = load_model(model_name)
-    served = MultiAdapterHFPolicy(model, tokenizer, slots=USERS + 1, r=16, alpha=32, target_modules=TARGETS, max_batch_size=16)
+    served = MultiAdapterHFPolicy(model, tokenizer, slots=USERS + 1, r=16, alpha=32,
+                                  target_modules=TARGETS, max_batch_size=16)
     for slot in range(1, USERS + 1):
         served.load_adapter(slot, trained_looking_adapter(served.model, slot))
     plain_model, _ = load_model(model_name)

@@ -94,8 +94,8 @@ ENV_SETUP: dict[str, tuple[str, dict[str, Any] | None]] = {
     "toolcall": ("toolcall", None),
     "bfcl": ("toolcall", {"id": "clawgym/BFCL-v0", "kwargs": {"category": list(BFCL_CATEGORIES)}, "eval_kwargs": {}}),
     "terminal": ("terminal", None),
-    "miniwob": ("gui", {"id": "clawgym/MiniWoB-v0", "kwargs": {"tasks": list(MINIWOB_TASKS), "max_turns": MINIWOB_MAX_TURNS},
-                        "eval_kwargs": {}}),
+    "miniwob": ("gui", {"id": "clawgym/MiniWoB-v0",
+                        "kwargs": {"tasks": list(MINIWOB_TASKS), "max_turns": MINIWOB_MAX_TURNS}, "eval_kwargs": {}}),
 }
 # outcome_prm's judge per env and budget (see the module docstring)
 PRM_JUDGE = {
@@ -144,7 +144,8 @@ def split_ids(ids_by_category: dict[str, Sequence[str]]) -> tuple[list[str], lis
         for task_id in ids:
             (held.setdefault(category, []) if bfcl_split(task_id) == "test" else train).append(task_id)
     columns = list(held.values())
-    held_out = [column[i] for i in range(max((len(c) for c in columns), default=0)) for column in columns if i < len(column)]
+    held_out = [column[i] for i in range(max((len(c) for c in columns), default=0))
+                for column in columns if i < len(column)]
     return train, held_out
 
 
@@ -189,12 +190,14 @@ def overrides_for(env: str, method: str, seed: int, budget: str, model: str, out
     if budget == "test":
         extra += [f"env.kwargs.{key}={_yaml(value)}" for key, value in TEST_ENV_KWARGS[env].items()]
     if env == "terminal" and budget == "small":
-        extra.append("env.kwargs.max_turns=8")  # 12 turns x 256 tokens x 16 held-out episodes is ~10 min an eval on 2 cores
+        # 12 turns x 256 tokens x 16 held-out episodes is ~10 min an eval on 2 cores
+        extra.append("env.kwargs.max_turns=8")
     if method == "outcome_prm":
         extra += [f"judge.type={PRM_JUDGE[budget][env]}", "loop.reward=step_wise"]
     else:
         extra += ["judge.type=none", "loop.reward=outcome"]
-    return [f"{key}={_yaml(value) if not isinstance(value, str) else value}" for key, value in knobs.items()] + extra + list(sets)
+    return [f"{key}={_yaml(value) if not isinstance(value, str) else value}"
+            for key, value in knobs.items()] + extra + list(sets)
 
 
 def config_for(env: str, method: str, seed: int, budget: str, model: str, out: Path, sets: Sequence[str] = ()) -> Any:
@@ -292,7 +295,8 @@ async def run_cell(env: str, method: str, seed: int, budget: str, model: str, se
     started = time.perf_counter()
     parts = await asyncio.to_thread(build, config)
     loop = parts.loop
-    loop.config = dataclasses.replace(loop.config, export_final=False)  # no 1 GB HF export per cell (not in the config schema)
+    # no 1 GB HF export per cell (not in the config schema)
+    loop.config = dataclasses.replace(loop.config, export_final=False)
     held_out = "the env's eval split"
     if env == "bfcl":
         loop.task_ids, loop.eval_task_ids = bfcl_ids()
@@ -304,7 +308,8 @@ async def run_cell(env: str, method: str, seed: int, budget: str, model: str, se
         groups = config.loop.steps * config.loop.batch_groups + config.loop.buffer_groups + config.rollout.workers
         train_episodes = groups * config.rollout.group_size
         if seed * 1_000_003 < EVAL_SEED + episodes and seed * 1_000_003 + train_episodes > EVAL_SEED:
-            raise ValueError(f"MiniWoB training page seeds {seed * 1_000_003}.. may reach the held-out range {EVAL_SEED}..")
+            raise ValueError(f"MiniWoB training page seeds {seed * 1_000_003}.. may reach the "
+                             f"held-out range {EVAL_SEED}..")
         held_out = f"{len(MINIWOB_TASKS)} tasks, page seeds {EVAL_SEED}..{EVAL_SEED + episodes - 1}"
     row: dict[str, Any] = {
         "env": env, "method": method, "seed": seed, "model": config.policy.model, "budget": budget,
@@ -334,7 +339,8 @@ async def run_cell(env: str, method: str, seed: int, budget: str, model: str, se
                        reward_before=before.get("eval_reward"), reward_after=after.get("eval_reward"),
                        eval_episodes=int(after.get("eval_episodes", 0)), eval_errors=int(after.get("eval_errors", 0)),
                        steps=result.steps, steps_budget=config.loop.steps,
-                       refused={k[len("refused/"):]: int(v) for k, v in result.counters.items() if k.startswith("refused/")},
+                       refused={k[len("refused/"):]: int(v) for k, v in result.counters.items()
+                                if k.startswith("refused/")},
                        samples_dropped_stale=int(result.counters.get("samples_dropped_stale", 0)),
                        train_reward=[round(h["reward_mean"], 4) for h in result.history],
                        train_success=[round(h["success_rate"], 4) for h in result.history])
@@ -371,7 +377,8 @@ def table(path: Path, model: str, budget: str) -> str:
             after = [r["after"] for r in got]
             gain = [r["after"] - r["before"] for r in got]
             std = statistics.stdev(after) if len(after) > 1 else 0.0
-            cells.append(f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(got)}] {round(statistics.mean(gain), 2) + 0.0:+.2f}")
+            cells.append(f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(got)}] "
+                         f"{round(statistics.mean(gain), 2) + 0.0:+.2f}")
         lines.append(f"{method:<{width}}" + "".join(cells))
     for r in rows:
         if r["method"] not in UNTRAINED and r["steps"] < r["steps_budget"]:
@@ -407,7 +414,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", choices=tuple(BUDGETS), default="small",
                         help="small: 2 CPU cores, <= 45 min a cell; full: one GPU; test: the tiny model (tests)")
-    parser.add_argument("--model", default=None, help="the policy (a catalog name or HF checkpoint dir); default: the launchers'. "
+    parser.add_argument("--model", default=None,
+                        help="the policy (a catalog name or HF checkpoint dir); default: the launchers'. "
                         "Each model and budget has its own table")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="a launcher override on top of the budget (repeatable); its own table row")
@@ -427,9 +435,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("give --env and --method (one cell per invocation), or --table / --missing")
         cell = label({"method": args.method, "sets": args.sets})
         if (args.env, cell, args.seed) in done_cells(args.results, args.model, args.budget):
-            print(f"{args.env} x {cell} x seed {args.seed} ({args.model}, {args.budget}) is already in {args.results}; skipped")
+            print(f"{args.env} x {cell} x seed {args.seed} ({args.model}, {args.budget}) is already in "
+                  f"{args.results}; skipped")
         else:
-            row = asyncio.run(run_cell(args.env, args.method, args.seed, args.budget, args.model, tuple(args.sets), args.runs))
+            row = asyncio.run(run_cell(args.env, args.method, args.seed, args.budget, args.model,
+                                       tuple(args.sets), args.runs))
             curves = args.results.with_suffix("")  # benchmarks/results/agentic_learning/
             name = f"{args.model}-{args.budget}-{args.env}-{cell}-{args.seed}".replace("=", "_").replace("/", "_")
             row["curve_png"] = str(plot_curve(row, curves / f"{name}.png").relative_to(args.results.parent))

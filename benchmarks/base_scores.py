@@ -70,7 +70,8 @@ async def main() -> None:
     parser.add_argument("--envs", nargs="+", default=["bfcl", "toolcall", "terminal", "miniwob"])
     parser.add_argument("--readings", nargs="+", default=list(READINGS), choices=READINGS)
     parser.add_argument("--bfcl-categories", nargs="+",
-                        default=["simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance", "live_simple"])
+                        default=["simple_python", "multiple", "parallel", "parallel_multiple",
+                                 "irrelevance", "live_simple"])
     parser.add_argument("--per-category", type=int, default=10)
     parser.add_argument("--limit", type=int, default=20, help="ToolCall-v0 / MiniWoB-v0 tasks")
     parser.add_argument("--max-turns", type=int, default=10, help="Terminal-v0 / MiniWoB-v0 turn limit")
@@ -92,8 +93,8 @@ async def main() -> None:
                 result = await run_cell(policy, env_id, kwargs, limit, reading, args)
                 record = {"model": model, "env": env, "reading": reading, "env_kwargs": kwargs, "limit": limit,
                           "max_tokens": args.max_tokens, "dtype": str(policy.model.dtype).replace("torch.", ""),
-                          "host": f"{platform.machine()} {os.cpu_count()} cores", "torch_threads": torch.get_num_threads(),
-                          **result}
+                          "host": f"{platform.machine()} {os.cpu_count()} cores",
+                          "torch_threads": torch.get_num_threads(), **result}
                 with RESULTS.open("a") as out:
                     out.write(json.dumps(record) + "\n")
                 overall = result["rows"]["all"]

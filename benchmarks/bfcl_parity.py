@@ -82,13 +82,15 @@ def bfcl_verdict(category: str, entry: dict, answer: Any, actions: list[Any]) ->
             turns.pop()
         name = f"bench_{uuid.uuid4().hex}"
         try:
-            out = eval_runner._evaluate_single_multi_turn_entry(HANDLER, entry["id"], turns, answer, entry, name, category)
+            out = eval_runner._evaluate_single_multi_turn_entry(
+                HANDLER, entry["id"], turns, answer, entry, name, category)
         finally:
             bfcl_checker.forget(name)
         return bool(out["valid"])
     result = step_result(actions[0])
     if "relevance" in category:
-        return bool(eval_runner._evaluate_single_relevance_entry(HANDLER, entry["id"], result, entry, MODEL, category)["valid"])
+        return bool(
+            eval_runner._evaluate_single_relevance_entry(HANDLER, entry["id"], result, entry, MODEL, category)["valid"])
     language, fmt = {"simple_java": (Language.JAVA, ReturnFormat.JAVA),
                      "simple_javascript": (Language.JAVASCRIPT, ReturnFormat.JAVASCRIPT)}.get(
         category, (Language.PYTHON, ReturnFormat.PYTHON))
@@ -229,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         category = task.data["category"]
         verdict = bfcl_verdict(category, prompts[task.id], answers[task.id], actions)
         reward = env_reward(env, task.id, actions)
-        group = "multi_turn" if category in bfcl_data.MULTI_TURN else ("live" if category.startswith("live") else "non_live")
+        group = ("multi_turn"
+                 if category in bfcl_data.MULTI_TURN else ("live" if category.startswith("live") else "non_live"))
         for key in ((group, kind), (group, "all"), ("all", "all")):
             row = rows[key]
             row[0] += 1

@@ -171,7 +171,8 @@ class BrowserGymRunner:
         page = self.env.page
         self.name = page.get_attribute("#name", "bid")
         self.submit = page.evaluate(
-            "() => Array.from(document.querySelectorAll('button')).find(b => b.textContent === 'Submit').getAttribute('bid')")
+            "() => Array.from(document.querySelectorAll('button')).find(b => b.textContent === "
+            "'Submit').getAttribute('bid')")
         return seconds
 
     def step(self, i: int) -> float:
@@ -213,7 +214,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--resets", type=int, default=20)
-    parser.add_argument("--browsergym-resets", type=int, default=4, help="BrowserGym resets (two browser launches each)")
+    parser.add_argument("--browsergym-resets", type=int, default=4,
+                        help="BrowserGym resets (two browser launches each)")
     parser.add_argument("--shipped-steps", type=int, default=10, help="steps for BrowserGym as shipped (~1.5 s each)")
     parser.add_argument("--skip-browsergym", action="store_true")
     parser.add_argument("--block", type=int, default=1,
@@ -241,7 +243,8 @@ def main() -> None:
             runners.append(("BrowserGym, tuned (slow_mo 0, no delay)", theirs,
                             theirs.call(lambda: BrowserGymRunner(url, True)), args.browsergym_resets, args.steps))
             runners.append(("BrowserGym as shipped (slow_mo 1000 ms, 0.5 s delay)", theirs,
-                            theirs.call(lambda: BrowserGymRunner(url, False)), args.browsergym_resets, args.shipped_steps))
+                            theirs.call(lambda: BrowserGymRunner(url, False)),
+                            args.browsergym_resets, args.shipped_steps))
         except ImportError as exc:
             print(f"(BrowserGym not installed: {exc}; pip install --no-deps browsergym-core beautifulsoup4 lxml)")
     resets: dict[str, list[float]] = {name: [] for name, *_ in runners}
@@ -269,7 +272,8 @@ def main() -> None:
     base = statistics.median(steps[runners[0][0]])
     print(f"\nGUI latency, same page ({FORM_FILL.id}), Chromium {CHROMIUM}, {os.cpu_count()} CPUs, "
           f"1-min load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
-    print("| env | reset p50 (ms) | reset p95 (ms) | step p50 (ms) | step p95 (ms) | step p50 vs GUI-v0 | resets / steps |")
+    print("| env | reset p50 (ms) | reset p95 (ms) | step p50 (ms) | step p95 (ms) | "
+          "step p50 vs GUI-v0 | resets / steps |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, *_ in runners:
         r, s = resets[name], steps[name]

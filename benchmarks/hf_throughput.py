@@ -58,7 +58,8 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtypes", nargs="+", default=["float32"], help="compute dtypes to compare (float32, bfloat16)")
+    parser.add_argument("--dtypes", nargs="+", default=["float32"],
+                        help="compute dtypes to compare (float32, bfloat16)")
     parser.add_argument("--baseline", action="store_true", help="also time transformers' model.generate (static batch)")
     args = parser.parse_args()
     if args.threads:
@@ -75,7 +76,8 @@ async def main() -> None:
                     baselines.append((name, concurrency, hf_generate_baseline(policy, concurrency, args.max_tokens)))
             await policy.close()
     base = {name: rate for name, c, rate, _ in rows if c == args.concurrency[0]}
-    print(f"device={args.device} torch_threads={torch.get_num_threads()} max_tokens={args.max_tokens} rounds={args.rounds}")
+    print(f"device={args.device} torch_threads={torch.get_num_threads()} max_tokens={args.max_tokens} "
+          f"rounds={args.rounds}")
     print(f"{'model':<28} {'concurrent':>10} {'tokens/s':>10} {'speed-up':>9} {'s/request':>10}")
     for name, concurrency, rate, latency in rows:
         print(f"{name:<28} {concurrency:>10} {rate:>10.1f} {rate / base[name]:>8.2f}x {latency:>10.2f}")

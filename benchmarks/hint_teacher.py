@@ -59,7 +59,8 @@ def forms(wishes: list[str] | None = None) -> dict:
 
 
 def remembered(corrections: list[str]) -> list[str]:
-    """What the wish memory holds after these corrections (extraction, dedup, a later wish replacing one it contradicts)."""
+    """What the wish memory holds after these corrections (extraction, dedup, a later wish replacing one it
+    contradicts)."""
     from clawgym.serve.wish_memory import WishMemory
 
     memory = WishMemory()
@@ -89,7 +90,8 @@ async def measure(personas: list[str], n_tasks: int, max_tokens: int, model: str
             row = {"no hint (student)": sum(persona.score(g.text, t)[0] for g, t in zip(student, tasks)) / len(tasks)}
             if teacher is not policy:  # how much of a bigger teacher's gain is the bigger model, not the hint
                 plain = await asyncio.gather(*(teacher.generate(m, None, greedy) for m in openings))
-                row["no hint (teacher model)"] = sum(persona.score(g.text, t)[0] for g, t in zip(plain, tasks)) / len(tasks)
+                row["no hint (teacher model)"] = sum(persona.score(g.text, t)[0] for g, t in zip(plain, tasks)) / len(
+                    tasks)
                 print(f"{name} no hint (teacher model): {row['no hint (teacher model)']:.3f}", flush=True)
             wishes = remembered([c for c, satisfied in feedback if not satisfied])
             print(f"{name}: remembered wishes {wishes}", flush=True)
@@ -120,10 +122,12 @@ def main() -> int:
     parser.add_argument("--teacher-model", default=None, help="answers the hinted prompts (default: --model)")
     parser.add_argument("--forms", nargs="+", default=None, help="only the hint forms starting with these words")
     args = parser.parse_args()
-    results = asyncio.run(measure(args.personas, args.tasks, args.max_tokens, args.model, args.teacher_model, args.forms))
+    results = asyncio.run(measure(args.personas, args.tasks, args.max_tokens, args.model,
+                                  args.teacher_model, args.forms))
     print(f"student {args.model}, teacher {args.teacher_model or args.model}")
     names = list(next(iter(results.values())))
-    print(f"\n{'hint form':<32}" + "".join(f"{p:>18}" for p in results) + f"   (mean persona score, {args.tasks} tasks each; gain vs no hint)")
+    print(f"\n{'hint form':<32}"
+          + "".join(f"{p:>18}" for p in results) + f"   (mean persona score, {args.tasks} tasks each; gain vs no hint)")
     for form in names:
         cells = []
         for row in results.values():

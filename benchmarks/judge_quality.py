@@ -106,14 +106,15 @@ def evaluation_set() -> list[tuple[str, int, str | None]]:
 
 
 def turn_for(reply: str) -> Turn:
-    return Turn(episode_id="bench", turn_index=0, env_id="clawgym/OpenClawChat-v0", context=[{"role": "user", "content": "Help me with my homework."}],
+    return Turn(episode_id="bench", turn_index=0, env_id="clawgym/OpenClawChat-v0",
+                context=[{"role": "user", "content": "Help me with my homework."}],
                 action={"role": "assistant", "content": "Here is my answer."},
                 next_state=[{"role": "user", "content": reply}], info={"setting": "chat"})
 
 
 def build_judge(kind: str, policy):  # noqa: ANN001
-    from clawgym.rl.judge import PRMJudge, ProbJudge
     from clawgym.core.policy import SamplingParams
+    from clawgym.rl.judge import PRMJudge, ProbJudge
 
     if kind == "cues":
         return ProbJudge(None, hints=True, cues=True)
@@ -172,7 +173,8 @@ def main() -> int:
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--limit", type=int, default=0, help="only the first N items (0: all)")
     parser.add_argument("--tune", action="store_true",
-                        help="the tuning set instead: per-item margins and the best threshold (never the evaluation set)")
+                        help="the tuning set instead: per-item margins and the best threshold "
+                             "(never the evaluation set)")
     args = parser.parse_args()
     if args.tune:
         return tune(args.model)
@@ -187,7 +189,8 @@ def main() -> int:
         policy = HFPolicy.from_pretrained(args.model)
     rows = [asyncio.run(run(kind, policy, items)) for kind in kinds]
     n_corr = sum(1 for i in items if i[1] < 0)
-    print(f"judge quality on {len(items)} labelled next states ({n_corr} corrections, {len(items) - n_corr} acceptances), "
+    print(f"judge quality on {len(items)} labelled next states ({n_corr} corrections, "
+          f"{len(items) - n_corr} acceptances), "
           f"model {args.model}")
     print(f"{'judge':<10} {'agree':>6} {'corr->-1':>8} {'corr->0':>7} {'corr->+1':>8} {'acc->+1':>7} {'acc->0':>6} "
           f"{'acc->-1':>7} {'hint names pref':>15} {'turns/s':>8}")

@@ -106,14 +106,15 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     held_out = rehearsal.persona_tasks(persona, "test")[:eval_tasks]
     config = config_for(method, seed, steps, out, temperature, sets, model)
     started = time.perf_counter()
-    row = {"model": config.policy.model, "persona": persona, "method": method, "seed": seed, "steps_budget": steps, "metrics": METRICS,
-           "eval_tasks": len(held_out), "max_tokens": MAX_TOKENS}
+    row = {"model": config.policy.model, "persona": persona, "method": method, "seed": seed,
+           "steps_budget": steps, "metrics": METRICS, "eval_tasks": len(held_out), "max_tokens": MAX_TOKENS}
     if temperature != 1.0:
         row["temperature"] = temperature  # training conversations sampled (and trained) at this temperature
     if sets:
         row["sets"] = list(sets)  # an ablation: launcher overrides on top of the method's recipe
     if method in JUDGE_ONLY:
-        row.update(recipe=RECIPE, baseline=config.serve.get("baseline", "batch"), hint_format=config.trainer.hint_format)
+        row.update(recipe=RECIPE, baseline=config.serve.get("baseline", "batch"),
+                   hint_format=config.trainer.hint_format)
     if method in UNTRAINED:
         from clawgym.rl.policy.hf import HFPolicy
 
@@ -131,7 +132,8 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
         parts = build(config)
         parts.loop.config = dataclasses.replace(parts.loop.config, eval_before=False, eval_after=False, plot=False,
                                                 export_final=False)
-        row["before"], row["checks_before"] = await rehearsal.score_checks(parts.policy, held_out, max_tokens=MAX_TOKENS)
+        row["before"], row["checks_before"] = await rehearsal.score_checks(
+            parts.policy, held_out, max_tokens=MAX_TOKENS)
         result = await parts.loop.run()
         row["after"], row["checks_after"] = await rehearsal.score_checks(parts.policy, held_out, max_tokens=MAX_TOKENS)
         row.update(steps=result.steps, refused={k: v for k, v in result.counters.items() if k.startswith("refused/")})
@@ -196,7 +198,8 @@ def table(path: Path, model: str) -> str:
     rows, void, superseded = read_rows(path, model)
     names = [m for m in METHODS] + sorted({label(r) for r in rows} - set(METHODS))
     width = max(12, *(len(n) + 1 for n in names))
-    lines = [f"{model}:", f"{'method':<{width}}" + "".join(f"{p:>24}" for p in PERSONAS) + "   (held-out score after, mean ± std over seeds [n], after − before)"]
+    lines = [f"{model}:", f"{'method':<{width}}" + "".join(f"{p:>24}" for p in PERSONAS)
+             + "   (held-out score after, mean ± std over seeds [n], after − before)"]
     for method in names:
         cells = []
         for persona in PERSONAS:
@@ -207,18 +210,20 @@ def table(path: Path, model: str) -> str:
             after = [r["after"] for r in got]
             gain = [r["after"] - r["before"] for r in got]
             std = statistics.stdev(after) if len(after) > 1 else 0.0
-            cells.append(f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(got)}] {round(statistics.mean(gain), 2) + 0.0:+.2f}")  # + 0.0: never "-0.00"
+            cells.append(f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(got)}] "
+                         f"{round(statistics.mean(gain), 2) + 0.0:+.2f}")  # + 0.0: never "-0.00"
         lines.append(f"{method:<{width}}" + "".join(cells))
     for r in superseded:
         recipe = r.get("recipe", 1)
         lines.append(f"(superseded recipe {recipe}: {r['persona']} x {label(r)} "
-                     f"x seed {r['seed']}: {r['before']:.2f} -> {r['after']:.2f}, {r['steps']} steps; {SUPERSEDED[recipe]})")
+                     f"x seed {r['seed']}: {r['before']:.2f} -> {r['after']:.2f}, {r['steps']} steps; "
+                     f"{SUPERSEDED[recipe]})")
     if void:
         lines.append(f"({void} rows scored with the old persona checks (metrics < {METRICS}) are void and left out)")
     transcribed = [r for r in rows + superseded if r.get("transcribed")]
     if transcribed:
-        lines.append(f"({len(transcribed)} rows transcribed from an earlier README: scores rounded to two decimals; their raw rows, with step and "
-                     "dropped-turn counts, were not kept)")
+        lines.append(f"({len(transcribed)} rows transcribed from an earlier README: scores rounded to two decimals; "
+                     "their raw rows, with step and dropped-turn counts, were not kept)")
     for r in rows:
         if r["method"] not in UNTRAINED and r["steps"] is not None and r["steps"] < r["steps_budget"]:
             lines.append(f"({r['persona']} x {label(r)} x seed {r['seed']}: {r['steps']} of {r['steps_budget']} steps "
@@ -226,7 +231,8 @@ def table(path: Path, model: str) -> str:
     dropped = [r for r in rows if r.get("refused")]
     if dropped:
         lines.append("turns not trained (summed over runs): " + json.dumps(
-            {k: sum(r["refused"].get(k, 0) for r in dropped) for k in sorted({k for r in dropped for k in r["refused"]})}))
+            {k: sum(r["refused"].get(k, 0) for r in dropped)
+             for k in sorted({k for r in dropped for k in r["refused"]})}))
     return "\n".join(lines)
 
 
@@ -253,11 +259,13 @@ def main() -> int:
     parser.add_argument("--method", choices=METHODS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=16)
-    parser.add_argument("--eval-tasks", type=int, default=None, help="held-out tasks scored before/after (default: all of the persona's test split)")
+    parser.add_argument("--eval-tasks", type=int, default=None,
+                        help="held-out tasks scored before/after (default: all of the persona's test split)")
     parser.add_argument("--max-minutes", type=float, default=60.0,
                         help="judge-only methods: stop conversing after this long, even short of --steps")
     parser.add_argument("--temperature", type=float, default=1.0,
-                        help="sampling (and training) temperature of the training conversations; held-out scoring stays greedy")
+                        help="sampling (and training) temperature of the training conversations; "
+                             "held-out scoring stays greedy")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="an ablation: a launcher override on top of the method (repeatable); its own table row")
     parser.add_argument("--model", default=None, help="the policy (a catalog name); default: the chat launcher's. "
@@ -285,13 +293,14 @@ def main() -> int:
             parser.error("--user-model / --user-voice: only judge-only methods converse with a simulated person")
         if args.user_model and args.user_voice != "first":
             parser.error("--user-voice is the scripted person's; a --user-model person speaks for itself")
-        cell = label({"method": args.method, "temperature": args.temperature, "sets": args.sets, "user_model": args.user_model,
-                      "user_voice": args.user_voice})
+        cell = label({"method": args.method, "temperature": args.temperature, "sets": args.sets,
+                      "user_model": args.user_model, "user_voice": args.user_voice})
         if (args.persona, cell, args.seed) in done_cells(args.results, args.model):
             print(f"{args.persona} x {cell} x seed {args.seed} is already in {args.results}; skipped")
         else:
-            row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks, args.max_minutes,
-                                      args.temperature, tuple(args.sets), args.model, args.user_model, args.user_voice))
+            row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks,
+                                      args.max_minutes, args.temperature, tuple(args.sets), args.model,
+                                      args.user_model, args.user_voice))
             args.results.parent.mkdir(parents=True, exist_ok=True)
             with args.results.open("a") as f:
                 f.write(json.dumps(row) + "\n")

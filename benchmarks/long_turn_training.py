@@ -41,12 +41,11 @@ def one_row(prompt_tokens: int, lora: bool, checkpointing: bool, method: str, st
     """Build the trainer as `clawgym serve` does and time ``steps`` train steps on one long turn."""
     import torch
 
+    from clawgym.rl.policy.catalog import MODELS
     from clawgym.rl.policy.chat_template import encode_prompt
     from clawgym.rl.policy.models import load_model
     from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
     from clawgym.rl.types import Sample
-
-    from clawgym.rl.policy.catalog import MODELS
 
     native = MODELS[model_name].context_window if model_name in MODELS else 8192
     window = 2 * native if prompt_tokens + RESPONSE > native else None
@@ -105,7 +104,8 @@ def main() -> None:
     for row in rows:
         weights = "LoRA r=16" if row["lora"] else "full"
         if "error" in row:
-            print(f"| {row['prompt_tokens']} | {weights} | {'on' if row['checkpointing'] else 'off'} | {row['error']} | |")
+            print(f"| {row['prompt_tokens']} | {weights} | {'on' if row['checkpointing'] else 'off'} "
+                  f"| {row['error']} | |")
         else:
             print(f"| {row['prompt_tokens']} | {weights} | {'on' if row['checkpointing'] else 'off'} "
                   f"| {row['seconds_per_step']:.1f} | {row['peak_rss_gib']:.2f} |")

@@ -245,11 +245,13 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=16, help="rollout answer tokens")
     parser.add_argument("--kl", type=float, default=0.04, help="k3 KL to the initial weights (GRPO's usual 0.04)")
     parser.add_argument("--judge-tokens", type=int, default=8, help="PRM verdict tokens (\\boxed{1} is 5)")
-    parser.add_argument("--judge-workers", type=int, default=0, help="judge concurrency for both loops (0: the loop's default, one per rollout worker)")
+    parser.add_argument("--judge-workers", type=int, default=0,
+                        help="judge concurrency for both loops (0: the loop's default, one per rollout worker)")
     parser.add_argument("--repeats", type=int, default=2, help="runs per mode, alternating; the table shows means")
     parser.add_argument("--no-judge", dest="judge", action="store_false", help="leave out the PRM judge")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: serving and training each take a core)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch intra-op threads (1: serving and training each take a core)")
     parser.add_argument("--switch-interval", type=float, default=LoopConfig.switch_interval_s,
                         help="GIL switch interval in s for both loops (CPython's default is 0.005)")
     args = parser.parse_args()
@@ -266,8 +268,8 @@ def main() -> int:
     rows = {mode: {k: statistics.mean(r[k] for r in rs) for k in rs[0]} for mode, rs in runs.items()}
     judge = f"PRM judge (m=1, {args.judge_tokens}-token verdicts)" if args.judge else "no judge"
     print(f"\nRL loop, sync vs async: a random Qwen2 of hidden {args.hidden} x {args.layers} layers "
-          f"({sum(p.numel() for p in random_model(load_tokenizer('tiny-random'), args).parameters()) / 1e6:.1f} M parameters) "
-          f"serving rollouts and {judge}, {ENV} (teacher persona), {args.workers} rollout "
+          f"({sum(p.numel() for p in random_model(load_tokenizer('tiny-random'), args).parameters()) / 1e6:.1f} M "
+          f"parameters) serving rollouts and {judge}, {ENV} (teacher persona), {args.workers} rollout "
           f"workers, {args.steps} train steps of {args.batch_groups} groups x 4, max_tokens {args.max_tokens}, "
           f"{args.repeats} alternating runs per loop (means), {os.cpu_count()} CPUs, torch threads {args.threads} "
           f"per side, GIL switch interval {args.switch_interval * 1000:g} ms, "
@@ -278,13 +280,15 @@ def main() -> int:
     sync_label = f"synchronous (rollout, {'judge, ' if args.judge else ''}train, publish in turn)"
     for mode, label in (("sync", sync_label), ("async", "async (clawgym)")):
         r = rows[mode]
-        print(f"| {label} | {r['wall_s']:.1f} | {r['samples_per_s']:.2f} | {r['trainer_busy']:.0%} | {r['trainer_idle']:.0%} "
-              f"| {r['serving']:.0%} | {r['env']:.0%} | {r['judge']:.0%} | {r['rollouts_blocked']:.0%} | {r['overlap']:.0%} "
-              f"| {r['staleness']:.2f} "
+        print(f"| {label} | {r['wall_s']:.1f} | {r['samples_per_s']:.2f} | {r['trainer_busy']:.0%} | "
+              f"{r['trainer_idle']:.0%} "
+              f"| {r['serving']:.0%} | {r['env']:.0%} | {r['judge']:.0%} | {r['rollouts_blocked']:.0%} "
+              f"| {r['overlap']:.0%} | {r['staleness']:.2f} "
               f"| {r['dropped']:.0f} |")
     rollout_s, train_s = rows["sync"]["rollout_s_per_step"], rows["sync"]["train_s_per_step"]
     bound = (rollout_s + train_s) / max(rollout_s, train_s) if max(rollout_s, train_s) > 0 else float("nan")
-    speedup = rows["async"]["samples_per_s"] / rows["sync"]["samples_per_s"] if rows["sync"]["samples_per_s"] else float("nan")
+    speedup = (rows["async"]["samples_per_s"] / rows["sync"]["samples_per_s"]
+               if rows["sync"]["samples_per_s"] else float("nan"))
     print(f"\nsync loop per step: rollout + judge {rollout_s:.2f} s, train + publish {train_s:.2f} s "
           f"-> overlap bound {bound:.2f}x")
     print(f"async / sync samples/s: {speedup:.2f}x")

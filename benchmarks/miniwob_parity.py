@@ -49,7 +49,8 @@ from gui_step import Worker, patch_launch  # noqa: E402
 # BrowserGym's action set has no check() (it is commented out there): ticking a box is a click. Its press()
 # takes an element: the focused one, as clawgym's press acts on the focused element.
 BG_ACTION = {"click": 'click("{id}")', "type": 'fill("{id}", {text!r})', "select": 'select_option("{id}", {option!r})',
-             "check": 'click("{id}")', "hover": 'hover("{id}")', "press": 'press("{id}", {key!r})', "wait": "noop({ms})"}
+             "check": 'click("{id}")', "hover": 'hover("{id}")',
+             "press": 'press("{id}", {key!r})', "wait": "noop({ms})"}
 
 
 def browsergym_page_seed(seed: int) -> int:
@@ -114,8 +115,8 @@ class BrowserGym:
             self.close()
             self.envs = {}
             extra = {} if self.shipped else {"slow_mo": 0, "pre_observation_delay": 0.0}
-            self.envs[task] = self.BrowserEnv(task_entrypoint=self.classes[task], task_kwargs={"base_url": self.base_url},
-                                              headless=True, **extra)
+            self.envs[task] = self.BrowserEnv(task_entrypoint=self.classes[task],
+                                              task_kwargs={"base_url": self.base_url}, headless=True, **extra)
         return self.envs[task]
 
     def run(self, task: str, seed: int, script: Any) -> dict[str, Any]:
@@ -137,7 +138,8 @@ class BrowserGym:
                 if obs["last_action_error"]:
                     raise RuntimeError(f"BrowserGym {action}: {obs['last_action_error']}")
                 if "RAW_REWARD_GLOBAL" not in info["task_info"]:
-                    raise RuntimeError(f"BrowserGym {action}: no RAW_REWARD_GLOBAL in its task_info {info['task_info']}")
+                    raise RuntimeError(f"BrowserGym {action}: no RAW_REWARD_GLOBAL in its "
+                                       f"task_info {info['task_info']}")
                 raw = info["task_info"]["RAW_REWARD_GLOBAL"]
                 if terminated or truncated:
                     break
@@ -253,7 +255,8 @@ def main() -> None:
     agree = 0
     for task, kind, seed, mine, other in rows:
         if other is None:
-            print(f"| {task} | {kind} | {seed} | - | {mine['raw']:g} | - | - | - | {ms([mine['reset']])} / - | {ms(mine['steps'])} / - |")
+            print(f"| {task} | {kind} | {seed} | - | {mine['raw']:g} | - | - | - | {ms([mine['reset']])} / - | "
+                  f"{ms(mine['steps'])} / - |")
             continue
         same = mine["goal"] == other["goal"] and float(mine["raw"]) == float(other["raw"])
         agree += same
@@ -265,7 +268,8 @@ def main() -> None:
     if bg:
         all_resets = [[r[3]["reset"] for r in rows], [r[4]["reset"] for r in rows]]
         all_steps = [[s for r in rows for s in r[3]["steps"]], [s for r in rows for s in r[4]["steps"]]]
-        print(f"\n{agree}/{agree + len(failures)} episodes agree (same goal, same raw reward) on {len({r[0] for r in rows})} tasks; "
+        print(f"\n{agree}/{agree + len(failures)} episodes agree (same goal, same raw reward) on "
+              f"{len({r[0] for r in rows})} tasks; "
               f"median reset {ms(all_resets[0])} ms (clawgym) vs {ms(all_resets[1])} ms ({side}); "
               f"median step {ms(all_steps[0])} ms vs {ms(all_steps[1])} ms")
     if sweep:

@@ -56,7 +56,8 @@ def main() -> None:
               f"{sum(len(r['unseen']) for r in runs)} | {failures} |")
     tasks_solved = sum(all(r["solved"] for r in runs) for _, runs in rows)
     episodes = [r for _, runs in rows for r in runs]
-    print(f"\n{tasks_solved}/{len(rows)} tasks solved on every seed; {sum(r['solved'] for r in episodes)}/{len(episodes)} "
+    print(f"\n{tasks_solved}/{len(rows)} tasks solved on every seed; "
+          f"{sum(r['solved'] for r in episodes)}/{len(episodes)} "
           f"episodes; longest episode {max(r['actions'] for r in episodes)} actions")
     if tasks_solved < len(rows):
         sys.exit(1)

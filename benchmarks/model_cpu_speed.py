@@ -51,7 +51,8 @@ async def rate(policy: HFPolicy, concurrency: int, max_tokens: int) -> float:
 
 async def timed(policy: HFPolicy, messages: list[dict], max_tokens: int) -> tuple[float, int]:
     start = time.perf_counter()
-    generation = await policy.generate(messages, sampling=SamplingParams(temperature=1.0, max_tokens=max_tokens, seed=0))
+    generation = await policy.generate(messages,
+                                       sampling=SamplingParams(temperature=1.0, max_tokens=max_tokens, seed=0))
     return time.perf_counter() - start, len(generation.response_ids)
 
 
@@ -121,13 +122,15 @@ async def measure(spec: str, args: argparse.Namespace) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=["smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b:int8"])
+    parser.add_argument("--models", nargs="+",
+                        default=["smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b:int8"])
     parser.add_argument("--contexts", type=int, nargs="+", default=[4096, 16384, 32000])
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--train-prompt", type=int, default=2048)
     args = parser.parse_args()
     results = [asyncio.run(measure(model, args)) for model in args.models]
-    print(f"\nCPU: {os.cpu_count()} cores, torch threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}")
+    print(f"\nCPU: {os.cpu_count()} cores, torch threads {torch.get_num_threads()}, load average "
+          f"{os.getloadavg()[0]:.1f}")
     print("| model | weights | decode alone (tok/s) | 8 concurrent (tok/s) | sampler-trainer logprob gap, mean / max "
           "| train step, 2k-token turn (s) | peak RSS (GiB) |")
     print("|---|---|---:|---:|---:|---:|---:|")
@@ -135,13 +138,15 @@ def main() -> None:
         train = r["train"]
         step = f"{train['seconds_per_step']:.1f}" if "error" not in train else train["error"]
         rss = f"{train['peak_rss_gib']:.2f}" if "error" not in train else ""
-        print(f"| {r['model']} | {r['dtype']} | {r['alone']:.1f} | {r['eight']:.1f} | {r['gap_mean']:.3f} / {r['gap_max']:.2f} "
+        print(f"| {r['model']} | {r['dtype']} | {r['alone']:.1f} | {r['eight']:.1f} | "
+              f"{r['gap_mean']:.3f} / {r['gap_max']:.2f} "
               f"| {step} | {rss} |")
     print("\n| model | context (tokens) | prefill, cold (s) | prefill with prefix reuse (s) | decode step (ms) |")
     print("|---|---:|---:|---:|---:|")
     for r in results:
         for c in r["contexts"]:
-            print(f"| {r['model']} | {c['context']} | {c['prefill_s']:.1f} | {c['prefill_reuse_s']:.2f} | {c['decode_ms']:.0f} |")
+            print(f"| {r['model']} | {c['context']} | {c['prefill_s']:.1f} | {c['prefill_reuse_s']:.2f} | "
+                  f"{c['decode_ms']:.0f} |")
 
 
 if __name__ == "__main__":

@@ -68,7 +68,8 @@ def main() -> int:
     from clawgym.serve.turn_log import TurnLog
 
     root = Path(tempfile.mkdtemp(prefix="clawgym-openclaw-bench-"))
-    config = load_config(resolve("chat"), [f"policy.model={args.model}", "serve.train=false", "method=grpo", "judge.type=rules",
+    config = load_config(resolve("chat"), [f"policy.model={args.model}", "serve.train=false",
+                                           "method=grpo", "judge.type=rules",
                                   f"loop.output_dir={root / 'run'}"])
     serving = build_serving(config)
     server = BackgroundServer(serving.app)
@@ -102,15 +103,18 @@ def main() -> int:
         mine = turns[row["turns"][0]:row["turns"][1]]
         if mine:
             last = mine[-1].response_ids
-            row.update(requests=len(mine), prompt=len(mine[0].prompt_ids), reused=mine[0].info.get("reused_prefix_tokens", 0),
+            row.update(requests=len(mine), prompt=len(mine[0].prompt_ids),
+                       reused=mine[0].info.get("reused_prefix_tokens", 0),
                        reply_tokens=sum(len(t.response_ids) for t in mine),
                        finish="stop" if last and last[-1] in serving.policy.stop_ids else "length")
     workspace_files = sorted(p.name for p in (root / "openclaw" / "work").glob("*") if p.is_file())
-    print(f"\nOpenClaw 2026.9.6 ({args.openclaw_profile} profile) -> clawgym serve ({args.model}, CPU, prefix cache on)")
+    print(f"\nOpenClaw 2026.9.6 ({args.openclaw_profile} profile) -> clawgym serve ({args.model}, "
+          "CPU, prefix cache on)")
     print("| turn | session | model requests | prompt tokens | reused prefix | reply tokens | finish | latency (s) |")
     print("|---:|:---:|---:|---:|---:|---:|:---:|---:|")
     for index, row in enumerate(rows, 1):
-        print(f"| {index} | {row['session']} | {row.get('requests', 0)} | {row.get('prompt', '-')} | {row.get('reused', '-')} | "
+        print(f"| {index} | {row['session']} | {row.get('requests', 0)} | {row.get('prompt', '-')} | "
+              f"{row.get('reused', '-')} | "
               f"{row.get('reply_tokens', '-')} | {row.get('finish', '-')} | {row['latency_s']:.1f} |")
     print("\nreplies:")
     for index, row in enumerate(rows, 1):
@@ -118,10 +122,12 @@ def main() -> int:
     later = [r["latency_s"] for r in rows[2:]]
     short = [i + 1 for i, r in enumerate(rows) if r.get("reply_tokens", 0) < 20 and r.get("finish") != "stop"]
     print(f"\nerrors: {len(errors)} {errors or ''}")
-    print(f"first turn of each session: {rows[0]['latency_s']:.1f} s, {rows[1]['latency_s'] if len(rows) > 1 else 0:.1f} s "
+    print(f"first turn of each session: {rows[0]['latency_s']:.1f} s, "
+          f"{rows[1]['latency_s'] if len(rows) > 1 else 0:.1f} s "
           f"(target <= 60 s); later turns p50: {statistics.median(later) if later else 0:.1f} s (target <= 20 s)")
     print(f"files in OpenClaw's workspace: {workspace_files or 'none'}; turns with more than one model request "
-          f"(a tool call OpenClaw ran, then its result): {[i + 1 for i, r in enumerate(rows) if r.get('requests', 0) > 1]}")
+          "(a tool call OpenClaw ran, then its result): "
+          f"{[i + 1 for i, r in enumerate(rows) if r.get('requests', 0) > 1]}")
     print(f"replies under 20 tokens that the model did not end itself: {short or 'none'}; "
           f"recorded turns: {len(turns)}; side requests: {serving.gateway.stats.side_turns}")
     return 1 if errors else 0

@@ -38,7 +38,8 @@ def main() -> int:
             ("children of a pid (50 children)", lambda: procs.children_of(me), lambda: psutil.Process(me).children()),
             ("parent + zombie check, every process",
              lambda: [(procs.parent_pid(int(p)), procs._is_zombie(int(p))) for p in os.listdir("/proc") if p.isdigit()],
-             lambda: [(p.info["ppid"], p.info["status"] == psutil.STATUS_ZOMBIE) for p in psutil.process_iter(["ppid", "status"])]),
+             lambda: [(p.info["ppid"], p.info["status"] == psutil.STATUS_ZOMBIE)
+                      for p in psutil.process_iter(["ppid", "status"])]),
             ("scan: pids whose parent is X", lambda: procs._pids_where(procs.PPID, me),
              lambda: [p.pid for p in psutil.process_iter(["ppid"]) if p.info["ppid"] == me]),
         ]

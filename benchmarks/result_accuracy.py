@@ -81,7 +81,8 @@ def table(counts: Counter) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=Path, default=Path("runs/lfc"), help="a directory of run directories with turns.jsonl")
+    parser.add_argument("--runs", type=Path, default=Path("runs/lfc"),
+                        help="a directory of run directories with turns.jsonl")
     args = parser.parse_args()
     if not args.runs.is_dir():
         sys.exit(f"{args.runs} is not a directory: run benchmarks/learning_from_conversation.py first, or pass --runs")

@@ -120,7 +120,8 @@ def table(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
         f"policy latency {args.latency_ms:g} ms, {args.steps} steps/episode, {args.rounds} episodes per slot; "
         f"{os.cpu_count()} CPUs; gc threshold {args.gc_threshold or gc.get_threshold()[0]}",
         "",
-        "| concurrency | executor | eps/s | ideal eps/s | % of ideal | overhead/step | orchestration CPU/step | load (1 min) |",
+        "| concurrency | executor | eps/s | ideal eps/s | % of ideal | overhead/step | "
+        "orchestration CPU/step | load (1 min) |",
         "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
@@ -142,7 +143,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="episodes per slot in the measured run")
     parser.add_argument("--ray-cpus", type=int, default=2)
     parser.add_argument("--ray-actors", type=int, default=None, help="default: one per Ray CPU")
-    parser.add_argument("--gc-threshold", type=int, default=None, help="gc.set_threshold(N, 10, 10) for the measured runs")
+    parser.add_argument("--gc-threshold", type=int, default=None,
+                        help="gc.set_threshold(N, 10, 10) for the measured runs")
     parser.add_argument("--json", help="also write the rows to this JSON file")
     args = parser.parse_args()
 

@@ -16,7 +16,7 @@ that pass above replies that fail?). Then how an unsure band trades wishes decid
     .venv/bin/python benchmarks/rubric_judge.py --model qwen2.5-coder-0.5b --tasks 4
     .venv/bin/python benchmarks/rubric_judge.py --split train --tune   # pick a threshold on train-split replies
     .venv/bin/python benchmarks/rubric_judge.py --tasks 3 --judge-model qwen2.5-coder-1.5b   # the 0.5B's replies, a 1.5B judge
-"""
+"""  # noqa: E501  (the --help text: kept as written)
 
 from __future__ import annotations
 
@@ -111,8 +111,10 @@ def best_threshold(margins: list[float], labels: list[bool]) -> tuple[float, flo
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="qwen2.5-coder-0.5b", help="the judge model, and the model whose replies are judged")
-    parser.add_argument("--judge-model", default=None, help="the judge model (default: --model, whose replies are judged)")
+    parser.add_argument("--model", default="qwen2.5-coder-0.5b",
+                        help="the judge model, and the model whose replies are judged")
+    parser.add_argument("--judge-model", default=None,
+                        help="the judge model (default: --model, whose replies are judged)")
     parser.add_argument("--personas", nargs="+", default=list(PERSONAS))
     parser.add_argument("--tasks", type=int, default=4, help="tasks per persona")
     parser.add_argument("--split", default="test", choices=("test", "train"))
@@ -127,8 +129,8 @@ def main() -> int:
 
     import torch
 
-    from clawgym.rl.policy.hf import HFPolicy
     from clawgym.rl.policy.catalog import default_dtype
+    from clawgym.rl.policy.hf import HFPolicy
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -167,7 +169,8 @@ def main() -> int:
     print(f"\nrubric judge on {len(replies)} {args.split}-split replies of {args.model} "
           f"({len(tasks)} tasks x {len(VARIANTS)} variants), judge {judge_name}, threshold {args.threshold:+.2f}"
           f", {args.style} style{', zero-shot' if args.no_few_shot else ''}")
-    print(f"{'persona':8} {'wish (check)':22} {'n':>3} {'pass':>5} {'judge':>6} {'model':>6} {'cues':>5} {'AUC':>5}   wish")
+    print(f"{'persona':8} {'wish (check)':22} {'n':>3} {'pass':>5} {'judge':>6} {'model':>6} "
+          f"{'cues':>5} {'AUC':>5}   wish")
     totals = {"n": 0, "judge": 0, "model": 0, "cues": 0}
     all_margins, all_labels = [], []
     for (persona, name), items in table.items():
@@ -192,12 +195,14 @@ def main() -> int:
     print(f"model: {prompts} prompts in {seconds:.0f} s ({prompts / max(seconds, 1e-9):.2f} prompts/s, "
           f"{torch.get_num_threads()} threads)")
     for band in (0.5, 1.0, 2.0):  # an unsure band: fewer wishes decided, are those more often right?
-        decided = [(m > args.threshold) == y for m, y in zip(all_margins, all_labels) if abs(m - args.threshold) >= band]
+        decided = [(m > args.threshold) == y for m, y in zip(all_margins, all_labels)
+                   if abs(m - args.threshold) >= band]
         print(f"model alone, unsure within {band:.1f} of the threshold: {len(decided) / n:.0%} decided, "
               f"{sum(decided) / max(len(decided), 1):.0%} of those agree")
     if args.tune:
         cut, accuracy = best_threshold(all_margins, all_labels)
-        print(f"tuned threshold on these replies: {cut:+.3f} (model alone {accuracy:.0%}); use it only on another split")
+        print(f"tuned threshold on these replies: {cut:+.3f} (model alone {accuracy:.0%}); "
+              "use it only on another split")
     return 0
 
 

@@ -25,7 +25,8 @@ def bash(command: str) -> dict:
         {"id": "b", "type": "function", "function": {"name": "bash", "arguments": {"command": command}}}]}
 
 
-SUBMIT = {"role": "assistant", "content": None, "tool_calls": [{"id": "s", "type": "function", "function": {"name": "submit", "arguments": {}}}]}
+SUBMIT = {"role": "assistant", "content": None,
+          "tool_calls": [{"id": "s", "type": "function", "function": {"name": "submit", "arguments": {}}}]}
 
 
 def main() -> None:
@@ -62,7 +63,8 @@ def main() -> None:
         env.close()
 
     def row(name: str, values: list[float]) -> str:
-        return f"| {name} | {statistics.median(values) * 1000:.0f} | {min(values) * 1000:.0f} | {max(values) * 1000:.0f} |"
+        return (f"| {name} | {statistics.median(values) * 1000:.0f} | {min(values) * 1000:.0f} | "
+                f"{max(values) * 1000:.0f} |")
 
     print(f"SWE-v0, {len(tasks)} bundled tasks, sandbox={args.sandbox}; gold patch resolved {solved}/{len(tasks)}\n")
     print("| step | median ms | min ms | max ms |")

@@ -18,7 +18,8 @@ from collections import defaultdict
 
 from clawgym.envs.swe.env import SWEEnv
 
-SUBMIT = {"role": "assistant", "content": None, "tool_calls": [{"id": "s", "type": "function", "function": {"name": "submit", "arguments": {}}}]}
+SUBMIT = {"role": "assistant", "content": None,
+          "tool_calls": [{"id": "s", "type": "function", "function": {"name": "submit", "arguments": {}}}]}
 
 
 def main() -> None:

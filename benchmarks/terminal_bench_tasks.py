@@ -28,7 +28,8 @@ import clawgym  # noqa: E402,F401
 from clawgym.sandbox.images import build_task_image  # noqa: E402
 from tests.docker_engine import start_engine_with_image  # noqa: E402
 
-FIXTURES = [ROOT / "tests" / "fixtures" / "tbench" / "terminal_bench", ROOT / "tests" / "fixtures" / "tbench" / "harbor"]
+FIXTURES = [ROOT / "tests" / "fixtures" / "tbench" / "terminal_bench",
+            ROOT / "tests" / "fixtures" / "tbench" / "harbor"]
 
 
 def episode(env, task_id: str, oracle: bool) -> float:
@@ -79,7 +80,8 @@ def main() -> None:
                     lookup = time.perf_counter() - t0
                     rows.append((directory.name, task.id, first, cached, lookup, episode(env, task.id, True),
                                  episode(env, task.id, False)))
-                    print(f"  {rows[-1][0]}/{task.id}: first {first:.2f}s cached {cached:.2f}s", file=sys.stderr, flush=True)
+                    print(f"  {rows[-1][0]}/{task.id}: first {first:.2f}s cached {cached:.2f}s",
+                          file=sys.stderr, flush=True)
             finally:
                 env.close()
     finally:
@@ -88,10 +90,12 @@ def main() -> None:
     print("| layout | task | first reset (s) | cached reset (s) | of which image lookup (ms) | oracle | no-op |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for layout, task_id, first, cached, lookup, oracle, noop in rows:
-        print(f"| {layout} | {task_id} | {first:.2f} | {cached:.2f} | {lookup * 1000:.0f} | {oracle:.0f} | {noop:.0f} |")
+        print(f"| {layout} | {task_id} | {first:.2f} | {cached:.2f} | {lookup * 1000:.0f} | "
+              f"{oracle:.0f} | {noop:.0f} |")
     firsts, cacheds, lookups = [r[2] for r in rows], [r[3] for r in rows], [r[4] * 1000 for r in rows]
     print(f"| all {len(rows)} | median (max) | {statistics.median(firsts):.2f} ({max(firsts):.2f}) | "
-          f"{statistics.median(cacheds):.2f} ({max(cacheds):.2f}) | {statistics.median(lookups):.0f} ({max(lookups):.0f}) | "
+          f"{statistics.median(cacheds):.2f} ({max(cacheds):.2f}) | {statistics.median(lookups):.0f} "
+          f"({max(lookups):.0f}) | "
           f"{sum(r[5] for r in rows):.0f}/{len(rows)} | {sum(r[6] for r in rows):.0f}/{len(rows)} |")
 
 

@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| method | median (ms) | p95 (ms) | n |")
     print("|---|---:|---:|---:|")
     for name, values in rows:
-        print(f"| {name} | {statistics.median(values) * 1e3:.2f} | {percentile(values, 95) * 1e3:.2f} | {len(values)} |")
+        print(f"| {name} | {statistics.median(values) * 1e3:.2f} | "
+              f"{percentile(values, 95) * 1e3:.2f} | {len(values)} |")
     for name, values in (("`python -c`", peer_s), ("`python -I -S -c`", bare_s)):
         ratio_median = statistics.median(values) / statistics.median(ours_s)
         ratio_p95 = percentile(values, 95) / percentile(ours_s, 95)

@@ -104,7 +104,8 @@ def step_flops(config: Any, n_params: int, n_lora: int, mode: str, size: dict[st
     head = config.vocab_size * config.hidden_size
     body = n_params - head * (1 if config.tie_word_embeddings else 2)
     k = 6 if mode == "full" else 4
-    return k * body * tokens + k * head * response + 6 * n_lora * tokens + 6 * config.num_hidden_layers * d_attn * seq * tokens
+    return (k * body * tokens + k * head * response + 6 * n_lora * tokens
+            + 6 * config.num_hidden_layers * d_attn * seq * tokens)
 
 
 def why_not(trainer: str, device: str) -> str | None:
@@ -142,7 +143,8 @@ def free_memory() -> None:
         torch.cuda.reset_peak_memory_stats()
 
 
-def run_row(model_name: str, mode: str, device: str, args: argparse.Namespace, trainer: str = "torch") -> dict[str, Any]:
+def run_row(model_name: str, mode: str, device: str, args: argparse.Namespace,
+            trainer: str = "torch") -> dict[str, Any]:
     random = model_name.startswith("shape:") or args.random_init
     shown = f"shape:{model_name.removeprefix('shape:')}" if random else model_name
     size = sizes(device, args)
@@ -158,7 +160,9 @@ def run_row(model_name: str, mode: str, device: str, args: argparse.Namespace, t
         row["status"] = "OOM"
     except Exception as exc:  # one broken row must not lose the others' numbers
         traceback.print_exc()
-        row["status"] = "OOM" if "out of memory" in str(exc).lower() else f"error: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}"
+        row["status"] = ("OOM"
+                         if "out of memory" in str(exc).lower()
+                         else f"error: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}")
     free_memory()
     return row
 
@@ -169,7 +173,8 @@ def measure(row: dict[str, Any], model_name: str, mode: str, device: str, traine
     model, tokenizer = build_model(model_name, device, dtype, args)
     hf_config, n_params = model.config, sum(p.numel() for p in model.parameters())
     lora = LoraSettings(r=16, alpha=32) if mode == "lora" else None
-    config = TrainerConfig(lr=1e-5, micro_batch_size=size["micro_batch"], grad_accum=max(1, size["batch"] // size["micro_batch"]), lora=lora)
+    config = TrainerConfig(lr=1e-5, micro_batch_size=size["micro_batch"],
+                           grad_accum=max(1, size["batch"] // size["micro_batch"]), lora=lora)
     with tempfile.TemporaryDirectory(prefix="clawgym-bench-") as tmp:
         if trainer == "megatron":
             from clawgym.rl.trainer.megatron import MegatronConfig, MegatronTrainer
@@ -177,7 +182,9 @@ def measure(row: dict[str, Any], model_name: str, mode: str, device: str, traine
             model.save_pretrained(tmp)
             del model
             free_memory()  # the peak counts the megatron trainer alone
-            engine: Any = MegatronTrainer(tmp, tokenizer, MegatronConfig(tensor_parallel=1, pipeline_parallel=1, bf16=device == "cuda", trainer=config))
+            engine: Any = MegatronTrainer(tmp, tokenizer,
+                                          MegatronConfig(tensor_parallel=1, pipeline_parallel=1,
+                                                         bf16=device == "cuda", trainer=config))
         else:
             engine = TorchTrainer(model, tokenizer, config)
             del model
@@ -229,14 +236,17 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     for device in dict.fromkeys(r["device"] for r in rows):
         first = next((r for r in rows if r["device"] == device and "batch" in r), None)
         gpu = next((r["gpu"] for r in rows if r.get("gpu")), "no GPU")
-        what = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} threads" if device == "cpu" else gpu
-        where.append(f"{device} ({what})" + (f": batch {first['batch']} x ({first['prompt_len']} prompt + {first['response_len']} "
+        what = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} "
+                "threads") if device == "cpu" else gpu
+        where.append(f"{device} ({what})" + (f": batch {first['batch']} x ({first['prompt_len']} prompt + "
+                                             f"{first['response_len']} "
                                              f"response) tokens, micro-batch {first['micro_batch']}" if first else ""))
     lines = [
         f"trainer train_step, median of {args.steps} steps after a warm-up; " + "; ".join(where) +
         f"; torch {torch.__version__}, load average {os.getloadavg()[0]:.1f} at the end (other jobs share these CPUs)",
         "",
-        "| model | trainer | mode | device | params (M) | trainable (M) | step (s) | tokens/s | train tok/s | best tokens/s "
+        "| model | trainer | mode | device | params (M) | trainable (M) | step (s) | tokens/s | "
+        "train tok/s | best tokens/s "
         "| TFLOP/s | MFU | peak GiB |",
         "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -258,7 +268,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=["tiny-random", "smollm2-135m"],
                         help="catalog names (shape:NAME for a random-init model of that shape) or checkpoint dirs")
-    parser.add_argument("--random-init", action="store_true", help="build every (catalog) model from its shape with random weights")
+    parser.add_argument("--random-init", action="store_true",
+                        help="build every (catalog) model from its shape with random weights")
     parser.add_argument("--trainers", nargs="+", default=["torch"], choices=["torch", "megatron"])
     parser.add_argument("--modes", nargs="+", default=["full", "lora"], choices=["full", "lora"])
     parser.add_argument("--devices", nargs="+", default=["cpu", "cuda"], choices=["cpu", "cuda"])
@@ -268,9 +279,11 @@ def main() -> None:
     parser.add_argument("--response-len", type=int, default=None, help="default: CPU 64, CUDA 512")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--peak-tflops", type=float, default=None, help="peak bf16 TFLOP/s for MFU (default: by GPU name)")
+    parser.add_argument("--peak-tflops", type=float, default=None,
+                        help="peak bf16 TFLOP/s for MFU (default: by GPU name)")
     parser.add_argument("--json", default=None, help="also write the rows to this JSON file (rewritten after each row)")
-    parser.add_argument("--render", nargs="+", default=None, metavar="JSON", help="only print the table of these --json files' rows")
+    parser.add_argument("--render", nargs="+", default=None, metavar="JSON",
+                        help="only print the table of these --json files' rows")
     args = parser.parse_args()
     if args.render:
         rows = [row for path in args.render for row in json.load(open(path, encoding="utf-8"))]

@@ -124,7 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     rollout.add_argument("--split", default=None)
     rollout.add_argument("--max-tokens", type=int, default=512)
     rollout.add_argument("--temperature", type=float, default=0.7)
-    rollout.add_argument("--judge", default=None, help="rules | prm | hint | rules+prm, comma-joined (judge model = --judge-model or the policy)")
+    rollout.add_argument("--judge", default=None,
+                         help="rules | prm | hint | rules+prm, comma-joined (judge model = "
+                              "--judge-model or the policy)")
     rollout.add_argument("--judge-model", default=None)
     rollout.add_argument("--judge-votes", type=int, default=3)
     rollout.add_argument("--executor", default="local", help="local | asyncio | ray")
@@ -158,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="the personal-chat gateway (OpenClaw and any OpenAI client)")
     serve.add_argument("--config", default="chat", help="a bundled launcher name or a YAML path")
     serve.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    serve.add_argument("--check", action="store_true", help="validate the config (serve section included) and print the plan")
+    serve.add_argument("--check", action="store_true",
+                       help="validate the config (serve section included) and print the plan")
     serve.set_defaults(fn=cmd_serve)
 
     train = sub.add_parser("train", help="train with the async RL loop from a launcher config")
@@ -179,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.fn(args) or 0)
     except UsageError as exc:

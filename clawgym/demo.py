@@ -104,7 +104,7 @@ def run_directory(root: Path, seed: int, overwrite: bool) -> Path:
 
 
 def train_main(args: argparse.Namespace) -> int:
-    from clawgym.rl.launch import ConfigError, format_summary, load_config, run_config
+    from clawgym.rl.launch import ConfigError, format_summary, load_config
 
     out = run_directory(Path(args.out), args.seed, args.overwrite)
     tasks = write_demo_tasks(out / "tasks.jsonl")
@@ -127,7 +127,8 @@ def train_main(args: argparse.Namespace) -> int:
     print(
         "clawgym demo: SmolLM2-135M-Instruct (LoRA) learns a simulated teacher's preferences for grading comments\n"
         f"  env {config.env.id} (persona teacher), method {config.method}, GRPO groups of {config.rollout.group_size}, "
-        f"{config.loop.batch_groups} groups per step, at most {config.loop.steps} steps / {config.loop.max_minutes} min\n"
+        f"{config.loop.batch_groups} groups per step, at most {config.loop.steps} steps / "
+        f"{config.loop.max_minutes} min\n"
         f"  serving, rollouts and training run at once; metrics in {out}\n"
         f"  held-out metric: the teacher's {len(CHECKS)} checks ({', '.join(CHECKS)}) on the first reply to unseen "
         f"teacher tasks, greedy, up to {config.rollout.max_tokens} tokens",
@@ -174,7 +175,8 @@ async def held_out(loop) -> dict:  # noqa: ANN001
     c = loop.config
     trajectories = await play_tasks(loop.env, loop.policy, loop.eval_task_ids, limit=c.eval_episodes,
                                     env_kwargs=loop.eval_env_kwargs, num_workers=c.num_workers, seed=c.eval_seed,
-                                    sampling=SamplingParams(temperature=c.eval_temperature, top_p=1.0, max_tokens=c.max_tokens),
+                                    sampling=SamplingParams(temperature=c.eval_temperature, top_p=1.0,
+                                                            max_tokens=c.max_tokens),
                                     episode_timeout_s=c.episode_timeout_s)
     return eval_rows(trajectories)["all"]
 
@@ -185,7 +187,8 @@ def format_held_out(before: dict, after: dict) -> str:
     lines = [f"held-out teacher checks ({int(after['episodes'])} unseen teacher tasks, greedy; "
              f"{int(after['errors'])} errored), before -> after:"]
     for name in CHECKS:
-        lines.append(f"  {name:<15} {checks_before.get(name, float('nan')):.3f} -> {checks_after.get(name, float('nan')):.3f}")
+        lines.append(f"  {name:<15} {checks_before.get(name, float('nan')):.3f} -> "
+                     f"{checks_after.get(name, float('nan')):.3f}")
     lines.append(f"  {'mean of checks':<15} {before['mean_reward']:.3f} -> {after['mean_reward']:.3f}")
     lines.append(f"  {'all checks pass':<15} {before['success_rate']:.3f} -> {after['success_rate']:.3f}")
     return "\n".join(lines)
@@ -203,7 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--env", action="append", help="--oracle: only these ids (default: every registered id)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--config", default=str(DEMO_CONFIG), help="launcher config of the training demo")
-    parser.add_argument("--out", default="runs/demo", help="output root; the run goes to OUT/seed<SEED> (or a fresh sibling)")
+    parser.add_argument("--out", default="runs/demo",
+                        help="output root; the run goes to OUT/seed<SEED> (or a fresh sibling)")
     parser.add_argument("--overwrite", action="store_true", help="replace an earlier run in OUT/seed<SEED>")
     parser.add_argument("--minutes", type=float, default=None, help="training time budget (default: the config's)")
     parser.add_argument("--steps", type=int, default=None, help="maximum train steps (default: the config's)")
@@ -212,8 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.oracle:
         return oracle_main(args.env, args.seed)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        datefmt="%H:%M:%S")
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     for noisy in ("httpx", "matplotlib", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return train_main(args)

@@ -27,7 +27,8 @@ class ThreadVectorEnv(VectorEnv):
         if not env_fns:
             raise ValueError("ThreadVectorEnv needs at least one env factory")
         self.num_envs = len(env_fns)
-        self._threads = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"clawgym-env{i}") for i in range(self.num_envs)]
+        self._threads = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"clawgym-env{i}")
+                         for i in range(self.num_envs)]
         self.envs: list[gym.Env] = self._on_each([lambda fn=fn: fn() for fn in env_fns])
         first = self.envs[0]
         self.metadata = dict(first.metadata)
@@ -50,7 +51,8 @@ class ThreadVectorEnv(VectorEnv):
         seeds = seed if isinstance(seed, list) else [None if seed is None else seed + i for i in range(self.num_envs)]
         if len(seeds) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} seeds, got {len(seeds)}")
-        results = self._on_each([lambda env=env, s=s: env.reset(seed=s, options=options) for env, s in zip(self.envs, seeds)])
+        results = self._on_each(
+            [lambda env=env, s=s: env.reset(seed=s, options=options) for env, s in zip(self.envs, seeds)])
         self._autoreset[:] = False
         observations = tuple(obs for obs, _ in results)
         infos: dict[str, Any] = {}

@@ -35,11 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from gen_swe_tasks import Mutation, find_mutations  # noqa: E402
-
 from clawgym.envs.swe import pypi  # noqa: E402
 from clawgym.envs.swe.evaluation import PYTEST_LINE, PYTEST_STATUS, stable_message  # noqa: E402
 from clawgym.envs.swe.patches import make_diff  # noqa: E402
+from gen_swe_tasks import Mutation, find_mutations  # noqa: E402
 
 PER_FUNCTION = 2  # at most this many tasks break the same function
 TEST_EVERY = 4  # every n-th task of a project goes to the test split
@@ -63,7 +62,8 @@ def run_pytest(work: Path, spec: pypi.PypiProject, python: str, timeout: float, 
                                                  f"--data-file={work.parent / 'coverage.db'} -m pytest ")
     try:
         result = subprocess.run(["bash", "-c", command], cwd=work, capture_output=True, text=True, timeout=timeout,
-                                env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+                                env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
+                                     "PYTHONDONTWRITEBYTECODE": "1",
                                      "COLUMNS": "240"})  # pytest cuts summary lines at the width
     except subprocess.TimeoutExpired:
         return {}, {}
@@ -92,7 +92,8 @@ def test_file(work: Path, context: str) -> str | None:
 def covering_tests(work: Path, python: str) -> dict[tuple[str, int], list[str]]:
     """``{(source file, line): [test files whose tests ran that line]}`` from the baseline's coverage data."""
     out = work.parent / "coverage.json"
-    subprocess.run([python, "-m", "coverage", "json", "-q", "--show-contexts", f"--data-file={work.parent / 'coverage.db'}",
+    subprocess.run([python, "-m", "coverage", "json", "-q", "--show-contexts",
+                    f"--data-file={work.parent / 'coverage.db'}",
                     "-o", str(out)], cwd=work, check=True, capture_output=True)
     report = json.loads(out.read_text())
     covered: dict[tuple[str, int], list[str]] = {}
@@ -196,7 +197,8 @@ def generate_project(spec: pypi.PypiProject, per_project: int, rng: random.Rando
             if not failing or len(failing) > max(3, max_fail_fraction * len(passing)):
                 continue
             used[key] = used.get(key, 0) + 1
-            failures = sorted(((t, *test_source(work, t), messages.get(t, "")) for t in failing), key=lambda f: (f[2] is None, f[0]))
+            failures = sorted(((t, *test_source(work, t), messages.get(t, "")) for t in failing),
+                              key=lambda f: (f[2] is None, f[0]))
             records.append({
                 "id": f"pypi-{spec.name}-{len(records) + 1:03d}",
                 "prompt": write_issue(rng, spec.name, failures),
@@ -216,7 +218,8 @@ def generate_project(spec: pypi.PypiProject, per_project: int, rng: random.Rando
             record["data"]["instance_id"] = record["id"]
             record["split"] = "test" if len(records) % TEST_EVERY == 0 else "train"
             emit(record)
-            log(f"  {spec.name} #{len(records)}: {mutation.operator} {mutation.file}:{mutation.line} ({len(failing)} failing)")
+            log(f"  {spec.name} #{len(records)}: {mutation.operator} {mutation.file}:{mutation.line} "
+                f"({len(failing)} failing)")
         log(f"{spec.key}: {len(records)} tasks from {tried} mutants ({len(candidates)} sites); "
             f"{len(passing)} passing tests, suite {suite_s:.1f} s")
         return records
@@ -250,8 +253,8 @@ def main(argv: list[str] | None = None) -> int:
             out.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
             out.flush()
 
-        records = generate(args.seed, args.per_project, args.projects, args.python, args.timeout, args.max_fail_fraction,
-                           log=lambda *a: print(*a, flush=True), emit=emit)
+        records = generate(args.seed, args.per_project, args.projects, args.python,
+                           args.timeout, args.max_fail_fraction, log=lambda *a: print(*a, flush=True), emit=emit)
     print(f"wrote {len(records)} tasks to {args.out}")
     return 0
 

@@ -90,7 +90,8 @@ def _boundary_nodes(tree: ast.AST) -> set[int]:
         if isinstance(node, ast.Subscript):
             if isinstance(node.slice, ast.Slice):
                 sites.update(id(b) for b in (node.slice.lower, node.slice.upper) if b is not None)
-            elif _int_constant(node.slice) or (isinstance(node.slice, ast.UnaryOp) and _int_constant(node.slice.operand)):
+            elif _int_constant(node.slice) or (isinstance(node.slice, ast.UnaryOp)
+                                               and _int_constant(node.slice.operand)):
                 sites.add(id(node.slice))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
             if 1 <= len(node.args) <= 2:
@@ -208,7 +209,8 @@ def find_mutations(relative: str, source: str) -> list[Mutation]:
     return mutations
 
 
-def _reparses_as(source: str, tree: ast.AST, parents: dict, node: ast.AST, replacement: ast.AST, mutation: Mutation) -> bool:
+def _reparses_as(source: str, tree: ast.AST, parents: dict, node: ast.AST, replacement: ast.AST,
+                 mutation: Mutation) -> bool:
     """The edited text parses to exactly the intended tree (guards against precedence surprises)."""
     parent, field, position = parents[id(node)]
     if position is None:
@@ -233,7 +235,8 @@ def _reparses_as(source: str, tree: ast.AST, parents: dict, node: ast.AST, repla
 def run_tests(python: str, root: Path, test_files: list[str], timeout: float) -> dict[str, dict]:
     report = root.parent / "report.json"
     report.unlink(missing_ok=True)
-    command = [python, "-I", "-B", str(RUNNER), "--root", str(root), "--report", str(report), "--timeout", str(timeout), *test_files]
+    command = [python, "-I", "-B", str(RUNNER), "--root", str(root), "--report", str(report), "--timeout",
+               str(timeout), *test_files]
     try:
         subprocess.run(command, capture_output=True, timeout=timeout * 20 + 30, check=False)
     except subprocess.TimeoutExpired:
@@ -257,7 +260,8 @@ class _PlainAsserts(ast.NodeTransformer):
 
     def visit_Expr(self, node: ast.Expr) -> ast.AST:
         call = node.value
-        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name)
                 and call.func.value.id == "self" and call.func.attr in ASSERT_TEMPLATES):
             parts = [ast.unparse(arg) for arg in call.args]
             try:
@@ -315,7 +319,9 @@ def describe_test(test_source: str, test_id: str) -> tuple[str, str | None]:
                 trimmed.names = names
                 preamble.append(ast.unparse(trimmed))
         elif isinstance(node, (ast.Assign, ast.FunctionDef)):
-            targets = [node.name] if isinstance(node, ast.FunctionDef) else [t.id for t in node.targets if isinstance(t, ast.Name)]
+            targets = ([node.name]
+                       if isinstance(node, ast.FunctionDef)
+                       else [t.id for t in node.targets if isinstance(t, ast.Name)])
             if any(target in used for target in targets):
                 preamble.append(ast.unparse(node))
     return behaviour, "\n".join(preamble + ([""] if preamble else []) + [code])
@@ -377,7 +383,8 @@ def generate_project(project: Project, per_project: int, rng: random.Random, pyt
         baseline = run_tests(python, work, project.tests, timeout)
         broken = [test for test, result in baseline.items() if result["status"] != "passed"]
         if not baseline or broken:
-            raise SystemExit(f"{project.name}: the original code must pass every test; failing: {broken or 'no report'}")
+            raise SystemExit(f"{project.name}: the original code must pass every test; "
+                             f"failing: {broken or 'no report'}")
         all_ids = sorted(baseline)
         candidates = []
         for relative in project.sources:
@@ -477,7 +484,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-project", type=int, default=7)
     parser.add_argument("--python", default=default_python(), help="interpreter that runs the tests")
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds per test")
-    parser.add_argument("--max-fail-fraction", type=float, default=0.3, help="drop mutants failing more tests than this")
+    parser.add_argument("--max-fail-fraction", type=float, default=0.3,
+                        help="drop mutants failing more tests than this")
     parser.add_argument("--test-every", type=int, default=4, help="every n-th task of a project goes to the test split")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--check", action="store_true", help="compare with --out instead of writing it")

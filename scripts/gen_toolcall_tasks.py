@@ -34,7 +34,8 @@ TEST_PER_FAMILY = 3  # the last ones of each family form the test split
 
 NAMES = ["Maya", "Omar", "Lena", "Ravi", "Sofia", "Kenji", "Amara", "Lucas", "Ines", "Tomas", "Priya", "Jonah"]
 ITEMS = [("notebook", "notebooks"), ("pen", "pens"), ("mug", "mugs"), ("towel", "towels"), ("candle", "candles"),
-         ("lamp", "lamps"), ("plant", "plants"), ("bottle of juice", "bottles of juice"), ("box of tea", "boxes of tea")]
+         ("lamp", "lamps"), ("plant", "plants"), ("bottle of juice", "bottles of juice"),
+         ("box of tea", "boxes of tea")]
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December"]
@@ -716,7 +717,8 @@ def mod_inverse(rng: random.Random) -> Task:
     p = random_prime(rng, 10**5, 10**9)
     a = rng.randint(2, p - 1)
     inverse = egcd(a, p)[1] % p
-    prompt = f"{p} is prime. Find the integer x with 0 < x < {p} such that {a} * x leaves remainder 1 when divided by {p}."
+    prompt = (f"{p} is prime. Find the integer x with 0 < x < {p} such that {a} * x leaves remainder 1 "
+              f"when divided by {p}.")
     return {"prompt": prompt, "answer": str(inverse), "code": f"print(pow({a}, -1, {p}))\n"}
 
 
@@ -771,7 +773,8 @@ def generate(seed: int, per_family: int = PER_FAMILY, verify: bool = True) -> li
             if verify:
                 printed = run_solution(task["code"])
                 if printed != task["answer"]:
-                    raise AssertionError(f"{family}: solution printed {printed!r}, generator computed {task['answer']!r}")
+                    raise AssertionError(f"{family}: solution printed {printed!r}, generator "
+                                         f"computed {task['answer']!r}")
             data = {"family": family, "solution_code": task["code"]}
             if "decimals" in task:
                 data["decimals"] = task["decimals"]

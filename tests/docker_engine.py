@@ -90,9 +90,11 @@ def ensure_packages() -> None:
     if not missing:
         return
     if os.geteuid() != 0:
-        raise DockerEngineUnavailable(f"{' and '.join(missing)} not installed and not root: run `apt-get install -y {' '.join(missing)}`")
+        raise DockerEngineUnavailable(f"{' and '.join(missing)} not installed and not root: run `apt-get install -y "
+                                      f"{' '.join(missing)}`")
     log.info("installing %s", missing)
-    done = _run(["apt-get", "install", "-y", *missing], env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, timeout=600)
+    done = _run(["apt-get", "install", "-y", *missing],
+                env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, timeout=600)
     if done.returncode != 0:
         raise DockerEngineUnavailable(f"`apt-get install -y {' '.join(missing)}` failed: {done.stderr.strip()[-500:]}")
 

@@ -115,4 +115,5 @@ def parity_batch(ref, tokenizer, context) -> list:
         return Sample(prompt_ids=prompt, response_ids=response, old_logprobs=old, reward=reward, group_id="g",
                       hint=hint, hint_messages=context if hint else None)
 
-    return [make("Hello there!", 1.0, "Be warm."), make("No.", -1.0, None), make("Hi, how can I help you today?", 0.5, "Offer help.")]
+    return [make("Hello there!", 1.0, "Be warm."), make("No.", -1.0, None),
+            make("Hi, how can I help you today?", 0.5, "Offer help.")]

@@ -25,7 +25,8 @@ hf_dir, tp, pp = sys.argv[1], int(os.environ["TP"]), int(os.environ["PP"])
 modes = os.environ.get("MODES", "full,lora").split(",")
 tok = load_tokenizer("tiny-random")
 base_cfg = dict(method="hybrid", lr=1e-3, micro_batch_size=1, grad_accum=3, kl_coef=0.05, max_grad_norm=1.0)
-lora = LoraSettings(r=4, alpha=8, target_modules=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"))
+lora = LoraSettings(r=4, alpha=8,
+                    target_modules=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"))
 context = [{"role": "user", "content": "Say hello."}]
 
 
@@ -55,7 +56,8 @@ from clawgym.rl.trainer import megatron as M  # noqa: E402
 result = {"tp": tp, "pp": pp}
 for mode in modes:
     ref = refs[mode]
-    cfg = M.MegatronConfig(tensor_parallel=tp, pipeline_parallel=pp, bf16=False, float64=True, device="cpu", use_distributed_optimizer=False,
+    cfg = M.MegatronConfig(tensor_parallel=tp, pipeline_parallel=pp, bf16=False, float64=True, device="cpu",
+                           use_distributed_optimizer=False,
                            trainer=TrainerConfig(**base_cfg, lora=lora if mode == "lora" else None))
     mg = M.MegatronTrainer(hf_dir, tok, cfg)
     mg.export_dtype = torch.float64  # the weight gap in full precision too
@@ -84,8 +86,10 @@ for mode in modes:
         mg.save_adapters(os.path.join(sys.argv[2], "adapters"), base_model=hf_dir)
     if torch.distributed.get_rank() == 0:
         reference = ref.export_weights()
-        row = {"gaps": gaps, "worst_grad": worst, "n_grads": n_grads, "kl": kl, "same_keys": set(reference) <= set(exported),
-               "dtypes": sorted({str(p.dtype) for p in [*ref.model.parameters(), *mg.model.module.parameters(), *grads.values()]}),
+        row = {"gaps": gaps, "worst_grad": worst, "n_grads": n_grads, "kl": kl,
+               "same_keys": set(reference) <= set(exported),
+               "dtypes": sorted(
+                   {str(p.dtype) for p in [*ref.model.parameters(), *mg.model.module.parameters(), *grads.values()]}),
                "weight_gap": max((exported[k] - reference[k]).abs().max().item() for k in reference),
                "grad_scale": max(p.grad.abs().max().item() for p in ref.model.parameters() if p.requires_grad)}
         if adapters is not None:
@@ -98,7 +102,8 @@ for mode in modes:
 
             base = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32)
             original = {k: v.clone() for k, v in base.state_dict().items()}
-            merged = PeftModel.from_pretrained(base, os.path.join(sys.argv[2], "adapters")).merge_and_unload().state_dict()
+            merged = PeftModel.from_pretrained(base,
+                                               os.path.join(sys.argv[2], "adapters")).merge_and_unload().state_dict()
             row["peft_reload_gap"] = max((merged[k] - exported[k]).abs().max().item() for k in merged if k in exported)
             row["adapter_delta"] = max((merged[k] - original[k]).abs().max().item() for k in merged if k in original)
         result[mode] = row

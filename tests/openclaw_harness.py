@@ -58,7 +58,8 @@ def install() -> Path:
                    check=True, capture_output=True, env=env, timeout=600)
     env["PATH"] = f"{node_bin_dir()}:{env['PATH']}"
     subprocess.run([str(node_bin_dir() / "npm") if (node_bin_dir() / "npm").exists() else npm,
-                    "install", "--no-audit", "--no-fund", "--prefix", str(CACHE / "oc"), f"openclaw@{OPENCLAW_VERSION}"],
+                    "install", "--no-audit", "--no-fund", "--prefix", str(CACHE / "oc"),
+                    f"openclaw@{OPENCLAW_VERSION}"],
                    check=True, capture_output=True, env=env, timeout=900)
     if not openclaw_bin().exists():
         raise OpenClawUnavailable("npm install finished but the openclaw binary is missing")

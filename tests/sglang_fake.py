@@ -78,7 +78,8 @@ def fake_sglang(tokenizer: Any = None, max_lora_rank: int | None = None) -> tupl
         if body["input_ids"] == [0]:
             return {"text": "", "output_ids": [], "meta_info": {"finish_reason": {"type": "abort", "message": "bad"}}}
         ids = tokenizer(TOOL_TEXT, add_special_tokens=False)["input_ids"][: params["max_new_tokens"]]
-        finish = {"type": "length", "length": len(ids)} if len(ids) == params["max_new_tokens"] else {"type": "stop", "matched": 2}
+        finish = ({"type": "length", "length": len(ids)}
+                  if len(ids) == params["max_new_tokens"] else {"type": "stop", "matched": 2})
         pairs = [[-0.5 - i / 10, token, None] for i, token in enumerate(ids)]
         meta = {"id": "r1", "finish_reason": finish, "prompt_tokens": len(body["input_ids"]),
                 "completion_tokens": len(ids), "weight_version": state["weight_version"]}
@@ -106,7 +107,9 @@ def fake_sglang(tokenizer: Any = None, max_lora_rank: int | None = None) -> tupl
     @app.post("/update_weights_from_tensor")
     async def update_from_tensor(request: Request):
         body = await request.json()
-        seen.append({k: v for k, v in body.items() if k != "serialized_named_tensors"} | {"ranks": len(body["serialized_named_tensors"])})
+        seen.append(
+            {k: v for k, v in body.items()
+             if k != "serialized_named_tensors"} | {"ranks": len(body["serialized_named_tensors"])})
         payloads = body["serialized_named_tensors"]
         if not isinstance(payloads, list) or not payloads:
             return _fail("serialized_named_tensors must be a list with one entry per TP rank")
@@ -185,8 +188,10 @@ def fake_sglang(tokenizer: Any = None, max_lora_rank: int | None = None) -> tupl
         except (OSError, ValueError) as exc:
             return _lora_result(False, f"Failed to load LoRA adapter {name} from {path}: {exc}")
         if config.get("peft_type") != "LORA" or config["r"] > max_lora_rank:
-            return _lora_result(False, f"LoRA adapter {name}: rank {config.get('r')} exceeds --max-lora-rank {max_lora_rank}")
-        bad = [k for k, t in tensors.items() if (".lora_A." not in k and ".lora_B." not in k) or config["r"] not in t.shape]
+            return _lora_result(False,
+                                f"LoRA adapter {name}: rank {config.get('r')} exceeds --max-lora-rank {max_lora_rank}")
+        bad = [k for k, t in tensors.items()
+               if (".lora_A." not in k and ".lora_B." not in k) or config["r"] not in t.shape]
         if bad:
             return _lora_result(False, f"LoRA adapter {name}: unexpected tensors {bad[:3]}")
         state["loras"][name] = {"path": path, "config": config, "tensors": tensors}

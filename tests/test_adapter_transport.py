@@ -112,7 +112,8 @@ def test_adapters_load_under_versioned_names_route_generation_and_replace_the_pr
         assert sorted(p.name for p in (tmp_path / "adapters").iterdir()) == ["clawgym-v2"]  # ... and its files removed
         served = server_state(url)["loras"]
         exported = trainer.export_adapters()
-        assert set(served) == {"clawgym-v2"} and all(torch.equal(served["clawgym-v2"][k], exported[k]) for k in exported)
+        assert set(served) == {"clawgym-v2"} and all(
+            torch.equal(served["clawgym-v2"][k], exported[k]) for k in exported)
 
     try:
         asyncio.run(main())
@@ -129,7 +130,8 @@ def test_refusals_leave_the_served_adapter_and_version_as_they_were(tmp_path, lo
     url, _ = lora_server
     trainer = lora_trainer()
     too_wide = LoraSettings(r=16, alpha=32, target_modules=("q_proj",))
-    wide_trainer = TorchTrainer(load_model("tiny-random")[0], load_tokenizer("tiny-random"), TrainerConfig(lora=too_wide))
+    wide_trainer = TorchTrainer(load_model("tiny-random")[0], load_tokenizer("tiny-random"),
+                                TrainerConfig(lora=too_wide))
     with pytest.raises(ValueError, match="full weights"):
         TorchTrainer(load_model("tiny-random")[0], load_tokenizer("tiny-random"), TrainerConfig()).export_adapters()
 
@@ -155,7 +157,8 @@ def test_refusals_leave_the_served_adapter_and_version_as_they_were(tmp_path, lo
         asyncio.run(not_enabled(adapter_policy(plain_url, tmp_path)))
 
 
-def test_the_builder_launches_sglang_for_adapters_and_the_context_window_and_publishes(tmp_path, lora_server, monkeypatch):
+def test_the_builder_launches_sglang_for_adapters_and_the_context_window_and_publishes(
+    tmp_path, lora_server, monkeypatch):
     url, seen = lora_server
     model, tokenizer = load_model("tiny-random")
     model.save_pretrained(tmp_path / "ckpt")  # SGLang serves a checkpoint directory
@@ -185,10 +188,12 @@ def test_the_builder_launches_sglang_for_adapters_and_the_context_window_and_pub
         override = {"max_position_embeddings": 4 * native, "rope_scaling": {
             "rope_type": "yarn", "rope_theta": float(model.config.rope_parameters["rope_theta"]), "factor": 4.0,
             "original_max_position_embeddings": native}}
-        assert command[1:] == ["-m", "sglang.launch_server", "--model-path", str(tmp_path / "ckpt"), "--host", "127.0.0.1",
+        assert command[1:] == ["-m", "sglang.launch_server", "--model-path",
+                               str(tmp_path / "ckpt"), "--host", "127.0.0.1",
                                "--port", "30000", "--tp-size", "1", "--mem-fraction-static", "0.5", "--enable-lora",
                                "--max-lora-rank", "4", "--lora-target-modules", "q_proj", "v_proj", "--context-length",
-                               str(4 * native), "--json-model-override-args", json.dumps(override, separators=(",", ":"))]
+                               str(4 * native), "--json-model-override-args",
+                               json.dumps(override, separators=(",", ":"))]
         assert stack.plan.transport == "adapter" and isinstance(stack.policy.transport, AdapterTransport)
 
         async def publish_and_generate():

@@ -20,14 +20,15 @@ ROW_KEYS = {"env", "method", "seed", "model", "budget", "before", "after", "step
 
 def test_one_toolcall_cell_end_to_end_appends_a_row_the_table_prints(al, tmp_path, capsys):
     results = tmp_path / "agentic_learning.jsonl"
-    argv = ["--env", "toolcall", "--method", "outcome_prm", "--seed", "0", "--budget", "test", "--model", "tiny-random-qwen",
-            "--results", str(results), "--runs", str(tmp_path / "runs")]
+    argv = ["--env", "toolcall", "--method", "outcome_prm", "--seed", "0", "--budget", "test",
+            "--model", "tiny-random-qwen", "--results", str(results), "--runs", str(tmp_path / "runs")]
     assert al.main(argv) == 0
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert len(rows) == 1
     row = rows[0]
     assert ROW_KEYS <= set(row)
-    assert (row["env"], row["method"], row["seed"], row["model"], row["budget"]) == ("toolcall", "outcome_prm", 0, "tiny-random-qwen", "test")
+    assert (row["env"], row["method"], row["seed"], row["model"],
+            row["budget"]) == ("toolcall", "outcome_prm", 0, "tiny-random-qwen", "test")
     assert row["steps"] == row["steps_budget"] == 1
     assert row["judge"] == "rules" and row["reward"] == "step_wise"
     assert 0.0 <= row["before"] <= 1.0 and 0.0 <= row["after"] <= 1.0
@@ -49,7 +50,8 @@ def test_one_toolcall_cell_end_to_end_appends_a_row_the_table_prints(al, tmp_pat
     assert not any("--env toolcall --method outcome_prm --seed 0 " in c + " " for c in todo)
     assert any("--env toolcall --method outcome_prm --seed 1 " in c + " " for c in todo)
     assert all("--budget test" in c and "--model tiny-random-qwen" in c for c in todo)
-    assert al.missing(results, "tiny-random-qwen", "small") and len(al.missing(results, "tiny-random-qwen", "small")) == len(todo) + 1
+    assert al.missing(results, "tiny-random-qwen",
+                      "small") and len(al.missing(results, "tiny-random-qwen", "small")) == len(todo) + 1
 
 
 def test_cells_are_built_through_the_launchers_with_the_methods_rewards(al, tmp_path):
@@ -68,7 +70,8 @@ def test_cells_are_built_through_the_launchers_with_the_methods_rewards(al, tmp_
 
 
 def test_bfcl_split_is_fixed_disjoint_and_interleaved(al):
-    ids = {"simple_python": [f"simple_python_{i}" for i in range(200)], "multiple": [f"multiple_{i}" for i in range(100)]}
+    ids = {"simple_python": [f"simple_python_{i}" for i in range(200)],
+           "multiple": [f"multiple_{i}" for i in range(100)]}
     train, held_out = al.split_ids(ids)
     assert (train, held_out) == al.split_ids(ids)  # deterministic
     assert not set(train) & set(held_out) and sorted(train + held_out) == sorted(ids["simple_python"] + ids["multiple"])

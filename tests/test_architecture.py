@@ -44,7 +44,8 @@ def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
             targets = [f"{base}.{alias.name}" for alias in node.names]
             if not all(t in known for t in targets):
                 targets.append(base)  # ``from pkg import name``: pkg itself (``from pkg import module`` is the module)
@@ -80,13 +81,15 @@ def violations() -> list[str]:
         mine = layer(module)
         for target in targets:
             theirs = layer(target)
-            if target == "clawgym" and mine in ("core", "sandbox", "errors") or (target == "clawgym" and mine.startswith("envs.")):
+            if (target == "clawgym" and mine in ("core", "sandbox", "errors")
+                or (target == "clawgym" and mine.startswith("envs."))):
                 problems.append(f"{module} imports the top-level clawgym package (it registers the settings)")
             elif mine in ALLOWED and theirs not in ALLOWED[mine] and target != "clawgym":
                 problems.append(f"{module} ({mine}) imports {target} ({theirs})")
             elif mine.startswith("envs.") and theirs not in ("core", "sandbox", "errors", mine):
                 problems.append(f"setting {module} imports {target}")
-            elif theirs in ("serve", "cli", "commands", "demo") and mine not in ("serve", "cli", "commands", "demo", theirs):
+            elif (theirs in ("serve", "cli", "commands", "demo")
+                  and mine not in ("serve", "cli", "commands", "demo", theirs)):
                 problems.append(f"{module} ({mine}) imports {target}: nothing below {theirs} may import it")
             elif theirs == "cli" and mine != "cli":
                 problems.append(f"{module} imports the CLI")

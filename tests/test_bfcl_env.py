@@ -7,7 +7,7 @@ import pytest
 
 import clawgym  # noqa: F401  (registers the ids)
 from clawgym.envs.toolcall import bfcl_checker, bfcl_data
-from clawgym.envs.toolcall.bfcl_oracle import KNOWN_UNSOLVABLE, parse_call
+from clawgym.envs.toolcall.bfcl_oracle import KNOWN_UNSOLVABLE
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +149,8 @@ def test_multi_turn_state_is_checked_and_fresh_per_episode(env):
 def test_multi_turn_rejects_unsafe_calls_without_running_them(env):
     env.reset(options={"task_id": "multi_turn_base_0"})
     observation, *_ = env.step({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "a", "type": "function", "function": {"name": "open", "arguments": {"file": "/tmp/clawgym-bfcl-x", "mode": "w"}}},
+        {"id": "a", "type": "function",
+         "function": {"name": "open", "arguments": {"file": "/tmp/clawgym-bfcl-x", "mode": "w"}}},
         {"id": "b", "type": "function", "function": {"name": "ls", "arguments": {"a=__import__('os').getcwd(),b": 1}}},
         {"id": "c", "type": "function", "function": {"name": "ls", "arguments": {}}},
     ]})

@@ -25,7 +25,8 @@ def test_student_wants_plain_text():
     answer = env.unwrapped.task.answer
     obs, reward, terminated, truncated, info = env.step(f"**Answer:**\n1. Add them up\n2. The answer is {answer}")
     assert not terminated and obs[0]["role"] == "user" and "bold" in obs[0]["content"]
-    assert env.unwrapped.last_preferences == {"gives_answer": True, "no_bold_or_headings": False, "no_lists": False, "no_latex": True}
+    assert env.unwrapped.last_preferences == {"gives_answer": True, "no_bold_or_headings": False,
+                                              "no_lists": False, "no_latex": True}
     obs, reward, terminated, truncated, info = env.step(f"1. It is {answer}")
     assert "lists" in obs[0]["content"] and not terminated
     obs, reward, terminated, truncated, info = env.step(f"It comes to {answer} in total.")
@@ -89,7 +90,8 @@ def test_serve_hybrid_with_only_a_hint_judge_keeps_the_rl_term():
 
     turn = Turn(episode_id="e", turn_index=0, context=[{"role": "user", "content": "u"}],
                 action={"role": "assistant", "content": "a"}, prompt_ids=[1, 2], response_ids=[3],
-                response_logprobs=[-0.5], judge={"hint": JudgeResult(score=-1.0, hints=["Use the name."], source="prob")})
+                response_logprobs=[-0.5],
+                judge={"hint": JudgeResult(score=-1.0, hints=["Use the name."], source="prob")})
     sample, why = sample_from_turn(turn, "hybrid")
     assert why is None and sample.advantage == -1.0 and sample.hint == "Use the name."
     opd, _ = sample_from_turn(turn, "opd")

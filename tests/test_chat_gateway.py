@@ -8,14 +8,14 @@ import httpx
 import openai
 import pytest
 
-from clawgym.serve.app import build_gateway_app
-from clawgym.serve.gateway import ChatGateway, PolicyResponder
-from clawgym.serve.turn_log import TurnLog
-from clawgym.rl.judge import JudgeStage, RuleJudge
 from clawgym.core.policy import Generation
+from clawgym.rl.judge import JudgeStage, RuleJudge
 from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.policy.streaming import TextDelta
 from clawgym.rl.server import BackgroundServer
+from clawgym.serve.app import build_gateway_app
+from clawgym.serve.gateway import ChatGateway, PolicyResponder
+from clawgym.serve.turn_log import TurnLog
 from tests.waiting import wait_for
 
 KEY = "sk-gateway-test"
@@ -128,14 +128,19 @@ def test_openai_sdk_streaming_and_plain_with_sessions(gateway_server, tmp_path):
 def test_tool_calls_stream_and_the_tool_result_is_the_next_state(gateway_server, tmp_path):
     server, gateway, judged = gateway_server
     api = client(server)
-    tools = [{"type": "function", "function": {"name": "read", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
-    chunks = list(api.chat.completions.create(model="m", messages=[{"role": "user", "content": "READ it"}], tools=tools, stream=True))
+    tools = [{"type": "function",
+              "function": {"name": "read",
+                           "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
+    chunks = list(api.chat.completions.create(model="m", messages=[{"role": "user", "content": "READ it"}],
+                                              tools=tools, stream=True))
     calls = [c for chunk in chunks if chunk.choices for c in (chunk.choices[0].delta.tool_calls or [])]
     assert calls[0].function.name == "read" and json.loads(calls[0].function.arguments) == {"path": "probe.txt"}
     assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["tool_calls"]
     call_id = calls[0].id.replace("_", "")  # clients rewrite ids (OpenClaw does)
     history = [{"role": "user", "content": "READ it"},
-               {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "read", "arguments": '{"path": "probe.txt"}'}}]},
+               {"role": "assistant", "content": None,
+                "tool_calls": [{"id": call_id, "type": "function",
+                                "function": {"name": "read", "arguments": '{"path": "probe.txt"}'}}]},
                {"role": "tool", "tool_call_id": call_id, "content": "secret-42"}]
     reply = api.chat.completions.create(model="m", messages=history, tools=tools)
     assert reply.choices[0].message.content == "The tool said: secret-42"
@@ -150,7 +155,8 @@ def test_side_turns_are_answered_but_not_recorded(gateway_server, tmp_path):
     api = client(server)
     out = api.chat.completions.create(model="m", messages=[{"role": "user", "content": "HEARTBEAT check"}])
     assert out.choices[0].message.content == "echo: HEARTBEAT check"
-    out = api.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], extra_headers={"X-Turn-Type": "side"})
+    out = api.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
+                                      extra_headers={"X-Turn-Type": "side"})
     assert TurnLog(tmp_path / "turns.jsonl").turns() == [] and gateway.stats.side_turns == 2
 
 
@@ -160,8 +166,10 @@ def test_side_turns_are_answered_but_not_recorded(gateway_server, tmp_path):
     (json.dumps({"messages": "hi"}).encode(), 400, "'messages' must be a non-empty list"),
     (json.dumps({"messages": [{"role": "wizard", "content": "x"}]}).encode(), 400, "role must be one of"),
     (json.dumps({"messages": [{"role": "user", "content": 5}]}).encode(), 400, "content must be"),
-    (json.dumps({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}).encode(), 400, "'temperature' must be a number"),
-    (json.dumps({"messages": [{"role": "user", "content": "x"}], "stream": "yes"}).encode(), 400, "'stream' must be a boolean"),
+    (json.dumps({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}).encode(), 400,
+     "'temperature' must be a number"),
+    (json.dumps({"messages": [{"role": "user", "content": "x"}], "stream": "yes"}).encode(), 400,
+     "'stream' must be a boolean"),
 ])
 def test_bad_requests_get_clear_errors_and_record_nothing(gateway_server, tmp_path, raw, status, fragment):
     server, gateway, judged = gateway_server

@@ -96,7 +96,8 @@ def test_the_short_check_can_fail_at_the_demos_token_cap():
     ids = tokenizer(long, add_special_tokens=False)["input_ids"]
     assert len(long.split()) > 80 and len(ids) <= cap, (len(long.split()), len(ids), cap)
     assert tokenizer.decode(ids) == long  # what a generation of these tokens would read as
-    assert TEACHER.score(long, t)[1] == {"names_student": True, "friendly": True, "mentions_result": True, "short": False}
+    assert TEACHER.score(long, t)[1] == {"names_student": True, "friendly": True,
+                                         "mentions_result": True, "short": False}
     words_per_token = [len(tokenizer.decode([i]).split()) for i in tokenizer(long * 3)["input_ids"]]
     assert max(words_per_token) <= 1  # so at 48 tokens a reply has at most 48 words: "short" always passes
 
@@ -143,11 +144,11 @@ def demo_config_dir():
 
 # ------------------------------------------------------------------ the OPD teacher
 def chat_config(*sets):
+    from clawgym import launchers
     from clawgym.rl.launch import load_config
 
-    from clawgym import launchers
-
-    return load_config(launchers.resolve("chat"), ["policy.model=tiny-random", "judge.model=tiny-random", "loop.eval_every=0", *sets])
+    return load_config(launchers.resolve("chat"),
+                       ["policy.model=tiny-random", "judge.model=tiny-random", "loop.eval_every=0", *sets])
 
 
 def test_teacher_choices_and_their_config_errors():
@@ -157,7 +158,8 @@ def test_teacher_choices_and_their_config_errors():
     assert trainer_teacher(chat_config()) == "initial"
     assert trainer_teacher(chat_config("trainer.teacher=current")) == "policy"  # the older name
     assert trainer_teacher(chat_config("trainer.teacher=judge")) == "judge"
-    assert trainer_teacher(chat_config("trainer.teacher=judge", "judge.model=policy")) == "policy"  # the judge is the policy
+    # the judge is the policy
+    assert trainer_teacher(chat_config("trainer.teacher=judge", "judge.model=policy")) == "policy"
     assert trainer_teacher(chat_config("trainer.teacher=judge", "method=grpo", "judge.type=prob")) == "initial"
     with pytest.raises(ConfigError, match="trainer.teacher must be initial, policy or judge"):
         chat_config("trainer.teacher=teacher")

@@ -7,11 +7,11 @@ import time
 import openai
 import yaml
 
-from clawgym.serve.main import ServeSettings, build_serving
 from clawgym.rl.judge import RuleJudge
 from clawgym.rl.launch import ConfigError, load_config
 from clawgym.rl.server import BackgroundServer
 from clawgym.rl.types import read_jsonl
+from clawgym.serve.main import ServeSettings, build_serving
 
 
 class ThanksIsGood(RuleJudge):
@@ -69,12 +69,17 @@ def test_judged_turns_train_the_served_policy_without_blocking_users(tmp_path):
         api = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
 
         def chat(user, messages):
-            return api.chat.completions.create(model="m", messages=messages, user=user, max_tokens=8).choices[0].message.content
+            return api.chat.completions.create(model="m", messages=messages, user=user,
+                                               max_tokens=8).choices[0].message.content
 
         a1 = chat("alice", [{"role": "user", "content": "hi"}])
         b1 = chat("bob", [{"role": "user", "content": "hey"}])
-        chat("alice", [{"role": "user", "content": "hi"}, {"role": "assistant", "content": a1}, {"role": "user", "content": "thanks!"}])
-        chat("bob", [{"role": "user", "content": "hey"}, {"role": "assistant", "content": b1}, {"role": "user", "content": "no, wrong"}])
+        chat("alice",
+             [{"role": "user", "content": "hi"}, {"role": "assistant", "content": a1},
+              {"role": "user", "content": "thanks!"}])
+        chat("bob",
+             [{"role": "user", "content": "hey"}, {"role": "assistant", "content": b1},
+              {"role": "user", "content": "no, wrong"}])
         assert step_started.wait(30), "two judged turns should start a train step"
         started = time.monotonic()
         chat("carol", [{"role": "user", "content": "are you there?"}])  # answered during the step
@@ -98,7 +103,8 @@ def test_restart_resumes_weights_and_trains_what_was_judged_but_not_trained(tmp_
     serving.gateway.judge_stage.judges = [ThanksIsGood()]
     with BackgroundServer(serving.app) as url:
         api = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
-        first = api.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], user="u", max_tokens=8)
+        first = api.chat.completions.create(model="m",
+                                            messages=[{"role": "user", "content": "hi"}], user="u", max_tokens=8)
         api.chat.completions.create(model="m", user="u", max_tokens=8, messages=[
             {"role": "user", "content": "hi"}, {"role": "assistant", "content": first.choices[0].message.content},
             {"role": "user", "content": "thanks"}])
@@ -309,14 +315,18 @@ def trained_openclaw_sample(tmp_path):
     real_step, trained = trainer.train_step, []
     trainer.train_step = lambda samples: (trained.extend(samples), real_step(samples))[1]
     tools = [{"type": "function", "function": {"name": "read", "description": "Read a file from the workspace.",
-                                               "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
-    internal = {"role": "user", "content": [{"type": "text", "text": "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nActive exec "
-                                                                     "sessions: none\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"}]}
+                                               "parameters": {"type": "object",
+                                                              "properties": {"path": {"type": "string"}}}}}]
+    internal = {"role": "user", "content": [{"type": "text",
+                                             "text": "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nActive exec "
+                                                                     "sessions: none\n"
+                                                                     "<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"}]}
     with BackgroundServer(serving.app) as url:
         api = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
         for user in ("alice", "bob"):
             ask = {"role": "user", "content": "Summarise notes.txt"}
-            answer = api.chat.completions.create(model="m", messages=[ask, internal], tools=tools, user=user, max_tokens=8)
+            answer = api.chat.completions.create(model="m", messages=[ask, internal], tools=tools,
+                                                 user=user, max_tokens=8)
             api.chat.completions.create(model="m", tools=tools, user=user, max_tokens=8, messages=[
                 ask, {"role": "assistant", "content": answer.choices[0].message.content},
                 {"role": "user", "content": "No, use bullet points."}, internal])

@@ -2,17 +2,23 @@
 
 import json
 
-from clawgym.serve.protocol import conversation, is_internal_context, runtime_session_id, user_text
-from clawgym.serve.turn_log import TurnLog
-from clawgym.serve.sessions import SessionTracker
 from clawgym.rl.types import JudgeResult, Turn
+from clawgym.serve.protocol import conversation, is_internal_context, runtime_session_id, user_text
+from clawgym.serve.sessions import SessionTracker
+from clawgym.serve.turn_log import TurnLog
 
-SYSTEM = {"role": "system", "content": "<!-- openclaw:attempt:STABLE -->\nYou are a personal assistant running inside OpenClaw."}
-INTERNAL = {"role": "user", "content": [{"type": "text", "text": "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nActive exec sessions: none\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"}]}
+SYSTEM = {"role": "system",
+          "content": "<!-- openclaw:attempt:STABLE -->\nYou are a personal assistant running inside OpenClaw."}
+INTERNAL = {"role": "user",
+            "content": [{"type": "text",
+                         "text": "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nActive exec sessions: none\n"
+                                 "<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"}]}
 
 
 def first_user(text, session="t1"):
-    return {"role": "user", "content": f"[Sat 2026-11-21 08:52 UTC] {text}\n\nRuntime: agent=main | session=agent:main:explicit:{session} | sessionId={session} | host=vm | model=fake/fake-model"}
+    return {"role": "user",
+            "content": f"[Sat 2026-11-21 08:52 UTC] {text}\n\nRuntime: agent=main | "
+                       f"session=agent:main:explicit:{session} | sessionId={session} | host=vm | model=fake/fake-model"}
 
 
 def later_user(text):
@@ -65,7 +71,8 @@ def test_tool_call_ids_rewritten_by_the_client_still_match():
     view = tracker.identify({}, body(u, prompt_cache_key="s9:0"))
     assert view.source == "prompt_cache_key"
     action = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_4172118b", "type": "function", "function": {"name": "read", "arguments": '{"path": "probe.txt"}'}}]}
+        {"id": "call_4172118b", "type": "function",
+         "function": {"name": "read", "arguments": '{"path": "probe.txt"}'}}]}
     tracker.record_action(view.session_id, view.conversation, action, "t1")
     replayed = {"role": "assistant", "content": "", "tool_calls": [
         {"id": "call4172118b", "type": "function", "function": {"name": "read", "arguments": '{"path":"probe.txt"}'}}]}
@@ -91,12 +98,17 @@ def test_headers_win_and_side_turns_are_recognised():
     view = tracker.identify({"x-session-id": "H", "X-Turn-Type": "side"}, body(first_user("hello", session="R")))
     assert view.session_id == "H" and view.main is False
     assert tracker.identify({"X-Session-Done": "1"}, body(first_user("bye"))).done is True
-    heartbeat = {"role": "user", "content": "Read HEARTBEAT.md if it exists. If nothing needs attention, reply HEARTBEAT_OK."}
+    heartbeat = {"role": "user",
+                 "content": "Read HEARTBEAT.md if it exists. If nothing needs attention, reply HEARTBEAT_OK."}
     assert tracker.identify({}, body(heartbeat)).main is False
-    assert tracker.identify({}, {"messages": [{"role": "user", "content": "[Sat 2026-11-21 08:52 UTC] [cron:daily-1] summarize"}]}).main is False
-    default_heartbeat = {"role": "user", "content": "Follow the heartbeat monitor scratch context when provided. If nothing needs attention, reply NO_REPLY."}
+    assert tracker.identify({}, {"messages": [{
+        "role": "user", "content": "[Sat 2026-11-21 08:52 UTC] [cron:daily-1] summarize"}]}).main is False
+    default_heartbeat = {"role": "user",
+                         "content": "Follow the heartbeat monitor scratch context when provided. If nothing needs "
+                                    "attention, reply NO_REPLY."}
     assert tracker.identify({}, body(default_heartbeat)).main is False
-    flush = {"role": "user", "content": "Pre-compaction memory flush. Store durable memories only in memory/YYYY-MM-DD.md"}
+    flush = {"role": "user",
+             "content": "Pre-compaction memory flush. Store durable memories only in memory/YYYY-MM-DD.md"}
     assert tracker.identify({}, body(flush)).main is False
     title = {"role": "user", "content": "Generate a short title for this conversation."}
     assert tracker.identify({}, {"messages": [title]}).main is False
@@ -153,5 +165,5 @@ def test_turn_log_is_append_only_deduplicated_and_survives_reopen(tmp_path):
     assert turn2.turn_id == "t2"
     assert turn.next_state == [{"role": "user", "content": "thanks"}]
     assert turn.judge["prm"].score == 1.0 and turn.response_logprobs == [-0.5]
-    lines = [json.loads(l) for l in path.read_text().splitlines() if l.endswith("}") and l.count("{") == l.count("}")]
-    assert [l["event"] for l in lines] == ["turn", "next_state", "judge", "turn"]
+    lines = [json.loads(s) for s in path.read_text().splitlines() if s.endswith("}") and s.count("{") == s.count("}")]
+    assert [row["event"] for row in lines] == ["turn", "next_state", "judge", "turn"]

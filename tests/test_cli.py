@@ -4,8 +4,6 @@ import io
 import subprocess
 import sys
 
-import pytest
-
 from clawgym.cli import build_parser, cmd_play, main
 from tests.test_core_env import Sum  # noqa: F401  (registers clawgym-test/Sum-v0)
 
@@ -53,7 +51,8 @@ def test_play_terminal_bare_command_and_oracle_after_other_calls():
 
 def test_play_oracle_says_when_it_cannot_take_over():
     lines = ["/call pwd", "/oracle", "/quit"]
-    code, text = play(lines, "--task-id", "multi_turn_base_0", "--env-arg", "category=multi_turn_base", env_id="clawgym/BFCL-v0")
+    code, text = play(lines, "--task-id", "multi_turn_base_0", "--env-arg", "category=multi_turn_base",
+                      env_id="clawgym/BFCL-v0")
     assert code == 0 and "oracle: the oracle plays a user turn from its start" in text
     assert "episode terminated" not in text
 

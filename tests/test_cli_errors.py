@@ -65,7 +65,8 @@ def test_bad_input_from_the_real_command_line_has_no_traceback():
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == ["clawgym train: error: no config 'no/such/config.yaml': not a file, "
-                                                  "and not a bundled launcher (chat, demo, gui, swe, terminal, toolcall)"]
+                                                  "and not a bundled launcher (chat, demo, gui, "
+                                                  "swe, terminal, toolcall)"]
 
 
 def test_a_refused_env_arg_from_the_real_command_line_says_how_to_pass_a_list():
@@ -73,7 +74,8 @@ def test_a_refused_env_arg_from_the_real_command_line_says_how_to_pass_a_list():
                              "category=simple_python,multiple"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("clawgym eval: error: clawgym/BFCL-v0 refused category='simple_python,multiple' split='test': "
+    assert line.startswith("clawgym eval: error: clawgym/BFCL-v0 refused "
+                           "category='simple_python,multiple' split='test': "
                            "unknown BFCL category 'simple_python,multiple'")
     assert line.endswith("""(a list is written as JSON: --env-arg 'category=["simple_python","multiple"]')""")
 

@@ -21,7 +21,8 @@ def count():
 
 def openclaw_like(system_words=1500):
     tools = [{"type": "function", "function": {"name": f"tool{i}", "description": "does a thing " * 40,
-              "parameters": {"type": "object", "properties": {"path": {"type": "string", "description": "a path " * 20}}}}}
+              "parameters": {"type": "object",
+                             "properties": {"path": {"type": "string", "description": "a path " * 20}}}}}
              for i in range(6)]
     messages = [
         {"role": "system", "content": "You are a personal assistant. " + "Guidance sentence here. " * system_words},
@@ -32,7 +33,8 @@ def openclaw_like(system_words=1500):
                                                                "function": {"name": "tool0", "arguments": "{}"}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "THE-LATEST-TOOL-RESULT"},
         {"role": "user", "content": "MY-LATEST-WORDS: what did the tool say?"},
-        {"role": "user", "content": [{"type": "text", "text": INTERNAL_CONTEXT_MARKER + " active exec sessions " * 200}]},
+        {"role": "user",
+         "content": [{"type": "text", "text": INTERNAL_CONTEXT_MARKER + " active exec sessions " * 200}]},
     ]
     return messages, tools
 

@@ -53,7 +53,8 @@ gym.register("clawgym-test/Sum-v0", entry_point=Sum)
 def call(name, **arguments):
     import json
     return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+            "tool_calls": [{"id": "c1", "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(arguments)}}]}
 
 
 def test_check_env_passes():
@@ -139,7 +140,8 @@ def test_max_turns_truncates_and_scores_with_no_answer():
     env.reset(options={"task_id": "t1"})
     assert env.step(call("add", a=1, b=1))[3] is False
     _, reward, terminated, truncated, info = env.step(call("add", a=1, b=1))
-    assert (terminated, truncated, reward, info["success"], info["truncated_by"]) == (False, True, 0.0, False, "max_turns")
+    assert (terminated, truncated, reward, info["success"],
+            info["truncated_by"]) == (False, True, 0.0, False, "max_turns")
     assert info["answer"] is None
 
 

@@ -68,7 +68,8 @@ def test_openai_dict_with_bad_arguments_and_no_name():
 
 
 def test_openai_dict_content_parts_and_text_blocks():
-    action = {"role": "assistant", "content": [{"type": "text", "text": '<tool_call>{"name": "a", "arguments": {}}</tool_call>'}]}
+    action = {"role": "assistant",
+              "content": [{"type": "text", "text": '<tool_call>{"name": "a", "arguments": {}}</tool_call>'}]}
     _, calls = parse_action(action)
     assert calls[0].name == "a"
 
@@ -89,4 +90,6 @@ def test_wrong_action_types_raise_clear_errors(action, fragment):
 
 def test_text_of_handles_every_content_shape():
     assert text_of({"role": "user", "content": None}) == ""
-    assert text_of({"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url"}, {"type": "text", "text": "b"}]}) == "ab"
+    assert text_of({"role": "user",
+                    "content": [{"type": "text", "text": "a"}, {"type": "image_url"},
+                                {"type": "text", "text": "b"}]}) == "ab"

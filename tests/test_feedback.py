@@ -3,7 +3,6 @@ the documented rule, and every bad body / unknown id / duplicate refused with a 
 
 from __future__ import annotations
 
-
 import httpx
 
 from clawgym.core.policy import SamplingParams  # noqa: F401  (the gateway's sampling type)
@@ -27,7 +26,8 @@ class AlwaysGood(RuleJudge):
 def stack(tmp_path):
     received = []
     gateway = ChatGateway(PolicyResponder(ScriptedPolicy(lambda m: "an answer", byte_tokens=True)),
-                          TurnLog(tmp_path / "turns.jsonl"), judge_stage=JudgeStage([AlwaysGood()]), on_judged=received.append)
+                          TurnLog(tmp_path / "turns.jsonl"), judge_stage=JudgeStage([AlwaysGood()]),
+                          on_judged=received.append)
     app = build_gateway_app(gateway, users=UserDirectory({"k-alice": "alice", "k-bob": "bob"}))
     return gateway, app, received
 
@@ -72,7 +72,8 @@ def test_feedback_beats_the_judge_and_late_feedback_trains_on_its_own(tmp_path):
         ]
         for body, status, message in bad:
             response = client.post("/v1/feedback", headers=alice, json=body)
-            assert response.status_code == status and message in response.json()["error"]["message"], (body, response.text)
+            assert response.status_code == status and message in response.json()["error"]["message"], (
+                body, response.text)
         assert client.post("/v1/feedback", headers=alice, content=b"{not json").status_code == 400
         assert client.post("/v1/feedback", headers={"Authorization": "Bearer k-bob"},
                            json={"response_id": first["id"], "thumb": "up"}).status_code == 403
@@ -95,4 +96,5 @@ def test_feedback_beats_the_judge_and_late_feedback_trains_on_its_own(tmp_path):
         assert by_session["turn_id"] == gateway.tracker.sessions["s1"].last_turn_id != second_id
         assert by_session["route"] == "replaces the judge's verdict"
     folded = {t.turn_id: t for t in TurnLog(tmp_path / "turns.jsonl").turns()}
-    assert folded[turn_id].info["feedback"] == {"response_id": turn_id, "thumb": "down", "correction": "Answer in French, please."}
+    assert folded[turn_id].info["feedback"] == {"response_id": turn_id, "thumb": "down",
+                                                "correction": "Answer in French, please."}

@@ -68,7 +68,8 @@ def judged_samples(tokenizer, model) -> list[Sample]:
     samples = []
     for text, reward, group, hint in replies:
         response = encode(tokenizer, text)
-        samples.append(Sample(prompt_ids=prompt_ids, response_ids=response, old_logprobs=policy_logprobs(model, prompt_ids, response),
+        samples.append(Sample(prompt_ids=prompt_ids, response_ids=response,
+                              old_logprobs=policy_logprobs(model, prompt_ids, response),
                               reward=reward, group_id=group, hint=hint, hint_messages=HELLO if hint else None))
     return samples
 
@@ -159,7 +160,8 @@ def test_the_hf_policy_on_the_gpu_batches_and_reports_the_trainers_logprobs(toke
     policy = HFPolicy(model, tokenizer)
 
     async def run():
-        batch = await asyncio.gather(*[policy.generate(HELLO, sampling=SamplingParams(max_tokens=12, seed=i)) for i in range(6)])
+        batch = await asyncio.gather(
+            *[policy.generate(HELLO, sampling=SamplingParams(max_tokens=12, seed=i)) for i in range(6)])
         again = await policy.generate(HELLO, sampling=SamplingParams(max_tokens=12, seed=3))
         await policy.close()
         return batch, again

@@ -25,7 +25,7 @@ FORM = PageTask(
 <button disabled>Nope</button>
 <div style="display:none"><button>Hidden</button></div>
 <table><tr><th>K</th><th>V</th></tr><tr><td>a</td><td>1</td></tr></table>
-<p id="out"></p><a href="second.html">Next page</a></body></html>""",
+<p id="out"></p><a href="second.html">Next page</a></body></html>""",  # noqa: E501  (a test page: kept as written)
            "second.html": "<p>Second page</p>"},
     generate=lambda rng: {"prompt": "Probe the env."},
     check=lambda p, s, a: s["state"].get("clicked") == "Ada" and a == "ok",
@@ -82,7 +82,7 @@ ICONS = PageTask(
 <script>
 document.querySelectorAll('[data-l]').forEach((e) => e.addEventListener('click', (ev) => {
   CG.set('clicked', e.dataset.l); ev.stopPropagation(); }));
-</script></body></html>"""},
+</script></body></html>"""},  # noqa: E501  (a test page: kept as written)
     generate=lambda rng: {"prompt": "Click the star."},
     check=lambda p, s, a: s["state"].get("clicked") == "star",
 )
@@ -96,7 +96,8 @@ def test_every_control_gets_a_ref_and_a_name_and_controls_inside_controls_are_li
         lines = [line.split("] ", 1)[1] for line in page.splitlines()]
         assert lines == [
             'clickable "Ada Hello there"', 'clickable "star"',  # a row's own icon, listed under it
-            'clickable "Delete"', 'clickable "gear"', 'clickable "fa fa-star"', 'clickable "Settings"',  # title, id, class, SVG title
+            # title, id, class, SVG title
+            'clickable "Delete"', 'clickable "gear"', 'clickable "fa fa-star"', 'clickable "Settings"',
             'clickable "Home"', 'button "Close"',  # an image's alt, aria-label
             'text "Read the manual now."', 'clickable "manual"',  # a sentence keeps its words; its link under it
             'listitem "one"', 'listitem "two"',  # a listener on a list of text blocks is a surface, not a control
@@ -140,7 +141,8 @@ def test_navigation_go_back_and_goto(env):
     assert genv.view.has_text("Second page")
     obs, *_ = env.step(act("go_back"))
     obs, _, terminated, _, info = env.step(act("go_back"))
-    assert not terminated and info["tool_errors"] == 1 and "Last action error: there is no previous page" in obs[0]["content"]
+    assert (not terminated and info["tool_errors"] == 1
+            and "Last action error: there is no previous page" in obs[0]["content"])
 
 
 @pytest.mark.parametrize("call, error", [
@@ -167,11 +169,14 @@ def test_disabled_button_click_is_an_error(env):
     env.reset(seed=1)
     ref = env.unwrapped.view.find("button", "Nope")
     obs, _, terminated, _, info = env.step(act("click", ref=ref))
-    assert f"Last action error: [{ref}] is disabled" in obs[0]["content"] and not terminated and info["tool_errors"] == 1
+    assert (f"Last action error: [{ref}] is disabled" in obs[0]["content"] and not terminated
+            and info["tool_errors"] == 1)
 
 
 def test_dialogs_are_accepted_and_reported():
-    page = PageTask(id="alerts", pages={"index.html": "<button onclick=\"alert('saved!'); CG.set('after', confirm('sure?'))\">Save</button>"},
+    page = PageTask(id="alerts",
+                    pages={"index.html": "<button onclick=\"alert('saved!'); "
+                                         "CG.set('after', confirm('sure?'))\">Save</button>"},
                     generate=lambda rng: {"prompt": "Save."}, check=lambda p, s, a: s["state"].get("after") is True)
     env = GUIEnv(tasks=[page])
     try:
@@ -231,7 +236,8 @@ def test_close_twice_and_step_after_close():
 
 
 def test_user_task_from_import_string_and_bad_tasks():
-    env = GUIEnv(tasks=[{"id": "cb", "prompt": "x", "data": {"page_task": "clawgym.envs.gui.tasks.basic:CLICK_BUTTON"}}])
+    env = GUIEnv(
+        tasks=[{"id": "cb", "prompt": "x", "data": {"page_task": "clawgym.envs.gui.tasks.basic:CLICK_BUTTON"}}])
     try:
         env.reset(seed=4)
         assert run_oracle(env)[0] == 1.0

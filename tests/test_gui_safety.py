@@ -59,7 +59,7 @@ def misbehaving(outside_origin: str) -> PageTask:
 <button onclick="while (true) {{}}">Hang</button>
 <button onclick="for (;;) alert('storm')">Storm</button>
 <button onclick="location.href = '{outside_origin}/away'">Away</button>
-<a href="{outside_origin}/link">Outside link</a>"""},
+<a href="{outside_origin}/link">Outside link</a>"""},  # noqa: E501  (a test page: kept as written)
         generate=lambda rng: {"prompt": "Misbehave."},
         check=lambda p, s, a: True,
     )
@@ -162,7 +162,8 @@ def test_an_unreachable_url_task_ends_cleanly():
 
 def test_the_allow_list_follows_the_episode_on_a_reused_page(outside):
     """A URL task allows its origin for that episode only: the next episode on the same warm page blocks it."""
-    env = GUIEnv(tasks=[url_task("secret", outside.origin + "/page", "Read it.", answer="4711"), misbehaving(outside.origin)])
+    env = GUIEnv(tasks=[url_task("secret", outside.origin + "/page", "Read it.", answer="4711"),
+                        misbehaving(outside.origin)])
     try:
         env.reset(seed=0, options={"task_id": "secret"})
         assert outside.origin in env.browser.allowed and 'text "The secret is 4711."' in env.view.text()
@@ -184,7 +185,8 @@ def test_what_the_route_blocks():
     from clawgym.envs.gui.browser import blocked_pattern
 
     blocked = blocked_pattern({"http://127.0.0.1:8000", "https://a-b.example.com"}).search
-    for url in ("http://127.0.0.1:8000/x?y=1", "https://a-b.example.com/", "data:text/plain,x", "about:blank", "blob:http://x/1"):
+    for url in ("http://127.0.0.1:8000/x?y=1", "https://a-b.example.com/", "data:text/plain,x",
+                "about:blank", "blob:http://x/1"):
         assert not blocked(url), url
     for url in ("http://127.0.0.1:8000@evil.test/", "http://127.0.0.1:80001/", "https://a-bxexample.com/",
                 "http://127.0.0.1:8001/", "https://127.0.0.1:8000/", "ws://127.0.0.1:8000/"):

@@ -68,7 +68,8 @@ def test_the_oracle_of_one_seed_does_not_solve_another(env):
     # the page of a reset seed is drawn from the episode seed that reset draws (AgentEnv.reset)
     episode_seed = lambda s: int(np_random(s)[0].integers(2**31 - 1))  # noqa: E731
     b = next(s for s in range(12, 500)
-             if a["target"] in task.params(episode_seed(s))["labels"] and task.params(episode_seed(s))["target"] != a["target"])
+             if a["target"] in task.params(episode_seed(s))["labels"]
+             and task.params(episode_seed(s))["target"] != a["target"])
     env.reset(seed=b, options={"task_id": "click-button"})
     assert env.params == task.params(episode_seed(b)) and _content(env) != page_a
     env.step(act("click", ref=env.view.find("button", a["target"])))

@@ -35,7 +35,8 @@ class ScriptedSiblings:
 
 def judged_turn(reply="one two three four five six seven", verdict=-1.0, user="alice", max_tokens=64):
     return Turn(episode_id="s", turn_index=0, context=[{"role": "user", "content": "what is 2+2?"}],
-                action={"role": "assistant", "content": reply}, next_state=[{"role": "user", "content": "no, keep it under 5 words"}],
+                action={"role": "assistant", "content": reply},
+                next_state=[{"role": "user", "content": "no, keep it under 5 words"}],
                 prompt_ids=[1, 2, 3], response_ids=[4, 5], response_logprobs=[-1.0, -2.0], policy_version=2,
                 info={"user": user, "sampling": {"temperature": 0.7, "top_p": 1.0, "max_tokens": max_tokens}},
                 judge={"prm": JudgeResult(score=verdict)} if verdict is not None else {}, turn_id="t1")
@@ -43,7 +44,8 @@ def judged_turn(reply="one two three four five six seven", verdict=-1.0, user="a
 
 def groups(siblings, wishes=(SHORT_WISH,), **settings):
     rubric = RubricJudge(None, wishes_of=lambda user: list(wishes) if user == "alice" else [])  # cues only
-    return HindsightGroups(ScriptedSiblings(siblings), rubric, HindsightSettings(**{"k": 3, **settings}), temperature=0.7)
+    return HindsightGroups(ScriptedSiblings(siblings), rubric,
+                           HindsightSettings(**{"k": 3, **settings}), temperature=0.7)
 
 
 def test_a_turn_becomes_a_group_of_the_persons_reply_and_siblings_scored_against_the_wishes():
@@ -109,7 +111,8 @@ def test_settings_refuse_groups_that_cannot_teach():
 
 
 def _member(group, reward, advantage):
-    return Sample(prompt_ids=[1], response_ids=[2], old_logprobs=[-1.0], reward=reward, advantage=advantage, group_id=group)
+    return Sample(prompt_ids=[1], response_ids=[2], old_logprobs=[-1.0], reward=reward,
+                  advantage=advantage, group_id=group)
 
 
 def test_the_batch_baseline_leaves_a_groups_advantages_alone():
@@ -171,7 +174,8 @@ def test_served_turns_become_groups_and_train_and_a_user_who_never_corrects_trai
             first = {"role": "user", "content": "hi"}
             answer = api.chat.completions.create(model="m", messages=[first], user="carol", max_tokens=16)
             api.chat.completions.create(model="m", user="carol", max_tokens=16, messages=[
-                first, {"role": "assistant", "content": answer.choices[0].message.content}, {"role": "user", "content": "thanks"}])
+                first, {"role": "assistant", "content": answer.choices[0].message.content},
+                {"role": "user", "content": "thanks"}])
         assert wait_until(lambda: personal.refused["no_wishes"] >= 2), personal.refused
         first = {"role": "user", "content": "what is 2+2?"}
         answer = api.chat.completions.create(model="m", messages=[first], user="alice", max_tokens=16)

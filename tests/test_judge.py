@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from clawgym.core.messages import Message
+from clawgym.core.policy import SamplingParams
 from clawgym.rl.judge import (
     AnswerRule,
     CompositeJudge,
@@ -20,26 +21,27 @@ from clawgym.rl.judge import (
     TestsRule,
     ToolErrorRule,
     chosen_hint,
-    make_judges,
     majority,
+    make_judges,
     parse_boxed,
     parse_hint,
     select_hints,
     setting_for,
 )
-from clawgym.core.policy import SamplingParams
 from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.types import JudgeResult, Turn
 
 
-def make_turn(next_state: list[Message] | None = None, *, env_id: str = "clawgym/ToolCall-v0", action: str = "calling the tool", **kwargs) -> Turn:
+def make_turn(next_state: list[Message] | None = None, *, env_id: str = "clawgym/ToolCall-v0",
+              action: str = "calling the tool", **kwargs) -> Turn:
     context = [
         {"role": "system", "content": "You are an agent."},
         {"role": "user", "content": "What is 6 * 7?"},
     ]
     if next_state is None:
         next_state = [{"role": "tool", "name": "python", "tool_call_id": "call_0", "content": "42"}]
-    return Turn(episode_id="e", turn_index=0, context=context, action={"role": "assistant", "content": action}, next_state=next_state, env_id=env_id, **kwargs)
+    return Turn(episode_id="e", turn_index=0, context=context, action={"role": "assistant", "content": action},
+                next_state=next_state, env_id=env_id, **kwargs)
 
 
 class Script:
@@ -98,7 +100,8 @@ def test_majority_ties_and_invalid_votes() -> None:
 
 
 def test_parse_hint_and_select_hints() -> None:
-    assert parse_hint(r"[HINT_START] Use python for big products. [HINT_END] \boxed{1}") == "Use python for big products."
+    assert parse_hint(
+        r"[HINT_START] Use python for big products. [HINT_END] \boxed{1}") == "Use python for big products."
     assert parse_hint("[HINT_START]a[HINT_END] [HINT_START]the second one[HINT_END]") == "the second one"
     assert parse_hint("[HINT_START]   [HINT_END]") is None
     assert parse_hint("no hint") is None
@@ -117,7 +120,8 @@ def test_parse_hint_and_select_hints() -> None:
         "Check the units before answering.",
         "eleven char",
     ]
-    assert select_hints(hints, max_hints=2) == ["Run the code instead of guessing the product.", "Read the task statement again carefully."]
+    assert select_hints(hints, max_hints=2) == ["Run the code instead of guessing the product.",
+                                                "Read the task statement again carefully."]
     assert select_hints(hints, max_hints=1, order="shortest") == ["eleven char"]
     with pytest.raises(ValueError, match="order"):
         select_hints(hints, order="random")
@@ -320,7 +324,8 @@ def tool(content: str) -> Message:
 async def test_rule_judges() -> None:
     assert (await ToolErrorRule().judge(make_turn([tool("Error: unknown tool 'pyhton'")]))).score == -1.0
     assert await ToolErrorRule().judge(make_turn([tool("42")])) is None
-    assert await ToolErrorRule().judge(make_turn([{"role": "user", "content": "Error: that is not what I asked"}])) is None
+    assert await ToolErrorRule().judge(
+        make_turn([{"role": "user", "content": "Error: that is not what I asked"}])) is None
 
     assert (await ExitCodeRule().judge(make_turn([tool("exit code: 2\nls: cannot access")]))).score == -1.0
     assert (await ExitCodeRule().judge(make_turn([tool("Exit code: -9 (killed)")]))).score == -1.0
@@ -336,8 +341,10 @@ async def test_rule_judges() -> None:
     assert (await TestsRule().judge(make_turn([tool("")], info={"tests_failed": 0, "tests_passed": 7}))).score == 1.0
     assert await TestsRule().judge(make_turn([tool("hello")])) is None
 
-    assert (await AnswerRule().judge(make_turn([], terminated=True, env_reward=1.0, info={"success": True}))).score == 1.0
-    assert (await AnswerRule().judge(make_turn([], terminated=True, env_reward=0.0, info={"success": False}))).score == -1.0
+    assert (
+        await AnswerRule().judge(make_turn([], terminated=True, env_reward=1.0, info={"success": True}))).score == 1.0
+    assert (
+        await AnswerRule().judge(make_turn([], terminated=True, env_reward=0.0, info={"success": False}))).score == -1.0
     assert await AnswerRule().judge(make_turn([], truncated=True)) is None
     assert await AnswerRule().judge(make_turn()) is None
 
@@ -390,7 +397,8 @@ async def test_stage_judges_every_turn_and_keeps_failed_ones() -> None:
 
     script = Script([r"\boxed{1}"])
     judged: list[Turn] = []
-    stage = JudgeStage([PRMJudge(script.policy, m=1), CompositeJudge(name="rules"), Broken()], workers=2, on_judged=judged.append)
+    stage = JudgeStage([PRMJudge(script.policy, m=1), CompositeJudge(name="rules"), Broken()], workers=2,
+                       on_judged=judged.append)
     turns = [make_turn([tool(f"result {i}")]) for i in range(5)] + [make_turn([tool("Error: boom")])]
     with pytest.raises(RuntimeError, match="not running"):
         stage.submit(turns[0])

@@ -100,7 +100,8 @@ def test_bad_overrides_fail_clearly(override, message):
 def test_unknown_keys_in_the_file_fail(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("method: grpo\nloop: {steps: 2, max_stalenes: 3}\n")
-    with pytest.raises(ConfigError, match=r"unknown config key\(s\) loop.max_stalenes; valid keys under loop: .*max_staleness"):
+    with pytest.raises(ConfigError,
+                       match=r"unknown config key\(s\) loop.max_stalenes; valid keys under loop: .*max_staleness"):
         load_config(path)
     path.write_text("- just\n- a list\n")
     with pytest.raises(ConfigError, match="top level must be a mapping"):
@@ -115,7 +116,8 @@ def test_hint_format_is_checked_and_reaches_the_trainer():
 
     with pytest.raises(ConfigError, match="trainer.hint_format must be header or inline, got 'footer'"):
         load_config(launchers.resolve("chat"), ["trainer.hint_format=footer"])
-    assert trainer_config(load_config(launchers.resolve("chat"), ["trainer.hint_format=inline"])).hint_format == "inline"
+    assert trainer_config(
+        load_config(launchers.resolve("chat"), ["trainer.hint_format=inline"])).hint_format == "inline"
 
 
 GPU_LAUNCHERS = [p for p in LAUNCHERS if "\ngpu:" in p.read_text()]
@@ -126,7 +128,8 @@ def test_gpu_section_static_checks():
         load_config(None, ["gpu.backend=deepspeed"])
     with pytest.raises(ConfigError, match="gpu.actor_gpus must be at least 1"):
         load_config(None, ["gpu.actor_gpus=0"])
-    with pytest.raises(ConfigError, match=r"multiple of tensor_parallel x pipeline_parallel \(2 x 2\): set actor_gpus to 4"):
+    with pytest.raises(ConfigError,
+                       match=r"multiple of tensor_parallel x pipeline_parallel \(2 x 2\): set actor_gpus to 4"):
         load_config(None, ["gpu.actor_gpus=2", "gpu.tensor_parallel=2", "gpu.pipeline_parallel=2"])
     with pytest.raises(ConfigError, match="torch\\+sglang trains on one GPU: set gpu.actor_gpus=1"):
         load_config(None, ["gpu.backend=torch+sglang", "gpu.actor_gpus=2"])
@@ -165,7 +168,8 @@ def test_every_bundled_launcher_ships_a_gpu_section_that_passes_check(name, caps
 
 
 def test_label_probability_judges_are_refused_where_the_judge_is_an_sglang_server():
-    with pytest.raises(ConfigError, match="on the GPU partition judge.model: policy is the SGLang server; use judge.type prm,hint"):
+    with pytest.raises(ConfigError,
+                       match="on the GPU partition judge.model: policy is the SGLang server; use judge.type prm,hint"):
         load_config(REPO / "clawgym" / "launchers" / "chat.yaml", ["gpu.enabled=true"])
 
 
@@ -179,7 +183,8 @@ def test_check_prints_the_placement_plan():
     assert "judge    [node0:gpu2] SGLang judge server (qwen2.5-coder-0.5b, frozen)" in terminal  # alias resolved
     cpu = check_config(REPO / "clawgym" / "launchers" / "demo.yaml")
     assert "placement: cpu" in cpu and "GPUs: none" in cpu and "weights  inproc" in cpu
-    colocated = check_config(REPO / "clawgym" / "launchers" / "chat.yaml", GPU_SETS["chat"] + ["gpu.rollout_gpus=0", "gpu.gpus_per_node=1"])
+    colocated = check_config(REPO / "clawgym" / "launchers" / "chat.yaml",
+                             GPU_SETS["chat"] + ["gpu.rollout_gpus=0", "gpu.gpus_per_node=1"])
     assert "weights  tensor:" in colocated and "SGLang policy server (colocated)" in colocated
     wide = plan(load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", [
         "gpu.enabled=true", "gpu.nodes=2", "gpu.gpus_per_node=8", "gpu.actor_gpus=8", "gpu.tensor_parallel=4",
@@ -194,9 +199,11 @@ def test_check_shows_lora_adapter_export_and_the_context_window_sglang_gets():
     smol = ["policy.model=smollm2-135m"]  # an 8k model: a 32k window needs YaRN
     merged = plan(load_config(chat, GPU_SETS["chat"]))
     assert merged.transport == "nccl" and "merged" in merged.transport_note and merged.sglang_args == []
-    printed = check_config(chat, GPU_SETS["chat"] + smol + ["trainer.lora.export=adapter", "policy.context_window=32768"])
+    printed = check_config(chat,
+                           GPU_SETS["chat"] + smol + ["trainer.lora.export=adapter", "policy.context_window=32768"])
     assert "weights  adapter: LoRA adapters only (" in printed and "/load_lora_adapter as clawgym-v<version>" in printed
-    assert ("sglang   policy server also gets: --enable-lora --max-lora-rank 16 --lora-target-modules down_proj gate_proj "
+    assert ("sglang   policy server also gets: --enable-lora --max-lora-rank 16 "
+            "--lora-target-modules down_proj gate_proj "
             "k_proj o_proj q_proj up_proj v_proj --context-length 32768 --json-model-override-args ") in printed
     args = plan(load_config(chat, GPU_SETS["chat"] + smol + ["policy.context_window=32768"])).sglang_args
     assert args[:3] == ["--context-length", "32768", "--json-model-override-args"]
@@ -205,11 +212,14 @@ def test_check_shows_lora_adapter_export_and_the_context_window_sglang_gets():
 
     from clawgym.rl.policy.models import extend_context
 
-    hf = extend_context(LlamaConfig(max_position_embeddings=8192, rope_parameters={"rope_type": "default", "rope_theta": 100000.0}), 32768)
+    hf = extend_context(LlamaConfig(max_position_embeddings=8192,
+                                    rope_parameters={"rope_type": "default", "rope_theta": 100000.0}), 32768)
     assert override == {"max_position_embeddings": 32768, "rope_scaling": hf.rope_parameters}  # the hf policy's YaRN
-    assert override["rope_scaling"]["factor"] == 4.0 and override["rope_scaling"]["original_max_position_embeddings"] == 8192
+    assert (override["rope_scaling"]["factor"] == 4.0
+            and override["rope_scaling"]["original_max_position_embeddings"] == 8192)
     assert plan(load_config(chat, GPU_SETS["chat"] + smol + ["policy.context_window=8192"])).sglang_args == []  # native
-    assert plan(load_config(chat, GPU_SETS["chat"] + ["policy.context_window=32768"])).sglang_args == []  # Qwen's own 32k
+    # Qwen's own 32k
+    assert plan(load_config(chat, GPU_SETS["chat"] + ["policy.context_window=32768"])).sglang_args == []
     with pytest.raises(ConfigError, match="set gpu.enabled true, or trainer.lora.export merged"):
         load_config(chat, ["trainer.lora.export=adapter"])  # the in-process hf policy takes merged weights
 
@@ -238,7 +248,8 @@ def test_checkpoint_directory_models_are_sized_from_config_json(tmp_path):
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        (["gpu.rollout_gpus=2"], r"uses 3 GPUs \(actor 1 \+ rollout 2 \+ judge 0\) but gpu.nodes x gpu.gpus_per_node = 1 x 2 = 2"),
+        (["gpu.rollout_gpus=2"],
+         r"uses 3 GPUs \(actor 1 \+ rollout 2 \+ judge 0\) but gpu.nodes x gpu.gpus_per_node = 1 x 2 = 2"),
         (["gpu.actor_gpus=4"], "torch\\+sglang trains on one GPU: set gpu.actor_gpus=1 \\(got 4\\)"),
         (["gpu.weight_transport=tensor"], "set gpu.rollout_gpus=0"),
         (["gpu.judge_gpus=1", "gpu.gpus_per_node=3", "judge.type=rules", "method=grpo"], "set gpu.judge_gpus=0"),
@@ -248,7 +259,8 @@ def test_checkpoint_directory_models_are_sized_from_config_json(tmp_path):
         (["trainer.lora.export=adapters"], "trainer.lora.export must be merged or adapter"),
         (["trainer.lora.export=adapter", "trainer.lora.enabled=false"], "trainer.lora.enabled is false"),
         (["trainer.lora.export=adapter", "gpu.weight_transport=nccl"], "set gpu.weight_transport auto"),
-        (["policy.context_window=65536", 'gpu.sglang_args=["--context-length","4096"]'], "remove it from gpu.sglang_args"),
+        (["policy.context_window=65536", 'gpu.sglang_args=["--context-length","4096"]'],
+         "remove it from gpu.sglang_args"),
         (["policy.context_window=65536", "gpu.backend=megatron+sglang", "gpu.actor_gpus=1"], "does not apply"),
     ],
 )
@@ -344,7 +356,9 @@ def test_int8_serving_weights_validate_and_turn_on_the_behavior_correction():
     config = load_config(chat, ["policy.quantize=int8"])
     assert trainer_config(config).behavior_correction == "tis"  # the sampler's weights are a rounding
     assert trainer_config(load_config(chat)).behavior_correction == "none"
-    assert trainer_config(load_config(chat, ["policy.quantize=int8", "trainer.behavior_correction=none"])).behavior_correction == "none"
+    assert trainer_config(load_config(chat,
+                                      ["policy.quantize=int8",
+                                       "trainer.behavior_correction=none"])).behavior_correction == "none"
     for overrides, message in ((["policy.quantize=int4"], "must be none or int8"),
                                (["policy.quantize=int8", "policy.dtype=float32"], "needs policy.backend hf"),
                                (["trainer.behavior_correction=magic"], "must be none or tis")):

@@ -52,7 +52,8 @@ def test_ray_section_errors_say_what_to_change(overrides, message):
 
 
 def test_multi_node_partition_needs_the_cluster_address():
-    gpu = ["gpu.enabled=true", "judge.type=prm,hint", "gpu.backend=megatron+sglang", "gpu.nodes=2", "gpu.gpus_per_node=1", "rollout.executor=ray"]
+    gpu = ["gpu.enabled=true", "judge.type=prm,hint", "gpu.backend=megatron+sglang", "gpu.nodes=2",
+           "gpu.gpus_per_node=1", "rollout.executor=ray"]
     with pytest.raises(ConfigError, match="ray start --head --port 6379 .* set ray.address=NODE0:6379"):
         check_config(CHAT, gpu)
     text = check_config(CHAT, [*gpu, "ray.address=node0:6379"])
@@ -77,9 +78,9 @@ def test_rollouts_run_on_an_existing_ray_head():
     pytest.importorskip("ray")
     import ray
 
-    from tests.test_rollout import ENV_ID, AdderEnv, adder_responder
     from clawgym.rl.policy.scripted import ScriptedPolicy
     from clawgym.rl.rollout import RolloutPool, make_groups
+    from tests.test_rollout import ENV_ID, AdderEnv, adder_responder
 
     ray_bin = Path(sys.executable).parent / "ray"
     if not ray_bin.exists():

@@ -80,17 +80,20 @@ def turn(ids=True, index=0, episode="e0", group="g", reward=0.0, version=0, judg
 
 
 def trajectory(reward: float, turns: list[Turn], episode: str, group: str = "g") -> Trajectory:
-    return Trajectory(episode_id=episode, env_id="x", task_id="t", turns=turns, reward=reward, success=reward > 0, group_id=group)
+    return Trajectory(episode_id=episode, env_id="x", task_id="t", turns=turns, reward=reward,
+                      success=reward > 0, group_id=group)
 
 
 # ---------------------------------------------------------------------------------------------- samples
 def test_build_group_grpo_outcome_advantages_and_versions():
-    trajs = [trajectory(r, [turn(episode=f"e{i}", reward=r, version=3)], f"e{i}") for i, r in enumerate([1.0, 0.0, 0.0, 1.0])]
+    trajs = [trajectory(r, [turn(episode=f"e{i}", reward=r, version=3)], f"e{i}")
+             for i, r in enumerate([1.0, 0.0, 0.0, 1.0])]
     group, refused = build_group(trajs, method="grpo", reward="outcome", version_offset=2)
     assert not refused
     assert [s.advantage for s in group.samples] == pytest.approx([0.866, -0.866, -0.866, 0.866], abs=1e-3)
     assert all(s.policy_version == 5 for s in group.samples)  # policy version 3 + offset 2
-    assert all(s.prompt_ids == [5, 6, 7] and s.response_ids == [8, 9] and s.old_logprobs == [-1.0, -2.0] for s in group.samples)
+    assert all(s.prompt_ids == [5, 6, 7] and s.response_ids == [8, 9]
+               and s.old_logprobs == [-1.0, -2.0] for s in group.samples)
     assert group.rewards == [1.0, 0.0, 0.0, 1.0] and group.successes == [True, False, False, True]
 
 
@@ -104,7 +107,8 @@ def test_turns_without_token_ids_are_refused_and_counted():
     assert refused["no_prompt_ids"] == 2
     bad = turn()
     bad.response_logprobs = [-1.0]  # one logprob for two tokens
-    group, refused = build_group([trajectory(1.0, [bad], "e0"), trajectory(0.0, [turn(episode="e1")], "e1")], method="grpo")
+    group, refused = build_group([trajectory(1.0, [bad], "e0"),
+                                  trajectory(0.0, [turn(episode="e1")], "e1")], method="grpo")
     assert refused["logprobs_mismatch"] == 1
     # the refused turn is not trained, but its trajectory's outcome still counts in the group baseline
     (sample,) = group.samples
@@ -124,8 +128,11 @@ def test_failed_episodes_and_equal_rewards():
 def test_step_wise_rewards_use_prm_scores_per_turn_index():
     judged = lambda s: {"judge": JudgeResult(score=s, source="prm")}  # noqa: E731
     trajs = [
-        trajectory(1.0, [turn(index=0, episode="a", judge=judged(1.0)), turn(index=1, episode="a", judge=judged(1.0))], "a"),
-        trajectory(0.0, [turn(index=0, episode="b", judge=judged(-1.0)), turn(index=1, episode="b", judge=judged(1.0))], "b"),
+        trajectory(1.0,
+                   [turn(index=0, episode="a", judge=judged(1.0)), turn(index=1, episode="a", judge=judged(1.0))], "a"),
+        trajectory(0.0,
+                   [turn(index=0, episode="b", judge=judged(-1.0)),
+                    turn(index=1, episode="b", judge=judged(1.0))], "b"),
     ]
     group, _ = build_group(trajs, method="grpo", reward="step_wise", prm_coef=0.5)
     rewards = [s.reward for s in group.samples]
@@ -227,7 +234,8 @@ async def test_loop_trains_publishes_and_logs(tmp_path):
     policy, trainer = make_parts()
     before = {k: v.clone() for k, v in policy.model.state_dict().items()}
     cfg = loop_config(tmp_path, eval_before=True, eval_after=True, eval_episodes=3)
-    loop = AsyncRLLoop(make_parity_env, policy, trainer, cfg, env_kwargs={"split": "train"}, eval_env_kwargs={"split": "test"})
+    loop = AsyncRLLoop(make_parity_env, policy, trainer, cfg, env_kwargs={"split": "train"},
+                       eval_env_kwargs={"split": "test"})
     try:
         result = await loop.run()
     finally:
@@ -240,7 +248,8 @@ async def test_loop_trains_publishes_and_logs(tmp_path):
     train = [r for r in records if r["kind"] == "train"]
     assert [r["step"] for r in train] == [1, 2, 3]
     for key in ("reward_mean", "success_rate", "verdict_mean", "kl", "clip_frac", "staleness_mean", "samples_per_s",
-                "train_tokens_per_s", "time_rollout_s", "time_judge_s", "time_train_s", "time_publish_s", "time_wait_s"):
+                "train_tokens_per_s", "time_rollout_s", "time_judge_s", "time_train_s",
+                "time_publish_s", "time_wait_s"):
         assert key in train[0], key
     assert all(r["samples"] > 0 for r in train)
     evals = [r for r in records if r["kind"] == "eval"]
@@ -262,7 +271,8 @@ async def test_loop_with_rule_judge_and_stale_samples_dropped(tmp_path):
     """A judge stage in the loop; max_staleness 0 with a deep buffer forces stale drops, counted."""
     policy, trainer = make_parts()
     cfg = loop_config(tmp_path, steps=3, buffer_groups=6, max_staleness=0, batch_groups=2)
-    loop = AsyncRLLoop(make_parity_env, policy, trainer, cfg, judges=make_judges("rules"), env_kwargs={"split": "train"})
+    loop = AsyncRLLoop(make_parity_env, policy, trainer, cfg, judges=make_judges("rules"),
+                       env_kwargs={"split": "train"})
     try:
         result = await loop.run()
     finally:
@@ -277,8 +287,8 @@ async def test_loop_with_rule_judge_and_stale_samples_dropped(tmp_path):
 
 async def test_hybrid_loop_with_an_llm_hint_judge_served_by_the_policy(tmp_path):
     """The hint judge is an LLM judge on the serving policy itself; unhinted samples keep the RL term."""
-    from clawgym.rl.judge import HintJudge
     from clawgym.core.policy import SamplingParams
+    from clawgym.rl.judge import HintJudge
 
     policy, trainer = make_parts(method="hybrid")
     judge = HintJudge(policy, m=2, max_retries=0, sampling=SamplingParams(temperature=1.0, max_tokens=6, seed=1))
@@ -362,7 +372,8 @@ async def test_serving_answers_while_a_slow_train_step_runs(tmp_path):
         from clawgym.core.policy import SamplingParams
 
         while not stop.is_set():
-            await policy.generate([{"role": "user", "content": "ping"}], None, SamplingParams(temperature=0, max_tokens=4))
+            await policy.generate([{"role": "user", "content": "ping"}], None,
+                                  SamplingParams(temperature=0, max_tokens=4))
             done_at.append(time.time())
             await asyncio.sleep(0.05)
 

@@ -45,7 +45,8 @@ def test_step_wise_rewards_and_advantages():
     # rollout A turns 0,1 ; rollout B turns 0,1 ; same group -> normalise per step index
     adv = losses.step_wise_advantages(r, ["g"] * 4, [0, 1, 0, 1], eps=0.0)
     # step 0: {1.5, -0.5}: mean 0.5, std sqrt(2) ; step 1: {0.5, -0.5}: mean 0, std sqrt(0.5)
-    assert adv.tolist() == pytest.approx([1 / math.sqrt(2), 0.5 / math.sqrt(0.5), -1 / math.sqrt(2), -0.5 / math.sqrt(0.5)])
+    assert adv.tolist() == pytest.approx([1 / math.sqrt(2), 0.5 / math.sqrt(0.5),
+                                          -1 / math.sqrt(2), -0.5 / math.sqrt(0.5)])
 
 
 def test_opd_and_hybrid_advantages():

@@ -28,8 +28,10 @@ from clawgym.rl.trainer import LoraSettings, TrainerConfig
 from clawgym.rl.trainer import megatron_lora as L
 from clawgym.rl.trainer.megatron_convert import ModelShape, fuse_gate_up, fuse_qkv
 
-HAS_MEGATRON = importlib.util.find_spec("megatron") is not None and importlib.util.find_spec("megatron.core") is not None
-needs_megatron = pytest.mark.skipif(not HAS_MEGATRON, reason="megatron-core is not installed (pip install megatron-core)")
+HAS_MEGATRON = (importlib.util.find_spec("megatron") is not None
+                and importlib.util.find_spec("megatron.core") is not None)
+needs_megatron = pytest.mark.skipif(not HAS_MEGATRON,
+                                    reason="megatron-core is not installed (pip install megatron-core)")
 ROOT = Path(__file__).resolve().parents[1]
 SHAPE = ModelShape(num_layers=2, hidden_size=16, num_heads=4, num_kv_heads=2, head_dim=4, ffn_hidden_size=24,
                    vocab_size=50, tie_embeddings=True)
@@ -84,14 +86,18 @@ def test_sharding_rule_column_splits_b_rows_row_splits_a_columns():
 
 @needs_megatron
 def test_loading_peft_adapters_takes_this_ranks_slice_and_refuses_mismatches():
-    adapters = {"decoder.layers.0.self_attention.linear_qkv_lora": _adapter("self_attention.linear_qkv", ["q", "v"], tp_size=2)}
+    adapters = {
+        "decoder.layers.0.self_attention.linear_qkv_lora": _adapter("self_attention.linear_qkv", ["q", "v"], tp_size=2)}
     prefix = "base_model.model.model.layers.1.self_attn."  # stage-local layer 0 is global layer 1 (layer_offset=1)
-    whole = {f"{prefix}q_proj.lora_A.default.weight": torch.randn(3, 16), f"{prefix}q_proj.lora_B.default.weight": torch.randn(16, 3),
+    whole = {f"{prefix}q_proj.lora_A.default.weight": torch.randn(3, 16),
+             f"{prefix}q_proj.lora_B.default.weight": torch.randn(16, 3),
              f"{prefix}v_proj.lora_A.weight": torch.randn(3, 16), f"{prefix}v_proj.lora_B.weight": torch.randn(8, 3),
-             "base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight": torch.randn(3, 16)}  # another stage's: ignored
+             # another stage's: ignored
+             "base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight": torch.randn(3, 16)}
     L.load_peft_adapters(adapters, whole, tp_rank=1, tp_size=2, layer_offset=1)
     adapter = adapters["decoder.layers.0.self_attention.linear_qkv_lora"]
-    assert torch.equal(adapter.A_q, whole[f"{prefix}q_proj.lora_A.default.weight"])  # A whole on a column-parallel linear
+    # A whole on a column-parallel linear
+    assert torch.equal(adapter.A_q, whole[f"{prefix}q_proj.lora_A.default.weight"])
     assert torch.equal(adapter.B_v, whole[f"{prefix}v_proj.lora_B.weight"][4:])  # B: rank 1's half of the output rows
     with pytest.raises(KeyError, match="missing for 1 parameters"):
         L.load_peft_adapters(adapters, {k: v for k, v in whole.items() if "v_proj.lora_B" not in k}, 1, 2, 1)
@@ -141,11 +147,12 @@ def _run_parity(tmp_path: Path, tp: int, pp: int) -> dict:
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                    PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="", TP=str(tp), PP=str(pp))
-        procs.append(subprocess.Popen([sys.executable, str(ROOT / "tests" / "megatron_parity.py"), str(tmp_path / "hf"), str(tmp_path)],
+        procs.append(subprocess.Popen([sys.executable, str(ROOT / "tests" / "megatron_parity.py"),
+                                       str(tmp_path / "hf"), str(tmp_path)],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outputs = [p.communicate(timeout=400)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs), "\n".join(o[-2000:] for o in outputs)
-    line = next(l for l in outputs[0].splitlines() if l.startswith("RESULT "))
+    line = next(s for s in outputs[0].splitlines() if s.startswith("RESULT "))
     return json.loads(line[len("RESULT "):])
 
 

@@ -18,8 +18,8 @@ MODEL = "qwen2.5-coder-0.5b"
 
 
 def row(lfc, persona, method, seed, before, after, **extra):
-    base = {"model": MODEL, "persona": persona, "method": method, "seed": seed, "steps_budget": 16, "metrics": lfc.METRICS,
-            "before": before, "after": after, "steps": 16}
+    base = {"model": MODEL, "persona": persona, "method": method, "seed": seed,
+            "steps_budget": 16, "metrics": lfc.METRICS, "before": before, "after": after, "steps": 16}
     if method in lfc.JUDGE_ONLY:
         base["recipe"] = lfc.RECIPE
     return {**base, **extra}
@@ -59,7 +59,8 @@ def test_another_simulated_person_is_a_row_of_its_own(lfc, tmp_path):
                     row(lfc, "teacher", "hindsight", 0, 0.5, 0.5)])
     lines = lfc.table(results, MODEL).splitlines()
     assert "0.60 ± 0.00 [1] +0.10" in next(line for line in lines if line.startswith("hindsight/voice=all "))
-    assert "0.40 ± 0.00 [1] -0.10" in next(line for line in lines if line.startswith("hindsight/user=qwen2.5-coder-1.5b "))
+    assert "0.40 ± 0.00 [1] -0.10" in next(line for line in lines
+                                           if line.startswith("hindsight/user=qwen2.5-coder-1.5b "))
     assert "0.50 ± 0.00 [1] +0.00" in next(line for line in lines if line.startswith("hindsight "))
     assert not any("--method hindsight --seed 0" in c and "teacher" in c for c in lfc.missing(results, MODEL))
 
@@ -67,7 +68,8 @@ def test_another_simulated_person_is_a_row_of_its_own(lfc, tmp_path):
 def test_missing_lists_exactly_the_cells_not_run(lfc, tmp_path):
     results = tmp_path / "results.jsonl"
     trained = len(lfc.METHODS) - len(lfc.UNTRAINED)
-    assert len(lfc.missing(results, MODEL)) == 2 * 3 + trained * 3 * 3  # nothing run: base/prompting once, the rest x 3 seeds
+    # nothing run: base/prompting once, the rest x 3 seeds
+    assert len(lfc.missing(results, MODEL)) == 2 * 3 + trained * 3 * 3
     write(results, [row(lfc, "ta", "hybrid", 1, 0.4, 0.4), row(lfc, "ta", "base", 0, 0.4, 0.4),
                     row(lfc, "ta", "hybrid", 2, 0.4, 0.4, sets=["trainer.lr=1e-5"])])  # an ablation fills no cell
     todo = lfc.missing(results, MODEL)

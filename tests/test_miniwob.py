@@ -22,7 +22,8 @@ from clawgym.envs.gui.miniwob import MiniWoBEnv, html_dir, task_ids
 from clawgym.envs.gui.miniwob_scripts import SCRIPTS, WRONG, play_oracle
 
 # A representative few: a button, text entry, checkboxes (partial rewards), a dropdown, jQuery UI widgets.
-SAMPLE = ["click-button", "enter-text", "click-checkboxes-large", "choose-list", "click-dialog-2", "click-tab", "enter-time"]
+SAMPLE = ["click-button", "enter-text", "click-checkboxes-large", "choose-list", "click-dialog-2",
+          "click-tab", "enter-time"]
 
 
 @pytest.fixture(scope="module")

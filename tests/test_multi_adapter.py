@@ -29,8 +29,10 @@ def random_adapter(seed: int, r: int = 4) -> dict[str, torch.Tensor]:
     state = {}
     for name, module in build_tiny_random(TOKENIZER_SIZE).named_modules():
         if name.rsplit(".", 1)[-1] in TARGETS and isinstance(module, torch.nn.Linear):
-            state[f"base_model.model.{name}.lora_A.default.weight"] = torch.randn(r, module.in_features, generator=gen) * 0.5
-            state[f"base_model.model.{name}.lora_B.default.weight"] = torch.randn(module.out_features, r, generator=gen) * 0.5
+            state[f"base_model.model.{name}.lora_A.default.weight"] = torch.randn(
+                r, module.in_features, generator=gen) * 0.5
+            state[f"base_model.model.{name}.lora_B.default.weight"] = torch.randn(
+                module.out_features, r, generator=gen) * 0.5
     return state
 
 
@@ -46,7 +48,8 @@ def merged(tokenizer, adapter, r: int = 4, alpha: float = 8):
 
 
 def policy(tokenizer, slots: int = 4) -> MultiAdapterHFPolicy:
-    return MultiAdapterHFPolicy(build_tiny_random(len(tokenizer)), tokenizer, slots=slots, r=4, alpha=8, target_modules=TARGETS)
+    return MultiAdapterHFPolicy(build_tiny_random(len(tokenizer)), tokenizer, slots=slots, r=4,
+                                alpha=8, target_modules=TARGETS)
 
 
 async def answers(pol, prompts):
@@ -63,7 +66,8 @@ def test_mixed_adapter_batch_equals_each_users_merged_model(tokenizer):
 
     async def run():
         # alice, bob and the base model in one continuous batch
-        mixed = await asyncio.gather(*(view.generate(p, None, GREEDY) for view in (served.adapter(1), served.adapter(2), served.adapter(0))
+        mixed = await asyncio.gather(*(view.generate(p, None, GREEDY)
+                                       for view in (served.adapter(1), served.adapter(2), served.adapter(0))
                                       for p in PROMPTS))
         refs = []
         for model in (merged(tokenizer, alice), merged(tokenizer, bob), build_tiny_random(len(tokenizer))):

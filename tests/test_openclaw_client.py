@@ -11,12 +11,12 @@ import time
 
 import pytest
 
+from clawgym.rl.policy.scripted import ScriptedPolicy
+from clawgym.rl.server import BackgroundServer
 from clawgym.serve.app import build_gateway_app
 from clawgym.serve.gateway import ChatGateway, PolicyResponder
 from clawgym.serve.protocol import INTERNAL_CONTEXT_MARKER, user_text
 from clawgym.serve.turn_log import TurnLog
-from clawgym.rl.policy.scripted import ScriptedPolicy
-from clawgym.rl.server import BackgroundServer
 from tests.openclaw_harness import OpenClawUnavailable, openclaw_gateway
 from tests.requirements import require_command
 
@@ -30,7 +30,8 @@ def user_words(messages):
         if message["role"] != "user":
             continue
         content = message["content"]
-        text = content if isinstance(content, str) else "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        text = (content
+                if isinstance(content, str) else "".join(p.get("text", "") for p in content if isinstance(p, dict)))
         if INTERNAL_CONTEXT_MARKER not in text:
             return user_text(message)
     return ""

@@ -27,7 +27,8 @@ def real_stack(tmp_path_factory):
     if shutil.which("npm") is None:
         pytest.skip("npm is not installed, so the OpenClaw client cannot be installed (apt-get install npm)")
     root = tmp_path_factory.mktemp("openclaw-real")
-    config = load_config(resolve("chat"), ["serve.train=false", "method=grpo", "judge.type=rules", f"loop.output_dir={root / 'run'}"])
+    config = load_config(resolve("chat"),
+                         ["serve.train=false", "method=grpo", "judge.type=rules", f"loop.output_dir={root / 'run'}"])
     serving = build_serving(config)
     server = BackgroundServer(serving.app)
     server.start()
@@ -64,4 +65,5 @@ def test_readme_config_talks_to_the_default_model_for_three_full_turns(real_stac
         assert len(turn.prompt_ids) + len(turn.response_ids) <= 32768
     # OpenClaw's system prompt is computed once: every later turn reuses thousands of prefix tokens
     assert turns[0].info["reused_prefix_tokens"] == 0
-    assert all(t.info["reused_prefix_tokens"] > 2000 for t in turns[1:]), [t.info["reused_prefix_tokens"] for t in turns]
+    assert all(t.info["reused_prefix_tokens"] > 2000 for t in turns[1:]), [
+        t.info["reused_prefix_tokens"] for t in turns]

@@ -105,11 +105,13 @@ def test_concurrent_requests_are_batched_and_logprobs_match_a_forward_pass(tiny)
         batched_passes = policy.stats["forward_passes"]
         sequential_policy = HFPolicy(model, tokenizer)
         for i in range(n):
-            await sequential_policy.generate(HELLO if i % 2 else LONGER, sampling=SamplingParams(max_tokens=max_tokens, seed=i))
+            await sequential_policy.generate(HELLO if i % 2 else LONGER,
+                                             sampling=SamplingParams(max_tokens=max_tokens, seed=i))
         sequential_passes = sequential_policy.stats["forward_passes"]
         await policy.close()
         await sequential_policy.close()
-        return batched, batched_passes, sequential_passes, policy.stats["max_batch_rows"], policy.stats["prefill_passes"]
+        return (batched, batched_passes, sequential_passes, policy.stats["max_batch_rows"],
+                policy.stats["prefill_passes"])
 
     generations, batched_passes, sequential_passes, max_rows, prefills = asyncio.run(run())
     assert prefills <= 4  # equal-length prompts (4 + 4 here) are prefilled together
@@ -192,7 +194,9 @@ def test_load_weights_mid_flight_bumps_version_and_drops_nothing(tiny):
     new_weights = build_tiny_random(len(tokenizer), seed=5).state_dict()
 
     async def run():
-        tasks = [asyncio.create_task(policy.generate(HELLO, sampling=SamplingParams(max_tokens=40, seed=i))) for i in range(6)]
+        tasks = [
+            asyncio.create_task(policy.generate(HELLO, sampling=SamplingParams(max_tokens=40, seed=i)))
+            for i in range(6)]
         while policy.stats["decode_passes"] < 5:  # wait until they are decoding
             await asyncio.sleep(0.005)
         version = await policy.update_weights(new_weights)

@@ -12,6 +12,7 @@ import asyncio
 import math
 
 import pytest
+
 from clawgym.core.policy import SamplingParams
 from clawgym.rl.policy.chat_template import encode_prompt
 from clawgym.rl.policy.models import load_tokenizer, smollm2_checkpoint_dir
@@ -45,13 +46,15 @@ def test_generate_sends_input_ids_and_maps_tokens_and_logprobs(sglang_fake):
     tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
 
     async def work(policy):
-        return await policy.generate(messages, tools, SamplingParams(temperature=0.7, top_p=0.9, max_tokens=200, stop=["END"], seed=4))
+        return await policy.generate(messages, tools,
+                                     SamplingParams(temperature=0.7, top_p=0.9, max_tokens=200, stop=["END"], seed=4))
 
     generation = run_with_policy(url, tokenizer, work)
     request = seen[-1]
     assert request["input_ids"] == encode_prompt(tokenizer, messages, tools)  # token in, chat template applied here
     assert request["return_logprob"] is True and request["logprob_start_len"] == -1
-    assert request["sampling_params"] == {"temperature": 0.7, "top_p": 0.9, "max_new_tokens": 200, "stop": ["END"], "sampling_seed": 4}
+    assert request["sampling_params"] == {"temperature": 0.7, "top_p": 0.9, "max_new_tokens": 200,
+                                          "stop": ["END"], "sampling_seed": 4}
     expected_ids = tokenizer(TOOL_TEXT, add_special_tokens=False)["input_ids"]
     assert generation.response_ids == expected_ids
     assert all(math.isclose(lp, -0.5 - i / 10) for i, lp in enumerate(generation.response_logprobs))
@@ -91,12 +94,14 @@ def test_http_errors_are_reported(sglang_fake):
         run_with_policy(url, tokenizer, work)
 
 
-@pytest.mark.skipif(sglang_unavailable_reason() is not None, reason=f"real SGLang server: {sglang_unavailable_reason()}")
+@pytest.mark.skipif(sglang_unavailable_reason() is not None,
+                    reason=f"real SGLang server: {sglang_unavailable_reason()}")
 def test_real_sglang_server_round_trip():  # pragma: no cover - GPU machines only
     async def main():
         policy = SGLangPolicy.launch(str(smollm2_checkpoint_dir()), server_args=["--mem-fraction-static", "0.3"])
         try:
-            generation = await policy.generate([{"role": "user", "content": "Say hi"}], sampling=SamplingParams(max_tokens=8))
+            generation = await policy.generate([{"role": "user", "content": "Say hi"}],
+                                               sampling=SamplingParams(max_tokens=8))
             assert len(generation.response_ids) == len(generation.response_logprobs) > 0
         finally:
             await policy.close()

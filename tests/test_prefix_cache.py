@@ -37,7 +37,8 @@ async def answers(policy, conversations):
 
 
 def test_a_later_turn_prefills_only_its_new_tokens_and_answers_the_same(tokenizer):
-    conversations = [turn("What is 2+2?"), turn("What is 2+2?", "It is 4.", "And 3+3?"), turn("Something else entirely")]
+    conversations = [turn("What is 2+2?"), turn("What is 2+2?", "It is 4.", "And 3+3?"),
+                     turn("Something else entirely")]
 
     async def run():
         cached = HFPolicy(build_tiny_random(len(tokenizer)), tokenizer, prefix_cache=PrefixCache(min_prefix=16))

@@ -17,7 +17,8 @@ from clawgym.rl.policy.chat_template import encode_prompt, render_prompt, suppor
 from clawgym.rl.policy.models import load_tokenizer
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
-                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+                                             "parameters": {"type": "object",
+                                                            "properties": {"city": {"type": "string"}}}}}]
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,8 @@ def test_openai_shaped_history_renders_as_the_model_wrote_it(qwen):
     messages = [
         {"role": "user", "content": [{"type": "text", "text": "Weather in "}, {"type": "text", "text": "Oslo?"}]},
         {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]},
+            {"id": "call_1", "type": "function",
+             "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]},
         {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "rain, 4 C"}]},
     ]
     text = render_prompt(qwen, messages, TOOLS)
@@ -50,7 +52,9 @@ def test_openai_shaped_history_renders_as_the_model_wrote_it(qwen):
 def test_what_the_template_shows_is_what_the_parser_reads(qwen):
     """A model that copies its template's format is understood: render a call, parse it back."""
     call = {"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
-    text = render_prompt(qwen, [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [call]}])
+    text = render_prompt(qwen,
+                         [{"role": "user", "content": "hi"},
+                          {"role": "assistant", "content": None, "tool_calls": [call]}])
     written = text.split("<|im_start|>assistant\n")[1].split("<|im_end|>")[0]
     _, calls = parse_action(written)
     assert [(c.name, c.arguments) for c in calls] == [("get_weather", {"city": "Oslo"})]
@@ -71,7 +75,8 @@ def test_the_lenient_reading_takes_a_message_that_is_only_a_call(text):
 
 @pytest.mark.parametrize("text", [
     '{"name": "get_weather", "arguments": {"city": "Oslo"}}\n{"name": "get_time", "arguments": {"zone": "CET"}}',
-    '```json\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n{"name": "get_time", "arguments": {"zone": "CET"}}\n```',
+    '```json\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n'
+    '{"name": "get_time", "arguments": {"zone": "CET"}}\n```',
     '{"name": "get_weather", "arguments": {"city": "Oslo"}},\n{"name": "get_time", "arguments": {"zone": "CET"}}',
 ])
 def test_parallel_calls_written_as_consecutive_objects_are_read_in_order(text):

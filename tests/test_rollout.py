@@ -12,9 +12,9 @@ import pytest
 
 from clawgym.core.env import AgentEnv
 from clawgym.core.messages import Message, text_of
+from clawgym.core.policy import Policy
 from clawgym.core.tasks import Task, TaskSet
 from clawgym.core.tools import FunctionTool, Tool
-from clawgym.core.policy import Policy
 from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.rollout import EpisodeSpec, RolloutPool, make_groups, run_rollout_cli
 from clawgym.rl.types import Trajectory, Turn, read_jsonl
@@ -48,8 +48,10 @@ class AdderEnv(AgentEnv):
 
         number = {"type": "integer"}
         return [
-            FunctionTool(add, "add", "Add two integers.", {"type": "object", "properties": {"a": number, "b": number}, "required": ["a", "b"]}),
-            FunctionTool(wait, "wait", "Block.", {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}),
+            FunctionTool(add, "add", "Add two integers.",
+                         {"type": "object", "properties": {"a": number, "b": number}, "required": ["a", "b"]}),
+            FunctionTool(wait, "wait", "Block.",
+                         {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}),
         ]
 
     def setup(self, task: Task) -> list[Message]:
@@ -95,7 +97,8 @@ def comparable(trajectory: Trajectory) -> tuple:
         trajectory.reward,
         trajectory.success,
         trajectory.error,
-        [(t.turn_index, t.context, t.action, t.next_state, t.env_reward, t.terminated, t.truncated, t.info) for t in trajectory.turns],
+        [(t.turn_index, t.context, t.action, t.next_state, t.env_reward, t.terminated, t.truncated, t.info)
+         for t in trajectory.turns],
     )
 
 
@@ -136,7 +139,8 @@ async def test_same_seeds_same_trajectories_and_groups_stream() -> None:
 
 async def test_failing_env_is_recorded_not_fatal_and_the_slot_recovers() -> None:
     policy = ScriptedPolicy(adder_responder)
-    specs = [EpisodeSpec(0, 1, "boom"), EpisodeSpec(1, 2, "add-1"), EpisodeSpec(2, 3, "boom"), EpisodeSpec(3, 4, "add-2")]
+    specs = [EpisodeSpec(0, 1, "boom"), EpisodeSpec(1, 2, "add-1"), EpisodeSpec(2, 3, "boom"),
+             EpisodeSpec(3, 4, "add-2")]
     async with RolloutPool(ENV_ID, policy, num_workers=1) as pool:  # one slot: it must survive the failures
         trajectories = await pool.run(specs)
     assert [t.error is None for t in trajectories] == [False, True, False, True]
@@ -351,7 +355,8 @@ async def test_local_executor_runs_each_env_on_its_own_thread_and_raises_env_err
 def test_run_rollout_cli_writes_every_turn(tmp_path) -> None:
     out = tmp_path / "turns.jsonl"
     out.write_text("stale line from an earlier run\n")
-    summary = run_rollout_cli(ENV_ID, ScriptedPolicy(adder_responder), 4, out_path=out, group_size=2, task_ids=["add-1", "add-2"])
+    summary = run_rollout_cli(ENV_ID, ScriptedPolicy(adder_responder), 4, out_path=out, group_size=2,
+                              task_ids=["add-1", "add-2"])
     turns = list(read_jsonl(out, Turn))
     assert summary["episodes"] == 4 and summary["errors"] == 0 and summary["turns_written"] == 8
     assert len(turns) == 8 and summary["success_rate"] == 1.0
@@ -370,11 +375,13 @@ def test_local_and_ray_give_the_same_trajectories() -> None:
     crash = [EpisodeSpec(0, 0, "crash"), EpisodeSpec(1, 1, "add-1")]
     after = make_groups(["add-2"], group_size=3, seed=50)
 
-    async def play(executor: str) -> tuple[list[Trajectory], float, list[Trajectory], list[Trajectory], list[Trajectory]]:
+    async def play(
+        executor: str) -> tuple[list[Trajectory], float, list[Trajectory], list[Trajectory], list[Trajectory]]:
         policy = ScriptedPolicy(adder_responder)
         options = {"num_cpus": 2} if executor == "ray" else None
         started = time.perf_counter()
-        pool = RolloutPool(AdderEnv, policy, num_workers=3, executor=executor, env_name=ENV_ID, executor_options=options)
+        pool = RolloutPool(AdderEnv, policy, num_workers=3, executor=executor, env_name=ENV_ID,
+                           executor_options=options)
         await pool.start()
         boot = time.perf_counter() - started
         try:
@@ -403,10 +410,12 @@ def test_local_and_ray_give_the_same_trajectories() -> None:
 async def test_scripted_policy() -> None:
     from clawgym.rl.policy.scripted import DEFAULT_REPLY, replay
 
-    policy = ScriptedPolicy(["first", '<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2}}</tool_call>'], byte_tokens=True)
+    policy = ScriptedPolicy(["first",
+                             '<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2}}</tool_call>'], byte_tokens=True)
     start = [{"role": "user", "content": "hi"}]
     one = await policy.generate(start)
-    assert one.text == "first" and one.message == {"role": "assistant", "content": "first"} and one.finish_reason == "stop"
+    assert one.text == "first" and one.message == {"role": "assistant",
+                                                   "content": "first"} and one.finish_reason == "stop"
     assert bytes(one.response_ids).decode() == "first" and one.response_logprobs == [0.0] * 5
     two = await policy.generate(start + [one.message, {"role": "user", "content": "again"}])
     assert two.tool_calls[0].name == "add" and two.tool_calls[0].arguments == {"a": 1, "b": 2}

@@ -17,7 +17,8 @@ def solver(messages):
     """A 'model' that knows the bundled tasks: run the oracle program, then submit what it printed."""
     task = next(t for prompt, t in TASKS.items() if prompt in text_of(messages[1]))
     if messages[-1]["role"] == "tool":
-        return f'<tool_call>{json.dumps({"name": "submit", "arguments": {"answer": text_of(messages[-1]).strip()}})}</tool_call>'
+        return ('<tool_call>'
+                f'{json.dumps({"name": "submit", "arguments": {"answer": text_of(messages[-1]).strip()}})}</tool_call>')
     return f'<tool_call>{json.dumps({"name": "python", "arguments": {"code": task.data["solution_code"]}})}</tool_call>'
 
 
@@ -30,7 +31,8 @@ def server_url():
 def test_rollout_with_openai_policy_writes_judged_turns(server_url, tmp_path, capsys):
     out = tmp_path / "turns.jsonl"
     code = main(["rollout", "clawgym/ToolCall-v0", "--policy", "openai", "--base-url", server_url, "--api-key", "k",
-                 "--model", "m", "-n", "4", "--group-size", "2", "--split", "test", "--judge", "rules", "--out", str(out)])
+                 "--model", "m", "-n", "4", "--group-size", "2", "--split", "test", "--judge",
+                 "rules", "--out", str(out)])
     printed = capsys.readouterr().out
     assert code == 0 and "success rate: 1.000 over 4 episodes (0 failed)" in printed
     turns = [json.loads(line) for line in out.read_text().splitlines()]

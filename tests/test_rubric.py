@@ -48,7 +48,8 @@ def test_without_a_model_what_the_cues_leave_open_is_unsure_and_the_reward_count
     reward, checks = rubric.score("ann", CONTEXT, LISTED)
     assert [c.met for c in checks] == [False, None, True] and [c.source for c in checks] == ["cues", "unsure", "cues"]
     assert reward == 0.5
-    assert rubric.score("bob", CONTEXT, PROSE) == (None, [])  # a person who never corrected anything: nothing to train on
+    # a person who never corrected anything: nothing to train on
+    assert rubric.score("bob", CONTEXT, PROSE) == (None, [])
     reward, checks = rubric.score("cy", CONTEXT, PROSE)  # a wish nobody here can check: no reward, not a guess
     assert reward is None and checks[0].met is None
     reward, checks = rubric.score("ann", CONTEXT, "  ")  # saying nothing meets no wish
@@ -60,10 +61,12 @@ def test_without_a_model_what_the_cues_leave_open_is_unsure_and_the_reward_count
 
 
 def test_reward_and_request():
-    assert reward_of([WishCheck("a", True, "model"), WishCheck("b", False, "model"), WishCheck("c", None, "unsure")]) == 0.5
+    assert reward_of([WishCheck("a", True, "model"), WishCheck("b", False, "model"),
+                      WishCheck("c", None, "unsure")]) == 0.5
     assert reward_of([]) is None
     later = CONTEXT + [{"role": "assistant", "content": "x"}, {"role": "user", "content": "Use her name."}]
-    assert request_of(later).startswith("Grade Ava's answer") and "later the user said: Use her name." in request_of(later)
+    assert request_of(later).startswith("Grade Ava's answer") and "later the user said: Use her name." in request_of(
+        later)
     assert request_of([]) == "(no request)"
     assert prompt_for("req", "rep", "make it friendlier", style="question")[-1]["content"].endswith(
         "Is the reply friendly? Answer Yes or No.")
@@ -84,7 +87,8 @@ def test_the_model_checks_every_open_wish_of_a_batch_in_one_pass_and_caches(tiny
     items = [("ann", CONTEXT, PROSE), ("ann", CONTEXT, "Nine out of ten."), ("ann", CONTEXT, PROSE)]
     results = rubric.score_many(items)
     assert len(results) == 3 and results[0] == results[2]  # the same reply, the same checks
-    assert rubric.stats["forward_prompts"] == 4  # 2 replies x 2 open wishes; the repeat is one prompt, "no lists" the cues'
+    # 2 replies x 2 open wishes; the repeat is one prompt, "no lists" the cues'
+    assert rubric.stats["forward_prompts"] == 4
     for reward, checks in results:
         assert [c.source for c in checks] == ["model", "model", "cues"] and 0.0 <= reward <= 1.0
     direct = label_margins(tiny_qwen, [prompt_for(request_of(CONTEXT), PROSE, "make it friendlier")], ("Yes", "No"))[0]

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clawgym.sandbox import SandboxConfig, SandboxUnavailable, make_sandbox
-from clawgym.sandbox import procs
+from clawgym.sandbox import SandboxConfig, SandboxUnavailable, make_sandbox, procs
 from tests.sandbox_checks import assert_memory_bomb_is_killed
 from tests.threads import run_in_threads
 
@@ -320,7 +319,8 @@ def test_concurrent_sandboxes_do_not_interfere():
         with make_sandbox("bwrap") as sb:
             sb.write_file("id.txt", f"sandbox-{i}")
             sb.run(f"export ME={i}; cd /tmp; echo {i} > mine")
-            results[i] = [sb.run("echo $ME $(cat /tmp/mine) $(cat /work/id.txt); find /tmp -maxdepth 1 -type f | wc -l").stdout
+            results[i] = [sb.run("echo $ME $(cat /tmp/mine) $(cat /work/id.txt); "
+                                 "find /tmp -maxdepth 1 -type f | wc -l").stdout
                           for _ in range(5)]
 
     run_in_threads(worker, 16, join_s=120)

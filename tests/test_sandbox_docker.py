@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from clawgym.sandbox import SandboxConfig, SandboxUnavailable, make_sandbox
-from clawgym.sandbox import procs
+from clawgym.sandbox import SandboxConfig, SandboxUnavailable, make_sandbox, procs
 from tests.sandbox_checks import assert_memory_bomb_is_killed
 from tests.threads import run_in_threads
 
@@ -37,7 +36,8 @@ def test_run_persists_cwd_env_and_reports_exit_codes(new):
     r = sb.run("cat task/in.txt; echo err >&2; (exit 42)")
     assert (r.exit_code, r.stdout, r.stderr) == (42, "seed", "err\n")
     sb.run("mkdir -p a/b && cd a/b && export GREETING='hi there'")
-    assert sb.run('pwd; echo "$GREETING"; bash -c \'echo "child:$GREETING"\'').stdout == "/work/a/b\nhi there\nchild:hi there\n"
+    assert sb.run(
+        'pwd; echo "$GREETING"; bash -c \'echo "child:$GREETING"\'').stdout == "/work/a/b\nhi there\nchild:hi there\n"
     t0 = time.monotonic()
     assert sb.run("cat; read -r x; echo rc=$?").stdout == "rc=1\n"  # stdin is /dev/null, not inherited
     assert time.monotonic() - t0 < 2
@@ -131,7 +131,8 @@ def test_spawn_in_the_same_container(new):
     sb = new()
     sb.write_file("shared.txt", "visible")
     proc = sb.spawn(["python3", "-u", "-c",
-                     "import sys, os\nfor line in sys.stdin:\n    print(os.getcwd(), open(line.strip()).read(), flush=True)\n"])
+                     "import sys, os\nfor line in sys.stdin:\n    print(os.getcwd(), "
+                     "open(line.strip()).read(), flush=True)\n"])
     proc.stdin.write(b"shared.txt\n")
     proc.stdin.flush()
     assert proc.stdout.readline() == b"/work visible\n"
@@ -149,7 +150,8 @@ def test_close_removes_container_and_processes(new, docker_engine):
     client = docker_engine.client()
     assert [c for c in client.containers.list(all=True) if c.id == cid] == []
     deadline = time.monotonic() + 5  # containerd reaps the killed processes asynchronously
-    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") and not procs._is_zombie(p) for p in (init, shell)):
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") and not procs._is_zombie(p)
+                                              for p in (init, shell)):
         time.sleep(0.05)
     for pid in (init, shell):
         assert not os.path.exists(f"/proc/{pid}") or procs._is_zombie(pid)

@@ -72,9 +72,11 @@ def test_turns_are_served_by_sglang_and_trained_weights_reach_it(tmp_path, sglan
         api = openai.OpenAI(base_url=gateway_url + "/v1", api_key="k", max_retries=0)
 
         def chat(user, messages):
-            return api.chat.completions.create(model="m", messages=messages, user=user, max_tokens=64).choices[0].message
+            return api.chat.completions.create(model="m", messages=messages, user=user,
+                                               max_tokens=64).choices[0].message
 
-        def reply(user, first, answer, result):  # the test server always calls the tool `add`: its result is the next state
+        # the test server always calls the tool `add`: its result is the next state
+        def reply(user, first, answer, result):
             call = answer.model_dump(exclude_none=True)
             chat(user, [first, call, {"role": "tool", "tool_call_id": answer.tool_calls[0].id, "content": result}])
 
@@ -110,7 +112,8 @@ def test_turns_are_served_by_sglang_and_trained_weights_reach_it(tmp_path, sglan
     marker = len(seen)
     with BackgroundServer(again.app) as gateway_url:
         api = openai.OpenAI(base_url=gateway_url + "/v1", api_key="k", max_retries=0)
-        api.chat.completions.create(model="m", messages=[{"role": "user", "content": "back"}], user="carol", max_tokens=8)
+        api.chat.completions.create(model="m", messages=[{"role": "user", "content": "back"}],
+                                    user="carol", max_tokens=8)
     kinds = ["update" if "ranks" in b else "generate" if "input_ids" in b else "other" for b in seen[marker:]]
     assert kinds == ["update", "generate"] and again.policy.version == 1
     restored = server_weights(url)["weights"]
@@ -133,7 +136,8 @@ def test_a_restart_keeps_training_where_the_trainer_left_off_on_sglang(tmp_path,
         api = openai.OpenAI(base_url=gateway_url + "/v1", api_key="k", max_retries=0)
         for user, result in (("alice", "thanks!"), ("bob", "no, wrong")):
             first = {"role": "user", "content": "hi"}
-            answer = api.chat.completions.create(model="m", messages=[first], user=user, max_tokens=64).choices[0].message
+            answer = api.chat.completions.create(model="m", messages=[first], user=user,
+                                                 max_tokens=64).choices[0].message
             api.chat.completions.create(model="m", user=user, max_tokens=64, messages=[
                 first, answer.model_dump(exclude_none=True),
                 {"role": "tool", "tool_call_id": answer.tool_calls[0].id, "content": result}])
@@ -186,7 +190,8 @@ def test_serve_check_prints_where_the_model_is_served_and_how_weights_travel(tmp
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"serve": {"adapters": "per_user"}, "trainer": {"lora": {"enabled": True}}}, "per_user needs the in-process hf policy"),
+    ({"serve": {"adapters": "per_user"}, "trainer": {"lora": {"enabled": True}}},
+     "per_user needs the in-process hf policy"),
     ({"judge": {"type": "prob,probhint"}}, "reads label probabilities from an in-process hf model"),
     ({"trainer": {"teacher": "judge"}, "method": "opd", "judge": {"type": "hint", "model": "smollm2-135m"},
       "gpu": {"judge_gpus": 1, "gpus_per_node": 2}}, "the judge is an SGLang server that returns no teacher"),

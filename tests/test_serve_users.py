@@ -3,7 +3,6 @@ real Chromium, forgetting a user durably, and a restart."""
 
 from __future__ import annotations
 
-
 import httpx
 import pytest
 import torch
@@ -23,8 +22,8 @@ TRAINER = {"lr": 5e-2, "micro_batch_size": 2, "advantage": "raw",
 
 
 def serve(tmp_path):
-    config = config_file(tmp_path, trainer=TRAINER, serve_base={"adapters": "per_user", "users": KEYS, "admin_key": ADMIN},
-                         max_users=4)
+    config = config_file(tmp_path, trainer=TRAINER,
+                         serve_base={"adapters": "per_user", "users": KEYS, "admin_key": ADMIN}, max_users=4)
     serving = build_serving(load_config(config))
     serving.gateway.judge_stage.judges = [ThanksIsGood()]
     return serving
@@ -66,7 +65,8 @@ def test_each_users_turns_train_only_their_adapter_and_forgetting_is_durable(tmp
 
         data = client.get("/dashboard/data", headers={"Authorization": f"Bearer {ADMIN}"}).json()
         assert data["users"]["alice"]["steps"] == 1 and data["users"]["alice"]["adapter_version"] == 1
-        assert data["users"]["alice"]["verdicts"]["+1"] == 1 and data["users"]["alice"]["verdicts"]["-1"] == 1 and data["users"]["bob"]["turns"] == 2
+        assert (data["users"]["alice"]["verdicts"]["+1"] == 1 and data["users"]["alice"]["verdicts"]["-1"] == 1
+                and data["users"]["bob"]["turns"] == 2)
         assert client.get("/dashboard/data").status_code == 401
         wishes = client.get("/v1/wishes", headers={"Authorization": "Bearer k-alice"}).json()["wishes"]
         assert [w["text"] for w in wishes] == ["shorter"] and data["users"]["alice"]["wishes"][0]["text"] == "shorter"
@@ -102,7 +102,8 @@ def test_the_dashboard_shows_a_new_turn_and_a_published_step_in_chromium(tmp_pat
             card = page.wait_for_selector("[data-user=alice]", timeout=15000)
             assert "turns: 1" in card.inner_text()
             conversation(client, "k-alice", "a2", ["thanks!", "no, shorter"])
-            page.wait_for_selector("[data-user=alice] [data-stat='adapter version']:has-text('adapter version: 1')", timeout=60000)
+            page.wait_for_selector("[data-user=alice] [data-stat='adapter version']:has-text('adapter "
+                                   "version: 1')", timeout=60000)
             assert "train steps: 1" in page.inner_text("[data-user=alice]")
             assert page.query_selector("[data-user=alice] svg polyline") is not None  # the verdict curve is drawn
         finally:

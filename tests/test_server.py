@@ -10,10 +10,10 @@ import openai
 import pytest
 import torch
 
+from clawgym.core.policy import SamplingParams
 from clawgym.rl.policy.hf import HFPolicy
 from clawgym.rl.policy.models import load_model
 from clawgym.rl.policy.openai import OpenAIPolicy
-from clawgym.core.policy import SamplingParams
 from clawgym.rl.policy.testing import teach
 from clawgym.rl.server import BackgroundServer, build_app
 
@@ -36,7 +36,8 @@ def random_server():
 @pytest.fixture(scope="module")
 def tool_server():
     model, tokenizer = load_model("tiny-random")
-    assert teach(model, tokenizer, [ASK, [{"role": "user", "content": "add 2 and 3"}]], TOOL_ANSWER, tools=TOOLS, steps=100) < 0.05
+    assert teach(model, tokenizer, [ASK, [{"role": "user", "content": "add 2 and 3"}]], TOOL_ANSWER,
+                 tools=TOOLS, steps=100) < 0.05
     policy = HFPolicy(model, tokenizer, name="taught")
     with BackgroundServer(build_app(policy, api_key=KEY)) as url:
         yield url, policy
@@ -88,7 +89,8 @@ def test_openai_sdk_streams_real_token_chunks(random_server):
 
 def test_streaming_extension_carries_tokens_in_the_last_chunk(random_server):
     url, _ = random_server
-    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5, "seed": 1, "stream": True, "return_tokens": True}
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5, "seed": 1,
+            "stream": True, "return_tokens": True}
     with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, timeout=60) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
         lines = [line[len("data: "):] for line in response.iter_lines() if line.startswith("data: ")]
@@ -127,8 +129,10 @@ def test_tool_choice_none_hides_tools_from_the_prompt(tool_server):
     body = {"messages": ASK, "tools": TOOLS, "tool_choice": "none", "max_tokens": 1, "return_tokens": True}
     with_tools = dict(body, tool_choice="auto")
     headers = {"Authorization": f"Bearer {KEY}"}
-    short = httpx.post(f"{url}/v1/chat/completions", json=body, headers=headers, timeout=60).json()["clawgym"]["prompt_ids"]
-    full = httpx.post(f"{url}/v1/chat/completions", json=with_tools, headers=headers, timeout=60).json()["clawgym"]["prompt_ids"]
+    short = httpx.post(f"{url}/v1/chat/completions", json=body, headers=headers,
+                       timeout=60).json()["clawgym"]["prompt_ids"]
+    full = httpx.post(f"{url}/v1/chat/completions", json=with_tools, headers=headers,
+                      timeout=60).json()["clawgym"]["prompt_ids"]
     assert len(full) > len(short) + 50
 
 
@@ -168,7 +172,8 @@ def test_malformed_requests_get_clear_400s(random_server, body, fragment):
     url, policy = random_server
     before = policy.stats["generated_tokens"]
     kwargs = {"content": body} if isinstance(body, str) else {"json": body}
-    response = httpx.post(f"{url}/v1/chat/completions", headers={"Content-Type": "application/json"}, timeout=60, **kwargs)
+    response = httpx.post(f"{url}/v1/chat/completions",
+                          headers={"Content-Type": "application/json"}, timeout=60, **kwargs)
     assert response.status_code == 400, response.text
     error = response.json()["error"]
     assert fragment in error["message"] and error["type"] == "invalid_request_error"
@@ -180,9 +185,11 @@ def test_openai_policy_gets_exact_tokens_from_clawgym_server(random_server):
 
     async def run():
         remote = OpenAIPolicy("tiny-random", base_url=f"{url}/v1", return_tokens=True, logprobs=True)
-        generation = await remote.generate([{"role": "user", "content": "hi"}], sampling=SamplingParams(max_tokens=6, seed=5))
+        generation = await remote.generate([{"role": "user", "content": "hi"}],
+                                           sampling=SamplingParams(max_tokens=6, seed=5))
         await remote.close()
-        local = await policy.generate([{"role": "user", "content": "hi"}], sampling=SamplingParams(max_tokens=6, seed=5))
+        local = await policy.generate([{"role": "user", "content": "hi"}],
+                                      sampling=SamplingParams(max_tokens=6, seed=5))
         return generation, local
 
     remote, local = asyncio.run(run())
@@ -252,7 +259,8 @@ def answer(url: str, stream: bool) -> tuple[str, list, str]:
         finish = chunks[-1].choices[0].finish_reason
     else:
         choice = client.chat.completions.create(**kwargs).choices[0]
-        content, calls, finish = choice.message.content or "", [c.function for c in choice.message.tool_calls or []], choice.finish_reason
+        content, calls, finish = (choice.message.content or "",
+                                  [c.function for c in choice.message.tool_calls or []], choice.finish_reason)
     return content, [(c.name, json.loads(c.arguments)) for c in calls], finish
 
 

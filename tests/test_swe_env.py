@@ -68,7 +68,8 @@ def test_seeding_is_deterministic(env):
 def test_reset_gives_issue_and_a_one_commit_repository(episode):
     assert episode.messages[1]["role"] == "user" and "<issue>" in episode.messages[1]["content"]
     assert [tool["function"]["name"] for tool in episode.tools] == ["bash", "str_replace_editor", "submit"]
-    out, *_ = run(episode, bash("pwd; git log --oneline | wc -l; git status --porcelain | wc -l; ls tests 2>&1 | head -1"))
+    out, *_ = run(episode,
+                  bash("pwd; git log --oneline | wc -l; git status --porcelain | wc -l; ls tests 2>&1 | head -1"))
     lines = out.splitlines()
     assert lines[0] == "/repo" and lines[1].strip() == "1" and lines[2].strip() == "0"
     assert "No such file" in lines[3]  # the hidden tests are not in the work dir
@@ -95,7 +96,8 @@ def test_max_turns_evaluates_the_work_so_far():
 
 def test_committed_work_still_counts(episode):
     run(episode, bash(f"git apply <<'EOF'\n{gold(episode)}EOF"))
-    out, *_ = run(episode, bash("git -c user.name=a -c user.email=a@b commit -qam fix && git status --porcelain | wc -l"))
+    out, *_ = run(episode,
+                  bash("git -c user.name=a -c user.email=a@b commit -qam fix && git status --porcelain | wc -l"))
     assert out.splitlines()[0].strip() == "0"
     _, reward, *_ = run(episode, SUBMIT)
     assert reward == 1.0
@@ -201,7 +203,8 @@ def test_sitecustomize_in_the_repository_is_never_loaded(episode):
     info = assert_no_reward(
         episode,
         "printf 'import unittest\\nunittest.TestCase.run = lambda self, result=None: None\\n' > sitecustomize.py",
-        "printf 'import unittest\\nunittest.TestCase.run = lambda self, result=None: None\\n' > textfmt/usercustomize.py",
+        "printf 'import unittest\\nunittest.TestCase.run = lambda self, result=None: None\\n' > "
+        "textfmt/usercustomize.py",
         "touch evil.pth",
     )
     assert {"sitecustomize.py", "textfmt/usercustomize.py", "evil.pth"} <= set(info["dropped_paths"])
@@ -240,7 +243,8 @@ def test_stale_bytecode_cannot_stand_in_for_the_source(episode):
         # then leave the source buggy and make git see the byte code.
         f"mkdir -p /tmp/fix && cp -r textfmt /tmp/fix/ && (cd /tmp/fix && git apply <<'EOF'\n{patch}EOF\n)",
         "python3 -c \"import py_compile, sys; tag = sys.implementation.cache_tag; "
-        "py_compile.compile('/tmp/fix/textfmt/wrap.py', cfile=f'textfmt/__pycache__/wrap.{tag}.pyc', dfile='textfmt/wrap.py', "
+        "py_compile.compile('/tmp/fix/textfmt/wrap.py', cfile=f'textfmt/__pycache__/wrap.{tag}.pyc', "
+        "dfile='textfmt/wrap.py', "
         "invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\"",
         "rm .gitignore",
     )

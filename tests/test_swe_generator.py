@@ -62,7 +62,8 @@ def test_gold_patch_reverts_the_bug():
 
 
 def test_generation_is_deterministic_and_grounded_in_test_runs(tmp_path):
-    shutil.copytree(gen.PROJECTS_DIR / "structkit", tmp_path / "structkit", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(gen.PROJECTS_DIR / "structkit", tmp_path / "structkit",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     quiet = lambda *args: None  # noqa: E731
     first = gen.generate(7, 2, gen.default_python(), 2.0, 0.3, 2, projects_dir=tmp_path, log=quiet)
     again = gen.generate(7, 2, gen.default_python(), 2.0, 0.3, 2, projects_dir=tmp_path, log=quiet)

@@ -15,7 +15,8 @@ from clawgym.envs.swe.patches import filter_diff, make_diff, split_diff
 BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 FIXED = BUGGY.replace("a - b", "a + b")
 OLD_TESTS = "from calc import mul\n\n\ndef test_mul():\n    assert mul(3, 4) == 12\n"
-NEW_TESTS = OLD_TESTS.replace("from calc import mul", "from calc import add, mul") + "\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+NEW_TESTS = OLD_TESTS.replace("from calc import mul",
+                              "from calc import add, mul") + "\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 
 
 def git(cwd, *args):
@@ -108,7 +109,8 @@ def test_checkout_is_the_base_commit_without_history(env, mirror):
     assert lines[0].strip() == "1"
     assert "return a - b" in observation[0]["content"]
     assert "configured" in lines and "no-future" in lines  # the set-up command ran; later commits are absent
-    assert lines[-3].strip() == "0" and lines[-2].strip() == "0"  # the new test is hidden; set-up output is not a change
+    # the new test is hidden; set-up output is not a change
+    assert lines[-3].strip() == "0" and lines[-2].strip() == "0"
 
 
 def test_noop_fails_and_gold_passes(env, mirror):
@@ -127,7 +129,8 @@ def test_conftest_and_test_edits_cannot_fake_a_pass(env):
     env.reset()
     env.step(bash(
         "printf 'import pytest\\n@pytest.hookimpl(hookwrapper=True)\\ndef pytest_runtest_makereport(item, call):\\n"
-        "    outcome = yield\\n    report = outcome.get_result()\\n    report.outcome = \"passed\"\\n' > conftest.py && "
+        "    outcome = yield\\n    report = outcome.get_result()\\n    report.outcome = "
+        "\"passed\"\\n' > conftest.py && "
         "printf 'def test_add():\\n    pass\\n\\ndef test_mul():\\n    pass\\n' > tests/test_calc.py && "
         "printf '[pytest]\\naddopts = --co\\n' > pytest.ini"))
     _, reward, _, _, info = env.step(SUBMIT)
@@ -147,13 +150,15 @@ def test_deleted_tests_count_as_failures(env):
 
 
 def test_docker_image_names():
-    task = Task(id="django__django-11099", prompt="", data={"instance_id": "django__django-11099", "repo": "django/django"})
+    task = Task(id="django__django-11099", prompt="",
+                data={"instance_id": "django__django-11099", "repo": "django/django"})
     assert docker_image_name("swebench/sweb.eval.x86_64.{instance_id_docker}:latest", task) == \
         "swebench/sweb.eval.x86_64.django_1776_django-11099:latest"
     assert docker_image_name("mirror/{repo}:{instance_id}", task) == "mirror/django__django:django__django-11099"
 
 
 def test_filter_diff_drops_only_protected_files():
-    diff = make_diff("pkg/a.py", "x = 1\n", "x = 2\n") + make_diff("conftest.py", "a\n", "b\n") + make_diff("tests/t.py", "a\n", "b\n")
+    diff = make_diff("pkg/a.py", "x = 1\n", "x = 2\n") + make_diff("conftest.py", "a\n", "b\n") + make_diff(
+        "tests/t.py", "a\n", "b\n")
     kept, dropped = filter_diff(diff, lambda path: path == "conftest.py" or path.startswith("tests/"))
     assert [path for path, _ in split_diff(kept)] == ["pkg/a.py"] and dropped == ["conftest.py", "tests/t.py"]

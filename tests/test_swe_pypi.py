@@ -66,7 +66,8 @@ def test_task_set_shape():
 def test_generation_is_deterministic_and_matches_the_committed_tasks():
     gen = load_generator()
     fresh = gen.generate(20240601, 2, ["wcwidth"], sys.executable, 120.0, 0.2, log=lambda *_: None)
-    committed = [json.loads(line) for line in (ROOT / "clawgym/envs/swe/data/pypi_tasks.jsonl").read_text().splitlines()]
+    committed = [json.loads(line)
+                 for line in (ROOT / "clawgym/envs/swe/data/pypi_tasks.jsonl").read_text().splitlines()]
     committed = [record for record in committed if record["data"]["repo"].startswith("wcwidth-")][:2]
     assert [json.dumps(r, sort_keys=True) for r in fresh] == [json.dumps(r, sort_keys=True) for r in committed]
 

@@ -5,7 +5,7 @@ import gymnasium as gym
 import pytest
 
 import clawgym  # noqa: F401  (registers the ids)
-from clawgym.envs.swe.loader import bundled_tasks, bundled_base_files, project_files
+from clawgym.envs.swe.loader import bundled_base_files, bundled_tasks, project_files
 
 TASKS = list(bundled_tasks())
 

@@ -94,7 +94,8 @@ def test_network_only_for_tasks_whose_tests_fetch_packages_and_harbor_solution_d
     shutil.copytree(HARBOR / "implement-slugify", harbor)
     (harbor / "solution" / "slugify.py").write_text("print('helper')\n")
     solution = load_harbor(harbor)[0].data["solution"]
-    assert "/solution/slugify.py" not in solution and "slugify.py" in solution and solution.endswith("bash /solution/solve.sh")
+    assert "/solution/slugify.py" not in solution and "slugify.py" in solution and solution.endswith(
+        "bash /solution/solve.sh")
 
 
 # a runner that only names installers in its comments, as a runner adapted from terminal-bench's stock one may
@@ -123,7 +124,8 @@ def test_a_folder_holding_both_layouts_loads_every_task(tmp_path):
     with pytest.raises(ValueError, match="two tasks are named 'words' in .*same .*v1/words.*v2/words"):
         load_terminal_tasks(tmp_path / "same")
     (tmp_path / "empty" / "sub").mkdir(parents=True)
-    with pytest.raises(FileNotFoundError, match=r"no terminal tasks in .*empty: expected \*.jsonl files, .*task.yaml.*task.toml"):
+    with pytest.raises(FileNotFoundError,
+                       match=r"no terminal tasks in .*empty: expected \*.jsonl files, .*task.yaml.*task.toml"):
         load_terminal_tasks(str(tmp_path / "empty"))
 
 
@@ -131,7 +133,8 @@ def test_network_comes_from_real_commands_or_a_declaration_never_from_a_comment(
     import shutil
 
     assert not fetches_packages(COMMENTED_RUNNER)
-    assert fetches_packages("apt-get update; apt-get install -y curl\ncurl -LsSf https://astral.sh/uv/install.sh | sh\n")
+    assert fetches_packages("apt-get update; apt-get install -y curl\n"
+                            "curl -LsSf https://astral.sh/uv/install.sh | sh\n")
     assert fetches_packages("echo '# not a comment'; uv add pytest\n") and not fetches_packages("true #curl x\n")
     v1 = tmp_path / "v1" / "top-words"
     shutil.copytree(TBENCH / "top-words", v1)
@@ -152,7 +155,8 @@ def test_network_comes_from_real_commands_or_a_declaration_never_from_a_comment(
     harbor = tmp_path / "hb" / "implement-slugify"
     shutil.copytree(HARBOR / "implement-slugify", harbor)
     test_sh = harbor / "tests" / "test.sh"
-    test_sh.write_text("# the stock verifier runs: curl -LsSf https://astral.sh/uv/install.sh | sh\n" + test_sh.read_text())
+    test_sh.write_text(
+        "# the stock verifier runs: curl -LsSf https://astral.sh/uv/install.sh | sh\n" + test_sh.read_text())
     assert "network" not in load_harbor(harbor)[0].data
     (harbor / "task.toml").write_text((harbor / "task.toml").read_text() + "allow_internet = true\n")  # [environment]
     assert load_harbor(harbor)[0].data["network"] is True
@@ -160,7 +164,8 @@ def test_network_comes_from_real_commands_or_a_declaration_never_from_a_comment(
 
 def test_a_task_naming_curl_in_a_comment_sees_only_loopback_on_bwrap(tmp_path):
     task = write_replayable_task(tmp_path)
-    (task / "run-tests.sh").write_text("# The stock runner installs curl and uv first.\n" + (task / "run-tests.sh").read_text())
+    (task / "run-tests.sh").write_text("# The stock runner installs curl and uv first.\n"
+                                       + (task / "run-tests.sh").read_text())
     with gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(tmp_path)) as env:
         observation, _ = env.reset(seed=0, options={"task_id": "greet"})
         assert "There is no network access." in observation[0]["content"]
@@ -177,7 +182,8 @@ def test_a_failing_tests_message_reaches_info_whole(tmp_path):
     (task / "task.yaml").write_text("instruction: Write the report.\n")
     message = "/app/report.txt should list every region with its total, " + "x" * 60 + " END-OF-MESSAGE"
     (task / "tests" / "test_outputs.py").write_text(f"def test_report():\n    assert False, {message!r}\n")
-    (task / "run-tests.sh").write_text(f'{sys.executable} -m pytest "$TEST_DIR/test_outputs.py" -rA -p no:cacheprovider\n')
+    (task / "run-tests.sh").write_text(f'{sys.executable} -m pytest "$TEST_DIR/test_outputs.py" -rA '
+                                       '-p no:cacheprovider\n')
     with gym.make("clawgym/Terminal-v0", sandbox="bwrap", tasks=str(tmp_path)) as env:
         reward, info = run_episode(env, "long-message", oracle=False)
     (check, *_) = info["tests"]["checks"]
@@ -216,7 +222,8 @@ def test_taskset_and_tbench_do_not_import_each_other():
 def write_replayable_task(root: Path, install: str = "bash coreutils") -> Path:
     task = root / "greet"
     (task / "tests").mkdir(parents=True)
-    (task / "task.yaml").write_text("instruction: Append the value of $GREETING to data/log.txt.\nmax_agent_timeout_sec: 60\n")
+    (task / "task.yaml").write_text("instruction: Append the value of $GREETING to data/log.txt.\n"
+                                    "max_agent_timeout_sec: 60\n")
     (task / "Dockerfile").write_text(
         "FROM debian:bookworm-slim\n"
         f"RUN apt-get update && apt-get install -y --no-install-recommends {install} && rm -rf /var/lib/apt/lists/*\n"
@@ -247,8 +254,10 @@ def test_bwrap_refuses_a_package_install_naming_the_line(tmp_path):
     (task / "Dockerfile").write_text("FROM debian\nWORKDIR /app\nCOPY setup-env.sh /etc/\n")
     with pytest.raises(DockerfileNotReplayable, match="Dockerfile:3: .*outside the work dir"):
         replay_dockerfile(task / "Dockerfile", task, "/app")
-    (task / "Dockerfile").write_text("FROM python:3.11\nENV X=1\nRUN pip install --no-cache-dir clawgym-no-such-dist==1.0\n")
-    with pytest.raises(DockerfileNotReplayable, match="Dockerfile:3: .*pip packages the host lacks \\(clawgym-no-such-dist==1.0\\)"):
+    (task / "Dockerfile").write_text("FROM python:3.11\nENV X=1\nRUN pip install --no-cache-dir "
+                                     "clawgym-no-such-dist==1.0\n")
+    with pytest.raises(DockerfileNotReplayable,
+                       match="Dockerfile:3: .*pip packages the host lacks \\(clawgym-no-such-dist==1.0\\)"):
         replay_dockerfile(task / "Dockerfile", task, "/app")
     (task / "Dockerfile").write_text("FROM debian\nRUN curl -fsSL https://example.com/x.sh | sh\n")
     with pytest.raises(DockerfileNotReplayable, match="Dockerfile:2: .*installs software"):

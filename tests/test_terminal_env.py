@@ -91,7 +91,8 @@ def test_oracle_scores_one_and_info_reports_each_check(env):
     assert (reward, terminated, truncated) == (1.0, True, False)
     tests = info["tests"]
     assert tests["total"] == 5 and tests["passed"] == 5 and tests["pass_fraction"] == 1.0
-    assert {c["name"] for c in tests["checks"]} == {"ignores_tmp", "ignores_build", "not_overbroad", "committed", "clean"}
+    assert {c["name"] for c in tests["checks"]} == {"ignores_tmp", "ignores_build",
+                                                    "not_overbroad", "committed", "clean"}
     assert info["success"] is True
 
 

@@ -19,7 +19,8 @@ REQUIRED_CATEGORIES = {"files", "text", "archives", "git", "scripting", "sqlite"
 
 def bash(command: str) -> dict:
     return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": "c0", "type": "function", "function": {"name": "bash", "arguments": {"command": command}}}]}
+            "tool_calls": [{"id": "c0", "type": "function",
+                            "function": {"name": "bash", "arguments": {"command": command}}}]}
 
 
 def output_of(observation: list) -> str:

@@ -214,7 +214,8 @@ def test_memory_bomb_does_not_take_the_env_down():
 
 
 def test_network_access_from_python_is_blocked(env, tcp_server):
-    code = (f"import urllib.request\ntry:\n    urllib.request.urlopen('http://127.0.0.1:{tcp_server.port}/', timeout=2)\n"
+    code = ("import urllib.request\ntry:\n    "
+            f"urllib.request.urlopen('http://127.0.0.1:{tcp_server.port}/', timeout=2)\n"
             "    print('REACHED')\nexcept OSError as exc:\n    print('BLOCKED', type(exc).__name__)")
     observation, *_ = env.step(call("python", code=code))
     assert "BLOCKED" in observation[0]["content"] and "REACHED" not in observation[0]["content"]

@@ -81,7 +81,8 @@ def test_pure_python_infinite_loop_is_interrupted_and_variables_survive(interp):
 
 def test_code_ignoring_the_interrupt_is_killed_and_the_interpreter_restarts(interp):
     interp.execute("kept = 'before'")
-    outcome, elapsed = timed(interp, "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass")
+    outcome, elapsed = timed(interp,
+                             "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass")
     assert outcome.killed and outcome.state_lost and not outcome.interrupted
     assert elapsed < TIMEOUT + GRACE + 2.0
     assert "all variables and imports were lost" in describe(outcome, TIMEOUT)

@@ -56,8 +56,8 @@ def test_oracle_programs_compute_rather_than_print_a_constant():
 
 
 def test_generator_helpers_are_exact(generator):
-    from fractions import Fraction
     import datetime
+    from fractions import Fraction
 
     assert generator.round_half_up(Fraction(5, 2), 0) == "3" and generator.round_half_up(Fraction(-5, 2), 0) == "-3"
     assert generator.round_half_up(Fraction(1, 3), 4) == "0.3333"

@@ -24,7 +24,8 @@ from transformers import AutoModelForCausalLM, LlamaConfig
 from clawgym.rl.policy.models import tiny_random_config
 from clawgym.rl.trainer import megatron as M
 
-HAS_MEGATRON = importlib.util.find_spec("megatron") is not None and importlib.util.find_spec("megatron.core") is not None
+HAS_MEGATRON = (importlib.util.find_spec("megatron") is not None
+                and importlib.util.find_spec("megatron.core") is not None)
 NO_GPU_REASON = "no CUDA GPU on this machine: the megatron trainer runs on a GPU partition under torchrun"
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +36,8 @@ def qwen2_tiny(vocab: int = 500):
 
 
 def llama_tiny(vocab: int = 500):
-    config = LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=8,
+    config = LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=96,
+                         num_hidden_layers=4, num_attention_heads=8,
                          num_key_value_heads=2, tie_word_embeddings=False, rms_norm_eps=1e-5)
     return config, _random_model(config)
 
@@ -79,7 +81,8 @@ def test_round_trip_hf_megatron_hf_is_exact(family, te_spec):
     mg = M.hf_to_megatron(hf, shape, te_spec=te_spec, padded_vocab=padded)
     assert mg["embedding.word_embeddings.weight"].shape[0] == padded == 512
     assert mg["embedding.word_embeddings.weight"][500:].abs().sum() == 0
-    norm_key = "decoder.layers.0.self_attention.linear_qkv.layer_norm_weight" if te_spec else "decoder.layers.0.input_layernorm.weight"
+    norm_key = ("decoder.layers.0.self_attention.linear_qkv.layer_norm_weight"
+                if te_spec else "decoder.layers.0.input_layernorm.weight")
     assert torch.equal(mg[norm_key], hf["model.layers.0.input_layernorm.weight"])
     assert ("output_layer.weight" in mg) == (not shape.tie_embeddings)
     assert mg["decoder.layers.0.mlp.linear_fc1.weight"].shape[0] == 2 * config.intermediate_size
@@ -123,7 +126,8 @@ def test_tp_shards_hold_whole_query_groups_and_gate_up_halves():
     for name, tensor in mg.items():
         shards = [M.tp_shard(name, tensor, r, 2, shape) for r in range(2)]
         assert torch.equal(M.tp_merge(name, shards), tensor), name
-    assert M.tp_shard("decoder.layers.0.self_attention.linear_proj.weight", mg["decoder.layers.0.self_attention.linear_proj.weight"], 0, 2, shape).shape == (64, 32)
+    assert M.tp_shard("decoder.layers.0.self_attention.linear_proj.weight",
+                      mg["decoder.layers.0.self_attention.linear_proj.weight"], 0, 2, shape).shape == (64, 32)
     with pytest.raises(ValueError, match="query groups"):
         M.tp_shard(qkv, mg[qkv], 0, 4, shape)  # 2 KV heads cannot split over 4 ranks
     with pytest.raises(ValueError, match="does not split"):
@@ -138,7 +142,8 @@ def test_pipeline_stages_split_layers_and_rejoin():
     first = M.pp_stage_state(full, 2, 0, 2, tie_embeddings=True)
     last = M.pp_stage_state(full, 2, 1, 2, tie_embeddings=True)
     assert "embedding.word_embeddings.weight" in first and "decoder.final_layernorm.weight" not in first
-    assert "decoder.final_layernorm.weight" in last and torch.equal(last["output_layer.weight"], full["embedding.word_embeddings.weight"])
+    assert "decoder.final_layernorm.weight" in last and torch.equal(last["output_layer.weight"],
+                                                                    full["embedding.word_embeddings.weight"])
     assert torch.equal(last["decoder.layers.0.mlp.linear_fc2.weight"], full["decoder.layers.1.mlp.linear_fc2.weight"])
     rejoined = {**M.pp_to_global(first, 2, 0, 2), **M.pp_to_global(last, 2, 1, 2)}
     rejoined.pop("output_layer.weight")
@@ -168,7 +173,74 @@ def test_megatron_config_refuses_unsupported_modes():
 
 # ---- megatron-core's real GPTModel on CPU (gloo) ---------------------------------------------------
 
-PARITY_SCRIPT = 'import contextlib, json, os, sys, warnings\nwarnings.filterwarnings("ignore")\nimport torch\ntorch.cuda.current_device = lambda: "cpu"  # megatron\'s RoPE moves inv_freq to "the current CUDA device"\ntorch.distributed.init_process_group("gloo")\nfrom megatron.core import parallel_state, tensor_parallel\nworld = torch.distributed.get_world_size()\ntp = int(os.environ.get("TP", world)); pp = world // tp\nparallel_state.initialize_model_parallel(tp, pp)\ntensor_parallel.get_cuda_rng_tracker().fork = lambda *a, **k: contextlib.nullcontext()  # dropout RNG (p=0) is CUDA-only\nfrom megatron.core.models.gpt import GPTModel\nfrom megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec\nfrom transformers import AutoModelForCausalLM, LlamaConfig\nfrom clawgym.rl.policy.models import tiny_random_config\nfrom clawgym.rl.trainer import megatron as M\nfamily = os.environ.get("FAMILY", "qwen2")\nif family == "qwen2":\n    hf_cfg = tiny_random_config(500)\nelse:\n    hf_cfg = LlamaConfig(vocab_size=500, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=8,\n                         num_key_value_heads=2, tie_word_embeddings=False, rope_theta=100000.0, rms_norm_eps=1e-5)\ntorch.manual_seed(0)\nhf = AutoModelForCausalLM.from_config(hf_cfg, dtype=torch.float32).eval()\nwith torch.no_grad():\n    for n, p in hf.named_parameters():\n        if "bias" in n or "norm" in n:\n            p.normal_(0, 0.5)\nshape = M.ModelShape.from_hf_config(hf_cfg)\ntf = M.transformer_config_from_hf(hf_cfg, M.MegatronConfig(bf16=False, tensor_parallel=tp))\ntf.use_cpu_initialization = True\nvocab = M.padded_vocab_size(shape.vocab_size, 128, tp)\ntp_rank = parallel_state.get_tensor_model_parallel_rank()\nmg = GPTModel(tf, get_gpt_layer_local_spec(normalization="RMSNorm"), vocab_size=vocab, max_sequence_length=64,\n              share_embeddings_and_output_weights=shape.tie_embeddings, position_embedding_type="rope",\n              rotary_base=int(M._rope_base(hf_cfg))).eval()\nfull = M.hf_to_megatron(hf.state_dict(), shape, padded_vocab=vocab)\nlocal = {k: M.tp_shard(k, v, tp_rank, tp, shape) for k, v in M.pp_stage_state(full, shape.num_layers, 0, 1, shape.tie_embeddings).items()}\nmissing, unexpected = mg.load_state_dict(local, strict=False)\nassert not [m for m in missing if "_extra_state" not in m] and not unexpected, (missing, unexpected)\nids = torch.randint(0, 500, (2, 11), generator=torch.Generator().manual_seed(1))\nmask = torch.triu(torch.ones(11, 11), 1).bool()[None, None]\nwith torch.no_grad():\n    logits = mg(ids, torch.arange(11)[None].expand(2, -1), mask)\n    parts = [torch.empty_like(logits) for _ in range(tp)]\n    torch.distributed.all_gather(parts, logits.contiguous())\n    got = torch.cat(parts, dim=-1)[..., :500]\n    want = hf(ids).logits\n    # export path: gather every rank\'s shards, merge, convert back to HF names\n    mine = {k: v.detach().clone() for k, v in mg.state_dict().items() if not k.endswith("_extra_state")}\n    shards = [None] * tp\n    torch.distributed.all_gather_object(shards, mine)\n    merged = {k: M.tp_merge(k, [s[k] for s in shards]) for k in mine}\n    back = M.megatron_to_hf(merged, shape)\n    ref = hf.state_dict()\n    export_ok = set(back) == set(ref) and all(torch.equal(back[k], ref[k]) for k in ref)\nif torch.distributed.get_rank() == 0:\n    print("RESULT " + json.dumps({"max_abs_diff": (got - want).abs().max().item(), "export_ok": export_ok, "tp": tp}))\ntorch.distributed.destroy_process_group()\n'
+PARITY_SCRIPT = ('import contextlib, json, os, sys, warnings\n'
+                 'warnings.filterwarnings("ignore")\n'
+                 'import torch\n'
+                 'torch.cuda.current_device = lambda: "cpu"  # megatron\'s RoPE moves inv_freq to "the current CUDA '
+                 'device"\n'
+                 'torch.distributed.init_process_group("gloo")\n'
+                 'from megatron.core import parallel_state, tensor_parallel\n'
+                 'world = torch.distributed.get_world_size()\n'
+                 'tp = int(os.environ.get("TP", world)); pp = world // tp\n'
+                 'parallel_state.initialize_model_parallel(tp, pp)\n'
+                 'tensor_parallel.get_cuda_rng_tracker().fork = lambda *a, **k: contextlib.nullcontext()  # dropout '
+                 'RNG (p=0) is CUDA-only\n'
+                 'from megatron.core.models.gpt import GPTModel\n'
+                 'from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec\n'
+                 'from transformers import AutoModelForCausalLM, LlamaConfig\n'
+                 'from clawgym.rl.policy.models import tiny_random_config\n'
+                 'from clawgym.rl.trainer import megatron as M\n'
+                 'family = os.environ.get("FAMILY", "qwen2")\n'
+                 'if family == "qwen2":\n'
+                 '    hf_cfg = tiny_random_config(500)\n'
+                 'else:\n'
+                 '    hf_cfg = LlamaConfig(vocab_size=500, hidden_size=64, intermediate_size=96, num_hidden_layers=2, '
+                 'num_attention_heads=8,\n'
+                 '                         num_key_value_heads=2, tie_word_embeddings=False, rope_theta=100000.0, '
+                 'rms_norm_eps=1e-5)\n'
+                 'torch.manual_seed(0)\n'
+                 'hf = AutoModelForCausalLM.from_config(hf_cfg, dtype=torch.float32).eval()\n'
+                 'with torch.no_grad():\n'
+                 '    for n, p in hf.named_parameters():\n'
+                 '        if "bias" in n or "norm" in n:\n'
+                 '            p.normal_(0, 0.5)\n'
+                 'shape = M.ModelShape.from_hf_config(hf_cfg)\n'
+                 'tf = M.transformer_config_from_hf(hf_cfg, M.MegatronConfig(bf16=False, tensor_parallel=tp))\n'
+                 'tf.use_cpu_initialization = True\n'
+                 'vocab = M.padded_vocab_size(shape.vocab_size, 128, tp)\n'
+                 'tp_rank = parallel_state.get_tensor_model_parallel_rank()\n'
+                 'mg = GPTModel(tf, get_gpt_layer_local_spec(normalization="RMSNorm"), vocab_size=vocab, '
+                 'max_sequence_length=64,\n'
+                 '              share_embeddings_and_output_weights=shape.tie_embeddings, '
+                 'position_embedding_type="rope",\n'
+                 '              rotary_base=int(M._rope_base(hf_cfg))).eval()\n'
+                 'full = M.hf_to_megatron(hf.state_dict(), shape, padded_vocab=vocab)\n'
+                 'local = {k: M.tp_shard(k, v, tp_rank, tp, shape) for k, v in M.pp_stage_state(full, '
+                 'shape.num_layers, 0, 1, shape.tie_embeddings).items()}\n'
+                 'missing, unexpected = mg.load_state_dict(local, strict=False)\n'
+                 'assert not [m for m in missing if "_extra_state" not in m] and not unexpected, (missing, '
+                 'unexpected)\n'
+                 'ids = torch.randint(0, 500, (2, 11), generator=torch.Generator().manual_seed(1))\n'
+                 'mask = torch.triu(torch.ones(11, 11), 1).bool()[None, None]\n'
+                 'with torch.no_grad():\n'
+                 '    logits = mg(ids, torch.arange(11)[None].expand(2, -1), mask)\n'
+                 '    parts = [torch.empty_like(logits) for _ in range(tp)]\n'
+                 '    torch.distributed.all_gather(parts, logits.contiguous())\n'
+                 '    got = torch.cat(parts, dim=-1)[..., :500]\n'
+                 '    want = hf(ids).logits\n'
+                 '    # export path: gather every rank\'s shards, merge, convert back to HF names\n'
+                 '    mine = {k: v.detach().clone() for k, v in mg.state_dict().items() if not '
+                 'k.endswith("_extra_state")}\n'
+                 '    shards = [None] * tp\n'
+                 '    torch.distributed.all_gather_object(shards, mine)\n'
+                 '    merged = {k: M.tp_merge(k, [s[k] for s in shards]) for k in mine}\n'
+                 '    back = M.megatron_to_hf(merged, shape)\n'
+                 '    ref = hf.state_dict()\n'
+                 '    export_ok = set(back) == set(ref) and all(torch.equal(back[k], ref[k]) for k in ref)\n'
+                 'if torch.distributed.get_rank() == 0:\n'
+                 '    print("RESULT " + json.dumps({"max_abs_diff": (got - want).abs().max().item(), "export_ok": '
+                 'export_ok, "tp": tp}))\n'
+                 'torch.distributed.destroy_process_group()\n')
 
 
 def _free_port() -> int:
@@ -189,7 +261,7 @@ def _run_script(tmp_path: Path, source: str, world: int, *args: str, **env_extra
                                       stderr=subprocess.STDOUT, text=True))
     outputs = [p.communicate(timeout=400)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs), outputs[0][-3000:]
-    line = next(l for l in outputs[0].splitlines() if l.startswith("RESULT "))
+    line = next(s for s in outputs[0].splitlines() if s.startswith("RESULT "))
     return json.loads(line[len("RESULT "):])
 
 
@@ -252,7 +324,7 @@ for dtype, distopt in runs.items():
 if torch.distributed.get_rank() == 0:
     print("RESULT " + json.dumps(result))
 torch.distributed.destroy_process_group()
-'''
+'''  # noqa: E501  (a script run under torchrun: kept as written)
 
 
 @pytest.mark.slow
@@ -307,7 +379,8 @@ def test_megatron_trainer_refuses_to_start_without_gpu():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU_REASON)
 @pytest.mark.skipif(not HAS_MEGATRON, reason="megatron-core is not installed (pip install megatron-core)")
-@pytest.mark.skipif(shutil.which("torchrun") is None and not (Path(sys.executable).parent / "torchrun").exists(), reason="torchrun not found")
+@pytest.mark.skipif(shutil.which("torchrun") is None and not (Path(sys.executable).parent / "torchrun").exists(),
+                    reason="torchrun not found")
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
 def test_megatron_trainer_trains_and_exports_under_torchrun(tmp_path, lora):
     """Runs on a GPU, full and LoRA (``bash scripts/gpu_checks.sh``; what ran on an H200: docs/scaling.md)."""
@@ -318,15 +391,19 @@ def test_megatron_trainer_trains_and_exports_under_torchrun(tmp_path, lora):
     config, model = qwen2_tiny(vocab=len(tokenizer))
     model.save_pretrained(tmp_path / "hf")
     tokenizer.save_pretrained(tmp_path / "hf")
-    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True)
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False,
+                                           add_generation_prompt=True)
     prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     samples = [Sample(prompt_ids=prompt_ids, response_ids=tokenizer(t, add_special_tokens=False)["input_ids"],
-                      old_logprobs=[-10.0] * len(tokenizer(t, add_special_tokens=False)["input_ids"]), reward=r, group_id="g")
+                      old_logprobs=[-10.0] * len(tokenizer(t, add_special_tokens=False)["input_ids"]), reward=r,
+                      group_id="g")
                for t, r in (("Hello!", 1.0), ("Go away.", -1.0))]
     write_jsonl(tmp_path / "samples.jsonl", samples)
     torchrun = shutil.which("torchrun") or str(Path(sys.executable).parent / "torchrun")
-    result = subprocess.run([torchrun, "--nproc-per-node", "1", "-m", "clawgym.rl.trainer.megatron_cli", "--hf-model", str(tmp_path / "hf"),
-                             "--samples", str(tmp_path / "samples.jsonl"), "--batch-size", "2", "--lr", "1e-3", "--export", str(tmp_path / "out"),
+    result = subprocess.run([torchrun, "--nproc-per-node", "1", "-m", "clawgym.rl.trainer.megatron_cli",
+                             "--hf-model", str(tmp_path / "hf"),
+                             "--samples", str(tmp_path / "samples.jsonl"), "--batch-size", "2", "--lr", "1e-3",
+                             "--export", str(tmp_path / "out"),
                              *(["--lora-r", "4", "--adapters", str(tmp_path / "adapters")] if lora else [])],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -338,7 +415,8 @@ def test_megatron_trainer_trains_and_exports_under_torchrun(tmp_path, lora):
     assert any(not torch.equal(trained[k].to(original[k].dtype), original[k]) for k in trained)
     if lora:  # merged export above; the adapters as a peft directory
         assert json.loads((tmp_path / "adapters" / "adapter_config.json").read_text())["r"] == 4
-        assert len(load_file(str(tmp_path / "adapters" / "adapter_model.safetensors"))) == 2 * 7 * config.num_hidden_layers
+        assert len(
+            load_file(str(tmp_path / "adapters" / "adapter_model.safetensors"))) == 2 * 7 * config.num_hidden_layers
 
 
 PP_EXPORT_SCRIPT = '''
@@ -364,7 +442,7 @@ if torch.distributed.get_rank() == 0:
     print("RESULT " + json.dumps({"pp": mg.pp_size, "streamed": len(names), "same_keys": set(exported) == set(reference),
                                   "exact": all(torch.equal(exported[k], reference[k]) for k in reference)}))
 torch.distributed.destroy_process_group()
-'''
+'''  # noqa: E501  (a script run under torchrun: kept as written)
 
 
 @pytest.mark.slow
@@ -373,7 +451,8 @@ def test_pipeline_parallel_export_streams_every_stage_to_rank_0(tmp_path):
     """PP=2 over gloo: the later stage's tensors reach rank 0 by broadcast, one at a time, exactly."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(tiny_random_config(500, tie_word_embeddings=False, num_hidden_layers=4))
+        model = AutoModelForCausalLM.from_config(
+            tiny_random_config(500, tie_word_embeddings=False, num_hidden_layers=4))
     model.save_pretrained(tmp_path / "hf")
     from clawgym.rl.policy.models import load_tokenizer
 

@@ -18,7 +18,8 @@ def bench():
 
 
 def bench_args(**overrides) -> argparse.Namespace:
-    values = dict(random_init=False, seed=0, steps=1, peak_tflops=None, batch=2, micro_batch=1, prompt_len=8, response_len=4)
+    values = dict(random_init=False, seed=0, steps=1, peak_tflops=None, batch=2, micro_batch=1,
+                  prompt_len=8, response_len=4)
     values.update(overrides)
     return argparse.Namespace(**values)
 

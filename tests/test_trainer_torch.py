@@ -78,14 +78,16 @@ def test_hint_goes_to_last_user_message_and_input_is_untouched():
 
 def test_the_inline_hint_format_reaches_the_teacher_prompt(tokenizer):
     trainer = TorchTrainer(tiny(tokenizer), tokenizer, TrainerConfig(method="opd", hint_format="inline"))
-    sample = make_sample(trainer, render_prompt_ids(tokenizer, CONTEXT), encode(tokenizer, "Hi!"), hint="Greet them warmly.",
-                         hint_messages=CONTEXT)
+    sample = make_sample(trainer, render_prompt_ids(tokenizer, CONTEXT), encode(tokenizer, "Hi!"),
+                         hint="Greet them warmly.", hint_messages=CONTEXT)
     text = tokenizer.decode(teacher_prompt_ids(tokenizer, sample, trainer.config.hint_format))
     assert "Greet them warmly." in text and HINT_HEADER not in text
     trainer.compute_teacher_logprobs([sample])
-    header = make_sample(trainer, sample.prompt_ids, sample.response_ids, hint="Greet them warmly.", hint_messages=CONTEXT)
+    header = make_sample(trainer, sample.prompt_ids, sample.response_ids,
+                         hint="Greet them warmly.", hint_messages=CONTEXT)
     TorchTrainer(trainer.model, tokenizer, TrainerConfig(method="opd")).compute_teacher_logprobs([header])
-    assert sample.teacher_logprobs != header.teacher_logprobs  # the trainer scored the inline prompt, not the header one
+    # the trainer scored the inline prompt, not the header one
+    assert sample.teacher_logprobs != header.teacher_logprobs
     with pytest.raises(ValueError, match="hint_format"):
         TrainerConfig(hint_format="footer")
 
@@ -142,14 +144,16 @@ def test_opd_moves_student_toward_hinted_teacher(tokenizer):
 
     before = distance()
     for _ in range(15):
-        metrics = trainer.train_step([make_sample(trainer, prompt, response, hint="Be friendly.", hint_messages=CONTEXT)])
+        metrics = trainer.train_step(
+            [make_sample(trainer, prompt, response, hint="Be friendly.", hint_messages=CONTEXT)])
     assert before > 0.1  # the hint really changes the teacher's view of the response
     assert distance() < 0.35 * before
     assert abs(metrics["opd_adv_mean"]) < 0.35 * before  # the advantage shrank with the gap
 
 
 def test_opd_topk_reduces_topk_kl(tokenizer):
-    trainer = TorchTrainer(peaky(tiny(tokenizer)), tokenizer, TrainerConfig(method="opd_topk", lr=1e-5, topk=8, w_rl=0.0))
+    trainer = TorchTrainer(peaky(tiny(tokenizer)), tokenizer,
+                           TrainerConfig(method="opd_topk", lr=1e-5, topk=8, w_rl=0.0))
     prompt = render_prompt_ids(tokenizer, CONTEXT)
     response = encode(tokenizer, "Hello there, friend.")
     history = [
@@ -163,7 +167,9 @@ def test_kl_to_reference_starts_at_zero_then_grows(tokenizer):
     trainer = TorchTrainer(tiny(tokenizer), tokenizer, TrainerConfig(lr=3e-3, kl_coef=0.1))
     prompt = render_prompt_ids(tokenizer, CONTEXT)
     a, b = encode(tokenizer, "Yes."), encode(tokenizer, "No.")
-    kls = [trainer.train_step([make_sample(trainer, prompt, a, 1.0), make_sample(trainer, prompt, b, -1.0)])["kl"] for _ in range(4)]
+    kls = [
+        trainer.train_step([make_sample(trainer, prompt, a, 1.0), make_sample(trainer, prompt, b, -1.0)])["kl"]
+        for _ in range(4)]
     assert kls[0] == pytest.approx(0.0, abs=1e-6)
     assert kls[-1] > 1e-4
 
@@ -212,7 +218,8 @@ def test_bad_samples_and_config_are_refused_with_clear_errors(tokenizer):
     with pytest.raises(ValueError, match="needs a hint"):
         trainer.train_step([make_sample(trainer, prompt, encode(tokenizer, "x"))])
     with pytest.raises(ValueError, match="vocabulary"):
-        trainer.train_step([Sample(prompt_ids=prompt, response_ids=[10**7], old_logprobs=[-1.0], hint="h", hint_messages=CONTEXT)])
+        trainer.train_step(
+            [Sample(prompt_ids=prompt, response_ids=[10**7], old_logprobs=[-1.0], hint="h", hint_messages=CONTEXT)])
     with pytest.raises(ValueError, match="empty response"):
         trainer.train_step([Sample(prompt_ids=prompt, response_ids=[], old_logprobs=[], hint="h")])
     with pytest.raises(ValueError, match="no hint_messages"):
@@ -256,7 +263,8 @@ def test_lora_trains_only_adapters_and_exports_merged_weights(tokenizer):
     fresh.load_state_dict(exported)
     batch = collate([prompt], [good], trainer.pad_id, trainer.device)
     with torch.no_grad():
-        torch.testing.assert_close(response_logits(fresh, batch), response_logits(trainer.model, batch), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(response_logits(fresh, batch),
+                                   response_logits(trainer.model, batch), rtol=1e-4, atol=1e-4)
 
 
 def test_lora_teacher_is_base_model_with_adapters_disabled(tokenizer):
@@ -401,7 +409,8 @@ def test_int8_serving_weights_track_published_weights_and_tis_corrects_the_gap()
         gap = (served(ids).logits.float() - trained(ids).logits.float()).abs().max()
     assert 0 < gap < 0.05  # a rounding of the same weights, not other weights
     trainer = TorchTrainer(trained, tokenizer, TrainerConfig(method="grpo", lr=1e-2, behavior_correction="tis"))
-    samples = [Sample(prompt_ids=[5, 6, 7], response_ids=[8, 9, 10], old_logprobs=[-3.0, -3.0, -3.0], reward=r, group_id="g")
+    samples = [Sample(prompt_ids=[5, 6, 7], response_ids=[8, 9, 10],
+                      old_logprobs=[-3.0, -3.0, -3.0], reward=r, group_id="g")
                for r in (1.0, 0.0)]
     metrics = trainer.train_step(samples)
     assert metrics["ratio_mean"] == pytest.approx(1.0)  # the trainer's own logprobs are the old policy

@@ -25,12 +25,15 @@ def tokenizer():
 
 
 def stack(tokenizer, root, batch_size=2):
-    policy = MultiAdapterHFPolicy(build_tiny_random(len(tokenizer)), tokenizer, slots=4, r=R, alpha=ALPHA, target_modules=TARGETS)
+    policy = MultiAdapterHFPolicy(build_tiny_random(len(tokenizer)), tokenizer, slots=4, r=R,
+                                  alpha=ALPHA, target_modules=TARGETS)
     trainer = TorchTrainer(build_tiny_random(len(tokenizer)), tokenizer, TrainerConfig(
-        method="grpo", advantage="raw", lr=5e-2, micro_batch_size=4, lora=LoraSettings(r=R, alpha=ALPHA, target_modules=TARGETS)))
+        method="grpo", advantage="raw", lr=5e-2, micro_batch_size=4,
+        lora=LoraSettings(r=R, alpha=ALPHA, target_modules=TARGETS)))
     adapters = UserAdapters(policy, root / "adapters")
     # A = r (no batch baseline): these tests are about whose adapter a step touches, with one-turn batches
-    return policy, adapters, UserAdapterTrainer(trainer, adapters, batch_size=batch_size, output_dir=root, baseline="none")
+    return policy, adapters, UserAdapterTrainer(trainer, adapters, batch_size=batch_size,
+                                                output_dir=root, baseline="none")
 
 
 async def judged_turns(adapters, user, n, verdict=1.0):

@@ -28,7 +28,8 @@ from tests.waiting import wait_for
     ("Give a score out of 10, like 7/10.", "give a score out of 10"),
     ("No numbered or bulleted lists please, my teacher will know it's AI. Write it as normal sentences.",
      "no numbered or bulleted lists; write it as normal sentences"),
-    ("Please rewrite it without bold text or headings, it looks AI-written.", "rewrite it without bold text or headings"),
+    ("Please rewrite it without bold text or headings, it looks AI-written.",
+     "rewrite it without bold text or headings"),
     ("That's too long for a comment; keep it under 80 words.", "make it shorter; keep it under 80 words"),
     ("That doesn't give me the final number. What is the answer?", "give the final number"),
     ("You didn't include the final answer.", "include the final answer"),
@@ -61,7 +62,8 @@ def test_a_message_that_asks_for_several_things_leaves_one_wish_per_thing():
     said = ("Please address the student by name. Could you make it friendlier and more encouraging? "
             "That's too long for a comment; keep it under 80 words. What is the answer?")
     assert wishes_from_correction(said) == ["address the student by name", "make it friendlier and more encouraging",
-                                            "make it shorter; keep it under 80 words"]  # the last question is not a request
+                                            # the last question is not a request
+                                            "make it shorter; keep it under 80 words"]
     assert wishes_from_correction("What is the answer?") == ["give the answer"]  # ... unless nothing else is asked
     assert wishes_from_correction("Use bullet points. Please use bullet points!") == ["use bullet points"]  # a repeat
     assert wishes_from_correction("Thanks, that's great.") == [] and wishes_from_correction(None) == []
@@ -241,7 +243,8 @@ def test_wishes_over_http_from_the_conversation_with_their_access_rules(tmp_path
 
 
 def test_a_gateway_without_a_wish_memory_says_so(tmp_path):
-    gateway = ChatGateway(PolicyResponder(ScriptedPolicy(lambda m: "x", byte_tokens=True)), TurnLog(tmp_path / "t.jsonl"))
+    gateway = ChatGateway(PolicyResponder(ScriptedPolicy(lambda m: "x", byte_tokens=True)),
+                          TurnLog(tmp_path / "t.jsonl"))
     with BackgroundServer(build_gateway_app(gateway)) as url, httpx.Client(base_url=url, timeout=30) as client:
         response = client.get("/v1/wishes")
         assert response.status_code == 404 and "no wish memory" in response.json()["error"]["message"]
@@ -265,8 +268,8 @@ def test_a_turn_without_its_own_hint_still_teaches_opd_when_the_person_has_wishe
     from clawgym.serve.personal_trainer import sample_from_turn
 
     turn = Turn(episode_id="s", turn_index=0, context=[{"role": "user", "content": "grade this"}],
-                action={"role": "assistant", "content": "7/10"}, prompt_ids=[1], response_ids=[2], response_logprobs=[-1.0],
-                judge={"prm": JudgeResult(score=1.0)})
+                action={"role": "assistant", "content": "7/10"}, prompt_ids=[1], response_ids=[2],
+                response_logprobs=[-1.0], judge={"prm": JudgeResult(score=1.0)})
     assert sample_from_turn(turn, "opd") == (None, "no_hint")
     sample, reason = sample_from_turn(turn, "opd", wishes=["address the student by name"])
     assert reason is None and sample.hint == "Address the student by name." and sample.hint_messages == turn.context
@@ -317,5 +320,6 @@ def test_a_role_played_user_reads_only_the_persona_description_and_decides_when_
     assert reply == {"role": "user", "content": "A long comment."}
     for preference in persona.preferences:  # the hidden checks never reach the role-played person
         assert preference.feedback not in system
-    assert RolePlayedUser(Says(f"Perfect, thank you! {persona.done_token}")).reply(persona, task, messages, "ok")[1] is True
+    assert RolePlayedUser(Says(f"Perfect, thank you! {persona.done_token}")).reply(
+        persona, task, messages, "ok")[1] is True
     assert RolePlayedUser(Says("  ")).reply(persona, task, messages, "ok") == ("Please answer what I asked.", False)

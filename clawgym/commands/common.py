@@ -77,8 +77,8 @@ def build_policy(kind: str, model: str | None, base_url: str | None, api_key: st
 
         return OpenAIPolicy(model=model, base_url=base_url, api_key=api_key)
     if kind == "hf":
-        from clawgym.rl.policy.hf import HFPolicy
         from clawgym.rl.policy.catalog import DEFAULT_MODEL, MODELS, known_names
+        from clawgym.rl.policy.hf import HFPolicy
 
         name = model or DEFAULT_MODEL
         if name not in MODELS and not Path(name).is_dir():
@@ -97,5 +97,6 @@ def check_judge_spec(spec: str) -> list[str]:
     parts = [p.strip() for p in spec.split(",") if p.strip()]
     bad = [p for p in parts if p not in JUDGE_TYPES]
     if bad or not parts:
-        raise UsageError(f"unknown judge {', '.join(map(repr, bad)) if bad else repr(spec)}: use {', '.join(JUDGE_TYPES)} (comma-joined)")
+        raise UsageError(f"unknown judge {', '.join(map(repr, bad)) if bad else repr(spec)}: use "
+                         f"{', '.join(JUDGE_TYPES)} (comma-joined)")
     return parts

@@ -45,7 +45,8 @@ def call_action(rest: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
                 pass
         arguments = json.dumps({key: value})
     return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": name, "arguments": arguments or "{}"}}]}
+            "tool_calls": [{"id": "call_0", "type": "function",
+                            "function": {"name": name, "arguments": arguments or "{}"}}]}
 
 
 def _is_json_object(text: str) -> bool:

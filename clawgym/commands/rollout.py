@@ -31,7 +31,8 @@ def run_rollout_command(args: argparse.Namespace) -> int:
 
         judge_policy = None
         if any(part in ("prm", "hint", "rules+prm", "prob", "probhint") for part in parts):
-            judge_policy = build_policy(args.policy, args.judge_model, args.base_url, args.api_key) if args.judge_model else policy
+            judge_policy = (build_policy(args.policy, args.judge_model, args.base_url, args.api_key)
+                            if args.judge_model else policy)
         judges = make_judges(args.judge, judge_policy, m=args.judge_votes)
     from clawgym.rl.rollout import run_rollout_cli
 

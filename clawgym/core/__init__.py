@@ -7,7 +7,8 @@ from clawgym.core.tasks import Task, TaskSet
 from clawgym.core.tools import FunctionTool, SubmitTool, Tool, ToolError, ToolResult
 
 __all__ = [
-    "AgentEnv", "AssistantMessage", "EpisodeOptions", "EpisodeOver", "FunctionTool", "InvalidAction", "Message", "Messages",
+    "AgentEnv", "AssistantMessage", "EpisodeOptions", "EpisodeOver", "FunctionTool",
+    "InvalidAction", "Message", "Messages",
     "SubmitTool", "Task", "TaskSet", "Tool", "ToolCall", "ToolError", "ToolResult", "format_transcript",
     "parse_action", "text_of",
 ]

@@ -113,10 +113,13 @@ def parse_text_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
         try:
             payload = json.loads(body)
         except json.JSONDecodeError as exc:
-            calls.append(ToolCall(name=INVALID, id=call_id, error=f"tool call is not valid JSON ({exc.msg} at position {exc.pos}): {body[:200]!r}"))
+            calls.append(ToolCall(name=INVALID, id=call_id,
+                                  error=f"tool call is not valid JSON ({exc.msg} at position "
+                                        f"{exc.pos}): {body[:200]!r}"))
             continue
         if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
-            calls.append(ToolCall(name=INVALID, id=call_id, error='tool call must be a JSON object {"name": ..., "arguments": {...}}'))
+            calls.append(ToolCall(name=INVALID, id=call_id,
+                                  error='tool call must be a JSON object {"name": ..., "arguments": {...}}'))
             continue
         arguments, error = _decode_arguments(payload.get("arguments", payload.get("parameters")))
         calls.append(ToolCall(name=payload["name"], arguments=arguments, id=call_id, error=error))
@@ -152,7 +155,8 @@ def parse_bare_json_calls(text: str) -> list[ToolCall]:
 
 
 def _json_values(body: str) -> list[Any]:
-    """The JSON values that make up all of ``body``, separated by white space (or commas); [] if anything else is there."""
+    """The JSON values that make up all of ``body``, separated by white space (or commas); [] if anything else
+    is there."""
     decoder, values, at = json.JSONDecoder(), [], 0
     while at < len(body):
         try:

@@ -44,7 +44,8 @@ def default_from_record(record: Record) -> Task:
     if prompt is None:
         raise ValueError(f"a task record needs 'prompt' or 'question'; got keys {sorted(record)}")
     answer = record.get("answer", record.get("solution"))
-    extra = {k: v for k, v in record.items() if k not in ("id", "question", "problem", "prompt", "answer", "solution", "split")}
+    extra = {k: v for k, v in record.items()
+             if k not in ("id", "question", "problem", "prompt", "answer", "solution", "split")}
     return Task(
         id=str(record.get("id", "")),
         prompt=str(prompt),
@@ -99,7 +100,8 @@ class TaskSet:
 
     # --- loading ------------------------------------------------------------------------------
     @classmethod
-    def from_records(cls, records: Iterable[Record], from_record: Callable[[Record], Task] = default_from_record, name: str = "tasks") -> "TaskSet":
+    def from_records(cls, records: Iterable[Record], from_record: Callable[[Record], Task] = default_from_record,
+                     name: str = "tasks") -> "TaskSet":
         return cls((from_record(dict(r)) for r in records), name=name)
 
     @classmethod
@@ -117,12 +119,14 @@ class TaskSet:
         return cls.from_records(records, from_record, name=path.name)
 
     @classmethod
-    def from_dataset(cls, dataset: Any, from_record: Callable[[Record], Task] = default_from_record, name: str = "dataset") -> "TaskSet":
+    def from_dataset(cls, dataset: Any, from_record: Callable[[Record], Task] = default_from_record,
+                     name: str = "dataset") -> "TaskSet":
         """From a ``datasets.Dataset`` (or any iterable of dict rows)."""
         return cls.from_records(iter(dataset), from_record, name=name)
 
     @classmethod
-    def from_bundled(cls, package: str, filename: str, from_record: Callable[[Record], Task] = default_from_record) -> "TaskSet":
+    def from_bundled(cls, package: str, filename: str,
+                     from_record: Callable[[Record], Task] = default_from_record) -> "TaskSet":
         with resources.files(package).joinpath(filename).open("r", encoding="utf-8") as handle:
             records = [json.loads(line) for line in handle if line.strip()]
         return cls.from_records(records, from_record, name=Path(filename).stem)

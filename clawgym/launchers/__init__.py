@@ -27,7 +27,8 @@ def resolve(name_or_path: str | Path) -> Path:
     name = path.stem if path.suffix in (".yaml", ".yml") else path.name
     if path.parent in (Path("."), Path("launchers")) and name in launchers:
         return launchers[name]  # "chat", "chat.yaml", or the pre-package path "launchers/chat.yaml"
-    raise UsageError(f"no config {str(name_or_path)!r}: not a file, and not a bundled launcher ({', '.join(launchers)})")
+    raise UsageError(f"no config {str(name_or_path)!r}: not a file, and not a bundled launcher "
+                     f"({', '.join(launchers)})")
 
 
 def describe(path: Path) -> str:

@@ -22,7 +22,8 @@ EVAL_SEED = 12345
 
 async def play_tasks(env: EnvSpec, policy: Policy, task_ids: Sequence[str] | None = None, *, limit: int | None = None,
                      env_kwargs: dict[str, Any] | None = None, sampling: SamplingParams | None = None,
-                     num_workers: int = 4, seed: int = EVAL_SEED, episode_timeout_s: float | None = None) -> list[Trajectory]:
+                     num_workers: int = 4, seed: int = EVAL_SEED,
+                     episode_timeout_s: float | None = None) -> list[Trajectory]:
     """One episode per task (all of the env's tasks unless ``task_ids``; the first ``limit`` of them)."""
     sampling = sampling or SamplingParams(temperature=0.0, max_tokens=256)
     pool = RolloutPool(env, policy, num_workers=max(1, num_workers), executor="local", env_kwargs=env_kwargs or {},
@@ -59,7 +60,8 @@ def eval_rows(trajectories: Sequence[Trajectory], by: str | None = None) -> dict
                       "mean_reward": float(np.mean([t.reward for t in ok])) if ok else float("nan"),
                       "success_rate": float(np.mean([t.success for t in ok])) if ok else float("nan"),
                       "checks": check_rates(items)}
-    return rows or {"all": {"episodes": 0, "errors": 0, "mean_reward": float("nan"), "success_rate": float("nan"), "checks": {}}}
+    return rows or {"all": {"episodes": 0, "errors": 0, "mean_reward": float("nan"),
+                            "success_rate": float("nan"), "checks": {}}}
 
 
 def evaluate(env_id: str, policy: Any, *, split: str | None = "test", by: str | None = None, limit: int | None = None,
@@ -70,14 +72,16 @@ def evaluate(env_id: str, policy: Any, *, split: str | None = "test", by: str | 
     if split:
         kwargs["split"] = split
     trajectories = asyncio.run(play_tasks(env_id, policy, limit=limit, env_kwargs=kwargs, num_workers=num_workers,
-                                          seed=seed, sampling=SamplingParams(temperature=temperature, max_tokens=max_tokens)))
+                                          seed=seed,
+                                          sampling=SamplingParams(temperature=temperature, max_tokens=max_tokens)))
     return eval_rows(trajectories, by)
 
 
 def format_table(rows: dict[str, dict[str, float]], title: str) -> str:
     lines = [f"### {title}", "", "| group | episodes | errors | mean reward | success |", "|---|---:|---:|---:|---:|"]
     for name, row in rows.items():
-        lines.append(f"| {name} | {row['episodes']} | {row['errors']} | {row['mean_reward']:.3f} | {row['success_rate']:.3f} |")
+        lines.append(f"| {name} | {row['episodes']} | {row['errors']} | {row['mean_reward']:.3f} | "
+                     f"{row['success_rate']:.3f} |")
     checks = {name: row["checks"] for name, row in rows.items() if row.get("checks")}
     if checks:  # the env's named checks, one by one: what the mean reward is made of
         lines += ["", "| group | " + " | ".join(next(iter(checks.values()))) + " |",

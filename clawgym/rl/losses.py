@@ -46,7 +46,8 @@ def grpo_advantages(rewards: torch.Tensor, group_ids: Sequence[Hashable], eps: f
     """
     rewards = rewards.to(torch.float32)
     if rewards.ndim != 1 or len(group_ids) != rewards.shape[0]:
-        raise ValueError(f"rewards must be [B] with one group id each, got {tuple(rewards.shape)} and {len(group_ids)} ids")
+        raise ValueError(f"rewards must be [B] with one group id each, got {tuple(rewards.shape)} and "
+                         f"{len(group_ids)} ids")
     advantages = torch.zeros_like(rewards)
     for members in _group_indices(group_ids).values():
         index = torch.tensor(members, dtype=torch.long)
@@ -86,7 +87,8 @@ def step_wise_advantages(
 def opd_advantages(teacher_logprobs: torch.Tensor, old_logprobs: torch.Tensor) -> torch.Tensor:
     """On-policy distillation: A_t = log pi_teacher(a_t | s + hint) - log pi_old(a_t | s)."""
     if teacher_logprobs.shape != old_logprobs.shape:
-        raise ValueError(f"teacher {tuple(teacher_logprobs.shape)} and old {tuple(old_logprobs.shape)} logprobs differ in shape")
+        raise ValueError(f"teacher {tuple(teacher_logprobs.shape)} and old {tuple(old_logprobs.shape)} "
+                         "logprobs differ in shape")
     return teacher_logprobs - old_logprobs
 
 

@@ -50,7 +50,8 @@ class BadRequest(ValueError):
         self.param = param
 
 
-def error_response(status: int, message: str, kind: str, code: str | None = None, param: str | None = None) -> JSONResponse:
+def error_response(status: int, message: str, kind: str, code: str | None = None,
+                   param: str | None = None) -> JSONResponse:
     """An OpenAI-style error body: ``{"error": {"message", "type", "param", "code"}}``."""
     return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": code}}, status_code=status)
 
@@ -172,7 +173,8 @@ def _offered(tools: list[dict[str, Any]] | None) -> set[str]:
     return {str(tool.get("function", tool).get("name")) for tool in tools or [] if isinstance(tool, dict)}
 
 
-def _answer(generation: Generation, tools: list[dict[str, Any]] | None = None) -> tuple[str | None, list[ToolCall], str]:
+def _answer(generation: Generation,
+            tools: list[dict[str, Any]] | None = None) -> tuple[str | None, list[ToolCall], str]:
     """(content, valid tool calls, finish_reason) for the response.
 
     If any ``<tool_call>`` block could not be parsed, the whole raw text is returned as content with
@@ -207,7 +209,8 @@ class _ContentFilter:
     def push(self, piece: str) -> str:
         self.text += piece
         head = self.text.lstrip()
-        if self.hold_json and self.sent == 0 and (not head or head.startswith(("{", "[", "```")) or "```".startswith(head)):
+        if self.hold_json and self.sent == 0 and (not head or head.startswith(("{", "[", "```"))
+                                                  or "```".startswith(head)):
             return ""
         cut = self.text.find(TOOL_TAG)
         if cut < 0:
@@ -256,7 +259,8 @@ class PolicyServer:
         prompt, completion = len(generation.prompt_ids), len(generation.response_ids)
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
-    def completion(self, request: ChatRequest, generation: Generation, response_id: str | None = None) -> dict[str, Any]:
+    def completion(self, request: ChatRequest, generation: Generation,
+                   response_id: str | None = None) -> dict[str, Any]:
         content, calls, finish = _answer(generation, request.tools)
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
@@ -283,7 +287,8 @@ class PolicyServer:
                 "created": int(time.time()), "model": self.model_name}
 
         def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
-            choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": extra.pop("logprobs", None)}
+            choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": finish,
+                                      "logprobs": extra.pop("logprobs", None)}
             return "data: " + json.dumps({**base, "choices": [choice], **extra}) + "\n\n"
 
         yield chunk({"role": "assistant", "content": ""})
@@ -293,13 +298,16 @@ class PolicyServer:
             while not isinstance(item, Generation):
                 if isinstance(item, TextDelta):
                     visible = filter_.push(item.text)
-                    logprobs = self.logprobs_json(item.token_ids, item.logprobs) if request.logprobs and item.token_ids else None
+                    logprobs = (self.logprobs_json(item.token_ids, item.logprobs)
+                                if request.logprobs and item.token_ids else None)
                     if visible or logprobs:
                         yield chunk({"content": visible}, logprobs=logprobs)
                 item = await items.__anext__()
         except Exception as exc:  # the policy failed mid-answer: tell the client in-band, then stop
             logger.exception("streaming generation failed")
-            yield "data: " + json.dumps({"error": {"message": f"generation failed: {exc}", "type": "server_error", "param": None, "code": None}}) + "\n\n"
+            yield "data: " + json.dumps(
+                {"error": {"message": f"generation failed: {exc}", "type": "server_error", "param": None,
+                           "code": None}}) + "\n\n"
             yield "data: [DONE]\n\n"
             return
         finally:  # also on client disconnect: lets the policy free the request's batch row at once
@@ -339,7 +347,8 @@ def require_bearer_key(app: FastAPI, api_key: str | None) -> None:
         return await call_next(request)
 
 
-def build_app(policy: Policy, api_key: str | None = None, model_name: str | None = None, default_max_tokens: int = 256) -> FastAPI:
+def build_app(policy: Policy, api_key: str | None = None, model_name: str | None = None,
+              default_max_tokens: int = 256) -> FastAPI:
     """The FastAPI app serving ``policy``; ``api_key`` (if set) is required as a bearer token on /v1/*."""
     server = PolicyServer(policy, model_name, default_max_tokens)
     app = FastAPI(title="clawgym policy server")
@@ -353,7 +362,8 @@ def build_app(policy: Policy, api_key: str | None = None, model_name: str | None
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": server.model_name, "object": "model", "created": 0, "owned_by": "clawgym"}]}
+        return {"object": "list",
+                "data": [{"id": server.model_name, "object": "model", "created": 0, "owned_by": "clawgym"}]}
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Any:
@@ -398,7 +408,8 @@ def main_serve_policy(args: Any) -> None:
         device=getattr(args, "device", None) or "cpu",
         max_batch_size=getattr(args, "max_batch_size", None) or 32,
     )
-    serve(policy, getattr(args, "host", None) or "127.0.0.1", getattr(args, "port", None) or 8000, getattr(args, "api_key", None))
+    serve(policy, getattr(args, "host", None) or "127.0.0.1", getattr(args, "port", None) or 8000,
+          getattr(args, "api_key", None))
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -417,7 +428,8 @@ class BackgroundServer:
         import uvicorn
 
         self.host, self.port = host, port or free_port(host)
-        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=self.port, log_level="warning", lifespan="off"))
+        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=self.port,
+                                                    log_level="warning", lifespan="off"))
         self.thread = threading.Thread(target=self.server.run, name="clawgym-server", daemon=True)
 
     @property

@@ -15,7 +15,8 @@ from clawgym.sandbox.base import ExecResult, Sandbox, SandboxConfig, SandboxFact
 KINDS = ("auto", "bwrap", "docker", "local")
 
 
-def make_sandbox(kind: str | SandboxFactory = "auto", config: SandboxConfig | None = None, **backend_options: Any) -> Sandbox:
+def make_sandbox(kind: str | SandboxFactory = "auto", config: SandboxConfig | None = None,
+                 **backend_options: Any) -> Sandbox:
     """Start a sandbox of ``kind``; ``backend_options`` go to the backend (e.g. docker's ``client=``).
 
     ``auto`` is bubblewrap on Linux; it never falls back to the unsandboxed ``local`` backend. A callable
@@ -29,7 +30,8 @@ def make_sandbox(kind: str | SandboxFactory = "auto", config: SandboxConfig | No
         raise ValueError(f"unknown sandbox kind {kind!r}; choose one of {', '.join(KINDS)}")
     if kind == "auto":
         if not sys.platform.startswith("linux"):
-            raise SandboxUnavailable("no default sandbox off Linux: use make_sandbox('docker', ...) with a Docker Engine")
+            raise SandboxUnavailable("no default sandbox off Linux: use make_sandbox('docker', "
+                                     "...) with a Docker Engine")
         kind = "bwrap"
     if kind == "bwrap":
         from clawgym.sandbox.bwrap import BwrapSandbox

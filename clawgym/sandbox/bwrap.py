@@ -34,7 +34,8 @@ from clawgym.sandbox.shell import SHELL_ENV, PipeTransport, ShellSandbox, ShellS
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINT = "bubblewrap is not installed: run `apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap`"
+INSTALL_HINT = ("bubblewrap is not installed: run `apt-get install bubblewrap` (Debian/Ubuntu) or "
+                "`dnf install bubblewrap`")
 PROC_READ_ONLY = ("/proc/sys",)  # bwrap's --proc already covers sysrq-trigger, irq and bus
 PACKAGE_DIR = str(Path(__file__).resolve().parents[1])  # clawgym itself: see install_paths()
 HIDDEN_TOP = {"proc", "dev", "tmp", "run", "sys"}  # replaced by fresh mounts (sys: read-only bind below)
@@ -331,7 +332,8 @@ class BwrapSandbox(ShellSandbox):
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             return
-        self._in_sandbox(["sh", "-c", 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', "sh", path], data, f"write {path}")
+        self._in_sandbox(["sh", "-c", 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', "sh",
+                          path], data, f"write {path}")
 
     def read_file(self, path: str) -> bytes:
         host = self._host_path(path)

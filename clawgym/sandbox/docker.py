@@ -126,7 +126,8 @@ class DockerSandbox(ShellSandbox):
         try:
             import docker
         except ImportError as exc:
-            raise SandboxUnavailable("the docker SDK is missing: pip install 'clawgym[docker]' (or `pip install docker`)") from exc
+            raise SandboxUnavailable("the docker SDK is missing: pip install 'clawgym[docker]' (or `pip "
+                                     "install docker`)") from exc
         self.config = config or SandboxConfig()
         self._init_shell_state()
         self.base_url = base_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
@@ -142,7 +143,8 @@ class DockerSandbox(ShellSandbox):
             self.client.images.get(self.image)
         except docker.errors.ImageNotFound as exc:
             raise SandboxUnavailable(f"image {self.image!r} is not on the engine at {self.base_url}: pull or build it "
-                                     "(clawgym.sandbox.images.ensure_base(client, 'clawgym/base:bookworm') builds it without a registry)") from exc
+                                     "(clawgym.sandbox.images.ensure_base(client, 'clawgym/base:bookworm') builds it "
+                                     "without a registry)") from exc
         self.network_mode = network_mode or ("host" if self.config.network else "none")
         self._res = _Resources()
         self._finalizer = weakref.finalize(self, self._res.release)

@@ -54,7 +54,7 @@ PYTHON_LAYER = f"""FROM {DEBIAN_IMAGE}
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-pip python3-venv \\
  && rm -rf /var/lib/apt/lists/* && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \\
  && ln -sf /usr/bin/python3 /usr/local/bin/python && ln -sf /usr/bin/pip3 /usr/local/bin/pip
-"""
+"""  # noqa: E501  (a Dockerfile: kept as written)
 
 # FROM patterns → local image. Order matters: the first match wins.
 BASE_RULES = [
@@ -83,7 +83,8 @@ class TaskImage:
 # ----------------------------------------------------------------------------------------- base images
 def apt_mirror() -> str:
     """The Debian mirror this machine's apt already uses (deb822 ``URIs:`` or one-line ``deb`` entries)."""
-    files = sorted(Path("/etc/apt").glob("sources.list.d/*.sources")) + sorted(Path("/etc/apt").glob("sources.list.d/*.list"))
+    files = sorted(Path("/etc/apt").glob("sources.list.d/*.sources")) + sorted(
+        Path("/etc/apt").glob("sources.list.d/*.list"))
     files.insert(0, Path("/etc/apt/sources.list"))
     for path in files:
         try:
@@ -111,7 +112,8 @@ def rootfs_tarball(packages: tuple[str, ...] = ROOTFS_PACKAGES) -> Path:
         target = Path(tmp) / "rootfs"
         mirror = apt_mirror()
         log.info("debootstrap %s from %s with %s", SUITE, mirror, packages)
-        done = _run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", SUITE, str(target), mirror], 900)
+        done = _run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", SUITE,
+                     str(target), mirror], 900)
         if done.returncode != 0:
             raise SandboxUnavailable(f"debootstrap from {mirror} failed: {(done.stdout + done.stderr).strip()[-800:]}")
         shutil.rmtree(target / "var/cache/apt/archives", ignore_errors=True)
@@ -161,7 +163,8 @@ def _ensure_base(client, tag: str) -> str:
         ensure_base(client, ROOTFS_IMAGE)
         files = {"Dockerfile": f"FROM {ROOTFS_IMAGE}\nCOPY ca/ /usr/local/share/ca-certificates/\n"
                                "COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt\n"
-                               "ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt PIP_CERT=/etc/ssl/certs/ca-certificates.crt\n"}
+                               "ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt "
+                               "PIP_CERT=/etc/ssl/certs/ca-certificates.crt\n"}
         files["ca-certificates.crt"] = HOST_CA_BUNDLE.read_bytes() if HOST_CA_BUNDLE.is_file() else b""
         files["ca/.keep"] = b""
         if HOST_CA_DIR.is_dir():
@@ -183,7 +186,8 @@ def resolve_base(client, image: str, where: str) -> str:
     for pattern, local in BASE_RULES:
         if pattern.match(image):
             if not image.startswith(("debian:bookworm", "python:3.11")) and "bookworm" not in image:
-                log.info("%s: FROM %s builds on %s (Debian %s) since no registry is reachable", where, image, local, SUITE)
+                log.info("%s: FROM %s builds on %s (Debian %s) since no registry is reachable",
+                         where, image, local, SUITE)
             return ensure_base(client, local)
     try:
         client.images.get(image)

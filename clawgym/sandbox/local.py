@@ -84,7 +84,8 @@ class LocalSandbox(ShellSandbox):
         shell = shell or self._shell
         if shell is None:
             return 0
-        return procs.kill_namespace("", keep={shell.pid}, since_tick=tick, members=lambda: procs.session_members(shell.pid))
+        return procs.kill_namespace("", keep={shell.pid}, since_tick=tick,
+                                    members=lambda: procs.session_members(shell.pid))
 
     def _signal_shell(self, sig: int) -> None:
         if self._shell is not None and self._shell.poll() is None:

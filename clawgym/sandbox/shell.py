@@ -185,7 +185,8 @@ class ShellSession:
                     return
             chunks = self.transport.recv(deadline - time.monotonic())
             if chunks is None:
-                raise RuntimeError(f"the sandbox shell exited during start-up: {self.pending[2].decode(errors='replace')[-500:]}")
+                raise RuntimeError("the sandbox shell exited during start-up: "
+                                   f"{self.pending[2].decode(errors='replace')[-500:]}")
             for stream, data in chunks:
                 self.pending[stream] += data
             if time.monotonic() > deadline:
@@ -436,5 +437,6 @@ class ShellSandbox:
             self._ooms = ooms
 
     def _reset_processes(self) -> None:
-        """Kill every process in the sandbox and start a new shell (default: the whole pid namespace goes with its pid 1)."""
+        """Kill every process in the sandbox and start a new shell (default: the whole pid namespace goes with its
+        pid 1)."""
         self._restart()

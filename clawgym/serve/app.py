@@ -23,15 +23,15 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from clawgym.serve.dashboard import Dashboard
+from clawgym.core.policy import Generation
+from clawgym.rl.server import BadRequest, PolicyServer, error_response, parse_chat_request, require_bearer_key
 from clawgym.rl.types import new_id
+from clawgym.serve.dashboard import Dashboard
 from clawgym.serve.feedback import FeedbackError, parse_feedback
 from clawgym.serve.gateway import ChatGateway
 from clawgym.serve.user_adapters import check_user_id
 from clawgym.serve.users import AccessDenied, UserDirectory, bearer
 from clawgym.serve.wish_memory import WishMemory
-from clawgym.core.policy import Generation
-from clawgym.rl.server import BadRequest, PolicyServer, error_response, parse_chat_request, require_bearer_key
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,8 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             if request.url.path == "/dashboard/data" and protected:
                 key = bearer(request.headers)
                 if not (users.is_admin(request.headers) or (api_key and key == api_key)):
-                    return error_response(401, "the dashboard's data needs the admin key (open /dashboard?key=<admin key>)",
+                    return error_response(401,
+                                          "the dashboard's data needs the admin key (open /dashboard?key=<admin key>)",
                                           "invalid_request_error", "invalid_api_key")
             return await call_next(request)
 
@@ -99,7 +100,8 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
         return users.identify(request.headers, {"user": named} if named else {})
 
     def access_error(exc: AccessDenied) -> Any:
-        return error_response(exc.status, str(exc), "invalid_request_error", "invalid_api_key" if exc.status == 401 else None)
+        return error_response(exc.status, str(exc), "invalid_request_error",
+                              "invalid_api_key" if exc.status == 401 else None)
 
     def wish_caller(request: Request) -> tuple[str | None, Any]:
         """(the caller's user id, None), or (None, the error response: no wish memory, or access denied)."""
@@ -126,7 +128,8 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             return error
         owner = wishes.owner(wish_id)
         if owner is None:
-            return error_response(404, f"no remembered wish with id {wish_id!r}", "invalid_request_error", param="wish_id")
+            return error_response(404, f"no remembered wish with id {wish_id!r}",
+                                  "invalid_request_error", param="wish_id")
         if owner != user:
             return error_response(403, "that wish belongs to another user", "invalid_request_error")
         removed = wishes.remove(user, wish_id)
@@ -162,17 +165,19 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
         info = gateway.model_info  # the real limits (vLLM calls the window max_model_len)
         limits = {"context_window": info["context_window"], "max_model_len": info["context_window"],
                   "max_output_tokens": info["max_output_tokens"]} if info else {}
-        return {"object": "list", "data": [{"id": gateway.model_name, "object": "model", "created": 0, "owned_by": "clawgym",
-                                            **limits}]}
+        return {"object": "list", "data": [{"id": gateway.model_name, "object": "model",
+                                            "created": 0, "owned_by": "clawgym", **limits}]}
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Any:
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > max_body_bytes:
-            return error_response(413, f"request body of {declared} bytes exceeds the limit of {max_body_bytes}", "invalid_request_error")
+            return error_response(413, f"request body of {declared} bytes exceeds the limit of {max_body_bytes}",
+                                  "invalid_request_error")
         raw = await request.body()
         if len(raw) > max_body_bytes:
-            return error_response(413, f"request body of {len(raw)} bytes exceeds the limit of {max_body_bytes}", "invalid_request_error")
+            return error_response(413, f"request body of {len(raw)} bytes exceeds the limit of {max_body_bytes}",
+                                  "invalid_request_error")
         try:
             body = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -210,7 +215,8 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
     return app
 
 
-async def _deliver_then_record(gateway: ChatGateway, lines: AsyncIterator[str], items: AsyncIterator[Any]) -> AsyncIterator[str]:
+async def _deliver_then_record(gateway: ChatGateway, lines: AsyncIterator[str],
+                               items: AsyncIterator[Any]) -> AsyncIterator[str]:
     """Send every SSE line; once ``[DONE]`` went out, let the turn be recorded.
 
     The rest of ``gateway.complete`` (recording) runs in its own task: the server cancels this

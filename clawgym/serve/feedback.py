@@ -60,10 +60,13 @@ def parse_feedback(body: Any) -> Feedback:
         raise FeedbackError(400, "the feedback body must be a JSON object")
     unknown = sorted(set(body) - {"response_id", "session_id", "thumb", "correction", "user"})
     if unknown:
-        raise FeedbackError(400, f"unknown field(s) {unknown}; use response_id or session_id, thumb, correction", unknown[0])
+        raise FeedbackError(400,
+                            f"unknown field(s) {unknown}; use response_id or session_id, thumb, correction", unknown[0])
     feedback = Feedback(**{k: body.get(k) for k in ("response_id", "session_id", "thumb", "correction")})
     if (feedback.response_id is None) == (feedback.session_id is None):
-        raise FeedbackError(400, "give exactly one of response_id (the id a completion returned) or session_id", "response_id")
+        raise FeedbackError(400,
+                            "give exactly one of response_id (the id a completion returned) or session_id",
+                            "response_id")
     for name in ("response_id", "session_id", "correction"):
         value = getattr(feedback, name)
         if value is not None and (not isinstance(value, str) or not value.strip()):

@@ -79,7 +79,8 @@ class ContextFitter:
             logger.warning("request of %d tokens cut to %d to fit the %d-token window: %s",
                            report.original_tokens, tokens, self.window, "; ".join(report.steps))
         if tokens > budget:
-            raise ContextTooLong(f"the prompt has {report.original_tokens} tokens; even after dropping what may be dropped "
+            raise ContextTooLong(f"the prompt has {report.original_tokens} tokens; "
+                                 "even after dropping what may be dropped "
                                  f"({'; '.join(report.steps) or 'nothing droppable'}) it has {tokens}, over the "
                                  f"{budget} that fit the model's {self.window}-token window with room for a reply")
         return messages, tools, report
@@ -115,7 +116,8 @@ def _protected(messages: list[Message]) -> set[int]:
         keep.add(users[-1])
     if tools:
         keep.add(tools[-1])
-        callers = [i for i in range(tools[-1]) if messages[i].get("role") == "assistant" and messages[i].get("tool_calls")]
+        callers = [i for i in range(tools[-1])
+                   if messages[i].get("role") == "assistant" and messages[i].get("tool_calls")]
         if callers:
             keep.add(callers[-1])
     return keep
@@ -145,7 +147,8 @@ def _cut_system_middle(messages: list[Message], tools: Any, excess: int):
         return None
     text = text_of(messages[index])
     found = _OMITTED.search(text)  # cut before: widen the same gap
-    head, tail = (text[:found.start()], text[found.end():]) if found else (text[: len(text) // 2], text[len(text) // 2:])
+    head, tail = ((text[:found.start()], text[found.end():])
+                  if found else (text[: len(text) // 2], text[len(text) // 2:]))
     omitted = int(found.group(1)) if found else 0
     cut = min(max(0, len(head) - 1000) + max(0, len(tail) - 1000), max(excess * 5, 200))  # ~4 characters a token
     if cut <= 0:

@@ -24,13 +24,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Mapping, Protocol
 
-from clawgym.serve.feedback import Feedback, FeedbackError, apply_feedback, feedback_only
-from clawgym.serve.protocol import conversation
-from clawgym.serve.turn_log import TurnLog
-from clawgym.serve.sessions import RequestView, SessionTracker
 from clawgym.core.policy import Generation, SamplingParams
 from clawgym.rl.policy.streaming import StreamItem, TextDelta, stream_or_generate
 from clawgym.rl.types import Turn
+from clawgym.serve.feedback import Feedback, FeedbackError, apply_feedback, feedback_only
+from clawgym.serve.protocol import conversation
+from clawgym.serve.sessions import RequestView, SessionTracker
+from clawgym.serve.turn_log import TurnLog
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,8 @@ logger = logging.getLogger(__name__)
 class Responder(Protocol):
     """Who answers a request: yields text deltas, then exactly one Generation."""
 
-    def respond(self, view: RequestView, body: dict[str, Any], sampling: SamplingParams) -> AsyncIterator[StreamItem]: ...
+    def respond(self, view: RequestView, body: dict[str, Any],
+                sampling: SamplingParams) -> AsyncIterator[StreamItem]: ...
 
 
 class PolicyResponder:
@@ -47,7 +48,8 @@ class PolicyResponder:
     def __init__(self, policy: Any) -> None:
         self.policy = policy
 
-    async def respond(self, view: RequestView, body: dict[str, Any], sampling: SamplingParams) -> AsyncIterator[StreamItem]:
+    async def respond(self, view: RequestView, body: dict[str, Any],
+                      sampling: SamplingParams) -> AsyncIterator[StreamItem]:
         async for item in stream_or_generate(self.policy, list(body["messages"]), body.get("tools"), sampling):
             yield item
 
@@ -59,8 +61,10 @@ class UserResponder:
         self.adapters = adapters
         self.policy = adapters.policy  # for the HTTP layer's token rendering
 
-    async def respond(self, view: RequestView, body: dict[str, Any], sampling: SamplingParams) -> AsyncIterator[StreamItem]:
-        async for item in stream_or_generate(self.adapters.view(view.user), list(body["messages"]), body.get("tools"), sampling):
+    async def respond(self, view: RequestView, body: dict[str, Any],
+                      sampling: SamplingParams) -> AsyncIterator[StreamItem]:
+        async for item in stream_or_generate(self.adapters.view(view.user), list(body["messages"]),
+                                             body.get("tools"), sampling):
             yield item
 
 
@@ -219,7 +223,8 @@ class ChatGateway:
         if not view.main:
             self.stats.side_turns += 1
             return
-        await asyncio.wrap_future(self._record(view, body, generation, sent, turn_id, sampling))  # durable before we finish
+        # durable before we finish
+        await asyncio.wrap_future(self._record(view, body, generation, sent, turn_id, sampling))
 
     def abort(self) -> None:
         """The client went away mid-answer: nothing was recorded (called by the HTTP layer)."""

@@ -80,7 +80,8 @@ class HindsightGroups:
         self.settings = settings
         self.temperature = float(temperature)
         self.stats: collections.Counter[str] = collections.Counter()
-        self.on_scored: Callable[[str, float], Any] | None = None  # (user, share of wishes the served reply met): the dashboard
+        # (user, share of wishes the served reply met): the dashboard
+        self.on_scored: Callable[[str, float], Any] | None = None
 
     @property
     def wishes_of(self) -> Callable[[str], list[str]] | None:

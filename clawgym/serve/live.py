@@ -41,10 +41,12 @@ class EnvResponder:
         with self._lock:
             self._sessions.pop(session_id, None)
 
-    async def respond(self, view: RequestView, body: dict[str, Any], sampling: SamplingParams) -> AsyncIterator[StreamItem]:
+    async def respond(self, view: RequestView, body: dict[str, Any],
+                      sampling: SamplingParams) -> AsyncIterator[StreamItem]:
         if not view.main:
             if self.side_policy is not None:
-                async for item in stream_or_generate(self.side_policy, list(body["messages"]), body.get("tools"), sampling):
+                async for item in stream_or_generate(self.side_policy, list(body["messages"]),
+                                                     body.get("tools"), sampling):
                     yield item
                 return
             yield TextDelta(SILENT_REPLY)

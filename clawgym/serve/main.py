@@ -70,7 +70,8 @@ class ServeSettings:
         if settings.adapters not in ADAPTER_MODES:
             raise ConfigError(f"serve.adapters must be one of {ADAPTER_MODES}, got {settings.adapters!r}")
         if settings.adapters == "per_user" and not config.trainer.lora.enabled:
-            raise ConfigError("serve.adapters: per_user trains one LoRA adapter per user: set trainer.lora.enabled: true")
+            raise ConfigError("serve.adapters: per_user trains one LoRA adapter per user: set "
+                              "trainer.lora.enabled: true")
         if settings.adapters == "per_user" and config.policy.quantize != "none":
             raise ConfigError("serve.adapters: per_user serves LoRA adapters on the full-precision base: "
                               "set policy.quantize: none")
@@ -79,8 +80,8 @@ class ServeSettings:
         if settings.hindsight_k:
             settings.hindsight(config)  # validates
         if settings.teacher_wishes and config.method not in USES_HINTS:
-            raise ConfigError(f"serve.teacher_wishes puts the wishes in the OPD teacher's context: method {config.method!r} "
-                              f"has no teacher (use one of {sorted(USES_HINTS)})")
+            raise ConfigError("serve.teacher_wishes puts the wishes in the OPD teacher's context: "
+                              f"method {config.method!r} has no teacher (use one of {sorted(USES_HINTS)})")
         if settings.teacher_wishes and settings.adapters != "shared":
             raise ConfigError("serve.teacher_wishes works with serve.adapters: shared")
         return settings
@@ -95,7 +96,8 @@ class ServeSettings:
             raise ConfigError(f"serve.hindsight_k trains GRPO groups scored by the rubric judge: set method: grpo "
                               f"(not {config.method!r})")
         if self.adapters != "shared":
-            raise ConfigError("serve.hindsight_k works with serve.adapters: shared (per-user adapters have no rubric judge yet)")
+            raise ConfigError("serve.hindsight_k works with serve.adapters: shared (per-user adapters "
+                              "have no rubric judge yet)")
         if config.policy.backend != "hf" or config.gpu.enabled:
             raise ConfigError("serve.hindsight_k reads the rubric judge's label probabilities from an in-process hf "
                               "model: set policy.backend: hf and gpu.enabled: false")
@@ -126,10 +128,10 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     """
     from clawgym.rl.judge import JudgeStage
     from clawgym.rl.policy.chat_template import encode_prompt
-    from clawgym.serve.fitting import ContextFitter
     from clawgym.rl.types import read_jsonl
     from clawgym.serve.app import build_gateway_app
     from clawgym.serve.dashboard import Dashboard
+    from clawgym.serve.fitting import ContextFitter
     from clawgym.serve.gateway import ChatGateway
     from clawgym.serve.sessions import SessionTracker
     from clawgym.serve.turn_log import TurnLog
@@ -174,7 +176,8 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
         personal.recover(gateway.log.turns())  # judged before a restart, never trained: not lost
 
     async def forget(user: str) -> dict[str, Any]:
-        """Everything the server keeps about ``user``: turns, sessions, wishes, adapter, pending samples, step records."""
+        """Everything the server keeps about ``user``: turns, sessions, wishes, adapter, pending samples, step
+        records."""
         import asyncio
 
         dropped_events = await asyncio.to_thread(gateway.log.forget_user, user)
@@ -189,7 +192,8 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     users = UserDirectory(settings.users, settings.admin_key, shared_key=settings.api_key)
     app = build_gateway_app(gateway, api_key=settings.api_key, default_max_tokens=settings.max_tokens, users=users,
                             default_temperature=config.rollout.temperature,  # what the trainer trains at
-                            dashboard=dashboard, forget=forget if settings.adapters == "per_user" or settings.admin_key else None,
+                            dashboard=dashboard,
+                            forget=forget if settings.adapters == "per_user" or settings.admin_key else None,
                             wishes=wishes)
     return Serving(app, gateway, policy, personal, adapters, dashboard, wishes)
 
@@ -214,24 +218,28 @@ def _in_process(config: RunConfig, settings: ServeSettings, out: Path) -> tuple:
         trainer = TorchTrainer(train_model, tokenizer,
                                trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)))
     per_user = _per_user if settings.adapters == "per_user" else _shared
-    policy, responder, judge_policy, personal, adapters = per_user(config, settings, serve_model, tokenizer, trainer, out)
+    policy, responder, judge_policy, personal, adapters = per_user(
+        config, settings, serve_model, tokenizer, trainer, out)
     judges, judge_model = build_judges(config, judge_policy)
     if trainer is not None:
-        trainer.teacher_model = judge_teacher(config, judge_model, tokenizer)  # trainer.teacher judge: the judge's model
+        # trainer.teacher judge: the judge's model
+        trainer.teacher_model = judge_teacher(config, judge_model, tokenizer)
     if personal is not None and settings.hindsight_k:
-        personal.hindsight = _hindsight_groups(config, settings, policy, judge_model or judge_policy, personal.temperature)
+        personal.hindsight = _hindsight_groups(config, settings, policy,
+                                               judge_model or judge_policy, personal.temperature)
     return policy, responder, tokenizer, judges, personal, adapters
 
 
-def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Any, judge_policy: Any, temperature: float) -> Any:
+def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Any, judge_policy: Any,
+                      temperature: float) -> Any:
     """Siblings from the served policy, scored by a rubric judge on the judge's model (the wishes are
     attached by :func:`build_serving` once the wish memory exists)."""
     from clawgym.rl.judge import RubricJudge
     from clawgym.serve.hindsight import HindsightGroups
 
     if not hasattr(judge_policy, "model"):
-        raise ConfigError(f"serve.hindsight_k: the rubric judge reads label probabilities from a local hf model, and the "
-                          f"judge {config.judge.model!r} is not one")
+        raise ConfigError("serve.hindsight_k: the rubric judge reads label probabilities from a "
+                          f"local hf model, and the judge {config.judge.model!r} is not one")
     return HindsightGroups(policy, RubricJudge(judge_policy), settings.hindsight(config), temperature=temperature)
 
 
@@ -262,7 +270,8 @@ def _per_user(config: RunConfig, settings: ServeSettings, model: Any, tokenizer:
     from clawgym.serve.user_adapters import UserAdapters, UserAdapterTrainer
 
     lora = trainer.config.lora
-    policy = MultiAdapterHFPolicy(model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size,
+    policy = MultiAdapterHFPolicy(model, tokenizer, name=config.policy.model,
+                                  max_batch_size=config.policy.max_batch_size,
                                   seed=config.loop.seed, slots=settings.max_users + 1, r=lora.r, alpha=lora.alpha,
                                   target_modules=lora.target_modules)
     adapters = UserAdapters(policy, out / "adapters")
@@ -285,11 +294,13 @@ def sglang_problems(config: RunConfig, settings: ServeSettings) -> list[str]:
     if settings.adapters == "per_user":
         problems.append("serve.adapters: per_user needs the in-process hf policy (it serves every user's LoRA adapter "
                         "in one batch and swaps one adapter at a time); the sglang backend receives one set of merged "
-                        "weights for everyone: use serve.adapters: shared, or policy.backend: hf with gpu.enabled: false")
+                        "weights for everyone: use serve.adapters: shared, or policy.backend: hf "
+                        "with gpu.enabled: false")
     prob = [part for part in judge_parts(config.judge.type) if part in ("prob", "probhint")]
     if prob:
         problems.append(f"judge.type {'+'.join(prob)} reads label probabilities from an in-process hf model, but with "
-                        "the sglang backend the judge is an SGLang server: use judge.type prm,hint (generated votes) or rules")
+                        "the sglang backend the judge is an SGLang server: use judge.type prm,hint "
+                        "(generated votes) or rules")
     return problems
 
 

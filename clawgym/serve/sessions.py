@@ -38,7 +38,8 @@ DEFAULT_SIDE_PATTERNS = (
     # cron / automation runs are prefixed "[cron:<job id>]"
     r"\[cron:[^\]]+\]",
     # title generation for a conversation
-    r"(?i)\b(generate|write|create|suggest) (a |an )?(short |concise |brief )?(title|name) for (this|the) (conversation|chat|session)",
+    r"(?i)\b(generate|write|create|suggest) (a |an )?(short |concise |brief )?(title|name) for (this|the) "
+    r"(conversation|chat|session)",
 )
 
 
@@ -104,7 +105,8 @@ class SessionTracker:
         system_text = probes[1] if len(probes) > 1 else ""
         return bool(system_text) and len(system_text) < 2000 and any(p.search(system_text) for p in self.side_patterns)
 
-    def _explicit_id(self, headers: Mapping[str, str], body: dict[str, Any], messages: list[Message]) -> tuple[str | None, str]:
+    def _explicit_id(self, headers: Mapping[str, str], body: dict[str, Any],
+                     messages: list[Message]) -> tuple[str | None, str]:
         value = _header(headers, "X-Session-Id") or body.get("session_id")
         if value:
             return str(value), "header"

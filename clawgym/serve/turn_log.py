@@ -114,10 +114,12 @@ class TurnLog:
                              "name": name, "result": result.__dict__})
 
     def record_feedback(self, turn_id: str, feedback: dict[str, Any]) -> Future:
-        return self._append({"event": "feedback", "id": f"feedback:{turn_id}", "turn_id": turn_id, "feedback": feedback})
+        return self._append({"event": "feedback", "id": f"feedback:{turn_id}",
+                             "turn_id": turn_id, "feedback": feedback})
 
     def record_session_closed(self, session_id: str, reason: str) -> Future:
-        return self._append({"event": "session_closed", "id": f"closed:{session_id}", "session_id": session_id, "reason": reason})
+        return self._append({"event": "session_closed", "id": f"closed:{session_id}",
+                             "session_id": session_id, "reason": reason})
 
     def record_wish(self, event: dict[str, Any]) -> Future:
         """A ``wish`` or ``wish_removed`` event, as :class:`~clawgym.serve.wish_memory.WishMemory` builds it."""
@@ -158,8 +160,10 @@ class TurnLog:
         with self._lock:  # no new event can be queued meanwhile ...
             self.flush()  # ... and everything queued before is on disk: the writer is idle
             events = list(self.events())
-            turns = {e["turn"]["turn_id"] for e in events if e["event"] == "turn" and e["turn"].get("info", {}).get("user") == user}
-            sessions = {e["turn"]["session_id"] for e in events if e["event"] == "turn" and e["turn"]["turn_id"] in turns}
+            turns = {e["turn"]["turn_id"] for e in events
+                     if e["event"] == "turn" and e["turn"].get("info", {}).get("user") == user}
+            sessions = {e["turn"]["session_id"] for e in events
+                        if e["event"] == "turn" and e["turn"]["turn_id"] in turns}
             keep = [e for e in events if not (
                 (e["event"] == "turn" and e["turn"]["turn_id"] in turns)
                 or e.get("turn_id") in turns

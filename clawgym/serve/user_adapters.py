@@ -187,7 +187,8 @@ class UserAdapterTrainer(BackgroundTrainer):
             self.busy = True
             fresh: list[Sample] = []
             try:
-                await asyncio.to_thread(self.trainer.load_checkpoint, checkpoint if checkpoint.exists() else self._initial)
+                await asyncio.to_thread(self.trainer.load_checkpoint,
+                                        checkpoint if checkpoint.exists() else self._initial)
                 fresh = self.trainable(batch)
                 if not fresh:
                     return {}
@@ -204,5 +205,6 @@ class UserAdapterTrainer(BackgroundTrainer):
                       "trained": [s.turn_id for s in fresh],
                       **{k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}}
             self._record_step(record)
-            logger.info("user %s: adapter step %d on %d turns -> adapter v%d", user, self.steps[user], len(fresh), served)
+            logger.info("user %s: adapter step %d on %d turns -> adapter v%d", user,
+                        self.steps[user], len(fresh), served)
             return record

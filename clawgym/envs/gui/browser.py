@@ -159,7 +159,8 @@ class Browser:
     def _launch(self) -> None:
         if not Path(self.executable).exists():
             raise FileNotFoundError(
-                f"Chromium not found at {self.executable}; install it (apt-get install chromium) or set CLAWGYM_CHROMIUM"
+                f"Chromium not found at {self.executable}; "
+                "install it (apt-get install chromium) or set CLAWGYM_CHROMIUM"
             )
         self._thread = threading.get_ident()
         self._driver = _acquire_playwright()
@@ -195,7 +196,8 @@ class Browser:
                 self._block_all_but(self.allowed)
             return
         with self.guard():
-            self.context = self._browser.new_context(viewport=self.viewport, service_workers="block", accept_downloads=False)
+            self.context = self._browser.new_context(viewport=self.viewport,
+                                                     service_workers="block", accept_downloads=False)
             self._block_all_but(self.allowed)
             self.context.add_init_script(LISTEN_JS)
             if hasattr(self.context, "route_web_socket"):
@@ -233,7 +235,8 @@ class Browser:
         for attempt in range(3):
             try:
                 with self.guard():
-                    self._session_script = wipe_page(self.page, self._cdp, origins, self._session_script, self.load_timeout_ms)
+                    self._session_script = wipe_page(self.page, self._cdp, origins,
+                                                     self._session_script, self.load_timeout_ms)
                 return True
             except Exception as exc:  # a cross-process navigation detaches the CDP session: attach anew
                 if attempt < 2 and ("Not attached" in str(exc) or "Script not found" in str(exc)) and not self.broken:
@@ -346,7 +349,8 @@ class Browser:
         except Exception as exc:
             if self._hung or self.broken or _is_crash(exc):
                 reason = self.broken or (
-                    f"the page hung for more than {self.hang_timeout_s:g} s (endless script?)" if self._hung else "the page crashed"
+                    f"the page hung for more than {self.hang_timeout_s:g} s (endless script?)"
+                    if self._hung else "the page crashed"
                 )
                 self.broken = reason
                 raise PageBroken(reason) from exc
@@ -498,4 +502,6 @@ class Browser:
 
 def _is_crash(exc: BaseException) -> bool:
     text = str(exc)
-    return any(s in text for s in ("Target crashed", "Page crashed", "Target closed", "has been closed", "Browser closed", "Connection closed"))
+    return any(s in text
+               for s in ("Target crashed", "Page crashed", "Target closed", "has been closed",
+                         "Browser closed", "Connection closed"))

@@ -249,14 +249,19 @@ class GUIEnv(AgentEnv):
                                  submit=prop("boolean", "Press Enter afterwards."))),
             FunctionTool(self._select, "select", "Choose an option of a dropdown by its label.",
                          arguments_schema(["ref", "option"], ref=REF, option=prop("string", "The option's label."))),
-            FunctionTool(self._check, "check", "Tick (checked=true, the default) or untick a checkbox, radio or switch.",
+            FunctionTool(self._check, "check",
+                         "Tick (checked=true, the default) or untick a checkbox, radio or switch.",
                          arguments_schema(["ref"], ref=REF, checked=prop("boolean", "The state to set."))),
             FunctionTool(self._hover, "hover", "Move the mouse over an element.", arguments_schema(["ref"], ref=REF)),
-            FunctionTool(self._press, "press", "Press a key or chord on the focused element (Enter, Tab, ArrowDown, Control+A).",
+            FunctionTool(self._press, "press",
+                         "Press a key or chord on the focused element (Enter, Tab, ArrowDown, Control+A).",
                          arguments_schema(["key"], key=prop("string", "The key, in Playwright's key names."))),
             FunctionTool(self._scroll, "scroll", "Scroll the page.",
-                         arguments_schema(["direction"], direction=prop("string", "Where to scroll.", enum=["up", "down", "left", "right"]))),
-            FunctionTool(self._goto, "goto", "Open a URL (absolute, or relative to the current page) on the allowed sites.",
+                         arguments_schema(["direction"],
+                                          direction=prop("string", "Where to scroll.",
+                                                         enum=["up", "down", "left", "right"]))),
+            FunctionTool(self._goto, "goto",
+                         "Open a URL (absolute, or relative to the current page) on the allowed sites.",
                          arguments_schema(["url"], url=prop("string", "The URL."))),
             FunctionTool(self._go_back, "go_back", "Go back to the previous page.", arguments_schema([])),
             FunctionTool(self._wait, "wait", "Wait for the page to update (up to 5000 ms).",
@@ -330,7 +335,8 @@ class GUIEnv(AgentEnv):
     def _select(self, ref: int, option: str) -> ToolResult:
         def do(page: Any) -> None:
             loc = self._element(page, ref)
-            options = loc.evaluate("e => e.tagName === 'SELECT' ? Array.from(e.options).map(o => [o.label || o.text, o.value]) : null")
+            options = loc.evaluate("e => e.tagName === 'SELECT' ? Array.from(e.options).map(o => [o.label || "
+                                   "o.text, o.value]) : null")
             if options is None:
                 raise ActionError(f"[{ref}] is not a dropdown (select); click it or use type")
             wanted = normalise(option)
@@ -342,7 +348,8 @@ class GUIEnv(AgentEnv):
         return self._run(do)
 
     def _check(self, ref: int, checked: bool = True) -> ToolResult:
-        return self._run(lambda page: self._element(page, ref).set_checked(checked, timeout=self.browser.action_timeout_ms))
+        return self._run(
+            lambda page: self._element(page, ref).set_checked(checked, timeout=self.browser.action_timeout_ms))
 
     def _hover(self, ref: int) -> ToolResult:
         return self._run(lambda page: self._element(page, ref).hover(timeout=self.browser.action_timeout_ms))
@@ -353,7 +360,8 @@ class GUIEnv(AgentEnv):
     def _scroll(self, direction: str) -> ToolResult:
         dx, dy = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}[direction]
         return self._run(lambda page: page.evaluate(
-            "([dx, dy]) => window.scrollBy({left: dx * innerWidth * 0.8, top: dy * innerHeight * 0.8, behavior: 'instant'})", [dx, dy]))
+            "([dx, dy]) => window.scrollBy({left: dx * innerWidth * 0.8, top: dy * innerHeight * 0.8, "
+            "behavior: 'instant'})", [dx, dy]))
 
     def _goto(self, url: str) -> ToolResult:
         def do(page: Any) -> None:

@@ -45,8 +45,8 @@ from clawgym.core.tasks import Task, TaskSet
 from clawgym.core.tools import ToolResult
 from clawgym.envs.gui.browser import PageBroken
 from clawgym.envs.gui.env import GUIEnv, _short
-from clawgym.envs.gui.task import act
 from clawgym.envs.gui.server import TaskServer
+from clawgym.envs.gui.task import act
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +99,11 @@ def task_ids() -> list[str]:
     """Every task the package registers (``miniwob/<task>-v1``), less the iframe ``flight.*`` tasks."""
     try:
         import gymnasium
-
         import miniwob  # noqa: F401  (its import registers the ids; the envs themselves are not imported)
     except ImportError as exc:
         raise ImportError(INSTALL_HINT) from exc
-    ids = [key[len("miniwob/"):-len("-v1")] for key in gymnasium.registry if key.startswith("miniwob/") and key.endswith("-v1")]
+    ids = [key[len("miniwob/"):-len("-v1")] for key in gymnasium.registry
+           if key.startswith("miniwob/") and key.endswith("-v1")]
     return sorted(i for i in ids if i not in LEFT_OUT)
 
 
@@ -114,7 +114,8 @@ def miniwob_tasks(ids: list[str] | None = None) -> TaskSet:
     for task_id in chosen:
         if task_id not in known:
             close = difflib.get_close_matches(task_id, known, n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else f"; {len(known)} tasks, e.g. {', '.join(known[:4])}"
+            hint = (f"; did you mean {', '.join(close)}?"
+                    if close else f"; {len(known)} tasks, e.g. {', '.join(known[:4])}")
             raise ValueError(f"unknown MiniWoB++ task {task_id!r}{hint}")
     return TaskSet([Task(id=t, prompt=f"MiniWoB++ task {t}", split="test", data={"miniwob": t}) for t in chosen],
                    name="miniwob")
@@ -155,7 +156,8 @@ class MiniWoBEnv(GUIEnv):
         if source is None or (isinstance(source, list) and all(isinstance(s, str) for s in source)):
             if self.html is not None:  # a user's own MiniWoB-style pages: trust the ids given
                 ids = source or sorted(p.stem for p in (self.html / "miniwob").glob("*.html"))
-                return TaskSet([Task(id=t, prompt=f"MiniWoB++ task {t}", split="test", data={"miniwob": t}) for t in ids],
+                return TaskSet([Task(id=t, prompt=f"MiniWoB++ task {t}", split="test",
+                                     data={"miniwob": t}) for t in ids],
                                name="miniwob")
             return miniwob_tasks(source)
         task_set = source if isinstance(source, TaskSet) else TaskSet.load(source)
@@ -259,14 +261,17 @@ class MiniWoBEnv(GUIEnv):
         if self._fatal:
             return self._end_broken()
         if end is not None:
-            return ToolResult(f"{result.content}\nThe task page ended the episode.", error=result.error, done=True, answer=None)
+            return ToolResult(f"{result.content}\nThe task page ended the episode.",
+                              error=result.error, done=True, answer=None)
         return result
 
     def _goto(self, url: str) -> ToolResult:
-        return ToolResult("Error: goto is not available in MiniWoB++ tasks: the task lives on this one page.", error=True)
+        return ToolResult("Error: goto is not available in MiniWoB++ tasks: the task lives on this "
+                          "one page.", error=True)
 
     def _go_back(self) -> ToolResult:
-        return ToolResult("Error: go_back is not available in MiniWoB++ tasks: the task lives on this one page.", error=True)
+        return ToolResult("Error: go_back is not available in MiniWoB++ tasks: the task lives on this "
+                          "one page.", error=True)
 
     def oracle_action(self) -> Any:
         """The next action of the task's scripted solution (``miniwob_scripts``), which reads only the

@@ -69,7 +69,9 @@ def use_spinner(u: str, view: PageView) -> Generator[dict[str, Any], PageView, N
 
 
 def _email_row(view: PageView, sender: str) -> Element:
-    return find_first(view, lambda e: e.role == "clickable" and e.name.startswith(sender + " ") and e.depth == 0, f"email by {sender}")
+    return find_first(view,
+                      lambda e: e.role == "clickable" and e.name.startswith(sender + " ") and e.depth == 0,
+                      f"email by {sender}")
 
 
 def email(u: str, view: PageView) -> Generator[dict[str, Any], PageView, None]:
@@ -192,7 +194,8 @@ def use_autocomplete(u: str, view: PageView) -> Generator[dict[str, Any], PageVi
     first, *rest = quoted(u)
     view = yield act("type", ref=view.find("textbox"), text=first)
     def fits(e: Element) -> bool:
-        return e.role in ("menuitem", "option", "clickable") and e.name.startswith(first) and (not rest or e.name.endswith(rest[0]))
+        return (e.role in ("menuitem", "option", "clickable") and e.name.startswith(first)
+                and (not rest or e.name.endswith(rest[0])))
 
     while not (options := [e for e in view.elements if fits(e)]):  # the suggestions show after a short delay
         view = yield act("wait", ms=200)

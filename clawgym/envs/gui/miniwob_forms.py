@@ -43,14 +43,17 @@ def find_first(view: PageView, test: Callable[[Element], bool], what: str) -> El
 
 
 def submit(view: PageView) -> int:
-    return find_first(view, lambda e: e.role in ("button", "clickable") and e.name.lower() == "submit", "Submit button").ref
+    return find_first(view,
+                      lambda e: e.role in ("button", "clickable") and e.name.lower() == "submit", "Submit button").ref
 
 
-def after(view: PageView, ref: int, role: str | None = None, name: str | None = None, prefix: str | None = None) -> Element:
+def after(view: PageView, ref: int, role: str | None = None, name: str | None = None,
+          prefix: str | None = None) -> Element:
     """The first element after ``ref`` in page order with this role (and name, or a name with ``prefix``)."""
     index = [e.ref for e in view.elements].index(ref)
     for e in view.elements[index + 1:]:
-        if (role is None or e.role == role) and (name is None or e.name == name or (prefix and e.name.startswith(prefix))):
+        if (role is None or e.role == role) and (name is None or e.name == name
+                                                 or (prefix and e.name.startswith(prefix))):
             return e
     raise KeyError(f"nothing with role={role!r} name={name!r} after [{ref}]:\n{view.text()}")
 
@@ -133,7 +136,8 @@ def movie_form(u: str, v: PageView) -> list[dict[str, Any]]:
     labels = [e for e in v.elements if e.role in ("text", "columnheader") and e.name != u
               and any(k in e.name.lower() for k in keys)]
     fields = v.find_all("textbox")
-    steps = [type_into(f.ref, next(keys[k] for k in keys if k in label.name.lower())) for label, f in zip(labels, fields)]
+    steps = [type_into(f.ref, next(keys[k] for k in keys if k in label.name.lower()))
+             for label, f in zip(labels, fields)]
     last = [e for e in v.elements if e.role in ("button", "clickable")][-1]  # Submit, Search or Go!
     return steps + [click(last.ref)]
 
@@ -141,8 +145,8 @@ def movie_form(u: str, v: PageView) -> list[dict[str, Any]]:
 def form_sequence_2(u: str, v: PageView) -> list[dict[str, Any]]:
     """"Check the Ith radio button and enter the number "N" into the Kth textbox."."""
     (radio, _), (box, _) = re.findall(r"(\d+)(st|nd|rd|th)", u)
-    return [act("check", ref=v.find_all("radio")[int(radio) - 1].ref), type_into(text_field(v, int(box) - 1), quoted(u)[0]),
-            click(submit(v))]
+    return [act("check", ref=v.find_all("radio")[int(radio) - 1].ref),
+            type_into(text_field(v, int(box) - 1), quoted(u)[0]), click(submit(v))]
 
 
 def form_sequence_3(u: str, v: PageView) -> list[dict[str, Any]]:
@@ -186,5 +190,6 @@ WIDGETS = {"button": "button", "checkbox": "checkbox", "radio": "radio", "text":
 
 def click_widget(u: str, v: PageView) -> list[dict[str, Any]]:
     kind = quoted(u)[0]
-    found = [e for e in v.find_all(WIDGETS[kind]) if e.role != "textbox" or bool(e.attrs.get("multiline")) == (kind == "textarea")]
+    found = [e for e in v.find_all(WIDGETS[kind])
+             if e.role != "textbox" or bool(e.attrs.get("multiline")) == (kind == "textarea")]
     return [click(found[0].ref)]

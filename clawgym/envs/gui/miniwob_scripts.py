@@ -34,7 +34,6 @@ from clawgym.envs.gui.miniwob_forms import Script, after, click, fixed, nth, quo
 from clawgym.envs.gui.observe import PageView
 from clawgym.envs.gui.task import act
 
-
 SCRIPTS: dict[str, Script] = {
     "click-test": fixed(lambda u, v: [click(v.find("button"))]),
     "click-test-2": fixed(lambda u, v: [click(v.find("button", re.search(r"button (\w+)", u).group(1)))]),
@@ -47,9 +46,11 @@ SCRIPTS: dict[str, Script] = {
     "enter-text": forms.enter_then_submit(lambda u, v: quoted(u)[0]),
     "enter-text-dynamic": forms.enter_then_submit(lambda u, v: quoted(u)[0]),
     "enter-text-2": forms.enter_then_submit(forms.enter_text_2),
-    "enter-password": fixed(lambda u, v: [type_into(text_field(v, 0), quoted(u)[0]), type_into(text_field(v, 1), quoted(u)[0]),
+    "enter-password": fixed(lambda u, v: [type_into(text_field(v, 0), quoted(u)[0]),
+                                           type_into(text_field(v, 1), quoted(u)[0]),
                                            click(submit(v))]),
-    "login-user": fixed(lambda u, v: [type_into(text_field(v, 0), quoted(u)[0]), type_into(text_field(v, 1), quoted(u)[1]),
+    "login-user": fixed(lambda u, v: [type_into(text_field(v, 0), quoted(u)[0]),
+                                       type_into(text_field(v, 1), quoted(u)[1]),
                                        click(v.find("button", "Login"))]),
     "login-user-popup": flows.login_user_popup,
     "focus-text": fixed(lambda u, v: [click(v.find("textbox"))]),
@@ -57,8 +58,9 @@ SCRIPTS: dict[str, Script] = {
     "click-checkboxes": fixed(forms.checkboxes),
     "click-checkboxes-large": fixed(forms.checkboxes),
     "click-checkboxes-transfer": fixed(forms.checkboxes),
-    "click-option": fixed(lambda u, v: [act("check", ref=v.find("radio", re.match(r"Select (.*) and click Submit\.", u).group(1))),
-                                         click(submit(v))]),
+    "click-option": fixed(lambda u, v: [
+        act("check", ref=v.find("radio", re.match(r"Select (.*) and click Submit\.", u).group(1))),
+        click(submit(v))]),
     "click-tab": fixed(lambda u, v: [click(v.find("tab", re.search(r"Tab #\d", u).group(0)))]),
     "enter-date": forms.enter_then_submit(forms.enter_date),
     "choose-date": flows.choose_date,
@@ -71,8 +73,9 @@ SCRIPTS: dict[str, Script] = {
     "generate-number": flows.generate_number,
     "buy-ticket": fixed(forms.buy_ticket),
     "enter-time": forms.enter_then_submit(forms.enter_time),
-    "choose-list": fixed(lambda u, v: [act("select", ref=v.find("combobox"), option=re.match(r"Select (.*) from the list", u).group(1)),
-                                        click(submit(v))]),
+    "choose-list": fixed(lambda u, v: [
+        act("select", ref=v.find("combobox"), option=re.match(r"Select (.*) from the list", u).group(1)),
+        click(submit(v))]),
     "click-widget": fixed(forms.click_widget),
     "click-link": fixed(lambda u, v: [click(v.find("clickable", quoted(u)[0]))]),
     "click-collapsible": flows.click_collapsible,
@@ -108,7 +111,8 @@ SCRIPTS: dict[str, Script] = {
     "guess-number": flows.guess_number,
     "phone-book": flows.phone_book,
     "find-word": forms.enter_then_submit(forms.find_word),
-    "read-table": forms.enter_then_submit(lambda u, v: forms.table_value(v, re.search(r"value of (.+) into", u).group(1))),
+    "read-table": forms.enter_then_submit(
+        lambda u, v: forms.table_value(v, re.search(r"value of (.+) into", u).group(1))),
     "read-table-2": fixed(forms.read_table_2),
     "simple-arithmetic": forms.enter_then_submit(forms.arithmetic),
     "simple-algebra": forms.enter_then_submit(forms.algebra),
@@ -128,9 +132,10 @@ WRONG: dict[str, Script] = {
     "click-tab": fixed(lambda u, v: [click(v.find("tab", "Tab #1" if "#1" not in u else "Tab #2"))]),
     "focus-text-2": fixed(lambda u, v: [click(text_field(v, 0 if nth(u) != 1 else 1))]),
     "click-checkboxes": fixed(lambda u, v: [click(submit(v))]),
-    "email-inbox-delete": fixed(lambda u, v: [click(after(v, next(e.ref for e in v.elements if e.depth == 0 and e.role == "clickable"
-                                                                       and " " in e.name and not e.name.startswith(re.search(r"by (\S+) ", u).group(1))),
-                                                           "clickable", "trash").ref)]),
+    "email-inbox-delete": fixed(lambda u, v: [click(after(
+        v, next(e.ref for e in v.elements if e.depth == 0 and e.role == "clickable"
+                and " " in e.name and not e.name.startswith(re.search(r"by (\S+) ", u).group(1))),
+        "clickable", "trash").ref)]),
 }
 
 
@@ -172,7 +177,8 @@ def start(task_id: str, utterance: str, view: PageView) -> Generator[dict[str, A
     """The oracle of a MiniWoB task as a started generator; NotImplementedError when it has none."""
     script = SCRIPTS.get(task_id)
     if script is None:
-        raise NotImplementedError(f"MiniWoB task {task_id!r} has no scripted oracle; scripted: {', '.join(sorted(SCRIPTS))}")
+        raise NotImplementedError(f"MiniWoB task {task_id!r} has no scripted oracle; "
+                                  f"scripted: {', '.join(sorted(SCRIPTS))}")
     return script(utterance, view)
 
 

@@ -277,7 +277,7 @@ SNAPSHOT_JS = r"""
   const focused = a && a !== document.body && a.hasAttribute('data-cg-ref') ? Number(a.getAttribute('data-cg-ref')) : null;
   return {url: location.href, title: document.title, items: items, truncated: truncated, focused: focused};
 }
-"""
+"""  # noqa: E501  (JavaScript run in the page: kept as written)
 
 STATE_KEYS = ("disabled", "checked", "expanded", "selected", "required", "readonly", "multiline")
 
@@ -353,7 +353,8 @@ class PageView:
         """The ref of the first matching element; KeyError (listing what exists) when none does."""
         found = self.find_all(role, name, contains)
         if not found:
-            raise KeyError(f"no element role={role!r} name={name!r} contains={contains!r} on {self.url}:\n{self.text()}")
+            raise KeyError(f"no element role={role!r} name={name!r} contains={contains!r} on "
+                           f"{self.url}:\n{self.text()}")
         return found[0].ref
 
     def has_text(self, text: str) -> bool:

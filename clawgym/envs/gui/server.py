@@ -13,8 +13,8 @@ import logging
 import mimetypes
 import threading
 from collections import OrderedDict
-from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -22,7 +22,8 @@ from clawgym.envs.gui.task import PageTask, render_page
 
 log = logging.getLogger(__name__)
 
-NOT_FOUND = "<!doctype html><html><head><title>Not found</title></head><body><h1>Not found</h1><p>{path}</p></body></html>"
+NOT_FOUND = ("<!doctype html><html><head><title>Not found</title></head><body><h1>Not "
+             "found</h1><p>{path}</p></body></html>")
 
 
 class TaskServer:
@@ -56,7 +57,8 @@ class TaskServer:
         self._httpd = ThreadingHTTPServer((host, 0), Handler)
         self._httpd.daemon_threads = True
         self.host, self.port = self._httpd.server_address[:2]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name=f"gui-task-server:{self.port}", daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        name=f"gui-task-server:{self.port}", daemon=True)
         self._thread.start()
 
     @property

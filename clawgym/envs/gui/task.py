@@ -94,7 +94,7 @@ STATE_JS = r"""
   });
   return {state: state, url: location.href, text: document.body ? document.body.innerText : '', fields: fields};
 }
-"""
+"""  # noqa: E501  (JavaScript run in the page: kept as written)
 
 PAGE_STYLE = (
     "<style>body{font-family:sans-serif;margin:12px;font-size:14px}button{margin:3px}"
@@ -109,7 +109,8 @@ def act(name: str, **arguments: Any) -> dict[str, Any]:
     return {
         "role": "assistant",
         "content": None,
-        "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}],
+        "tool_calls": [{"id": "call_0", "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(arguments)}}],
     }
 
 

@@ -95,7 +95,8 @@ class RolePlayedUser:
         instruction = self.INSTRUCTION.format(description=persona.description, done=persona.done_token)
         return swap_roles(instruction, messages, assistant_reply)
 
-    async def areply(self, persona: Persona, task: Task, messages: list[Message], assistant_reply: str) -> tuple[str, bool]:
+    async def areply(self, persona: Persona, task: Task, messages: list[Message],
+                     assistant_reply: str) -> tuple[str, bool]:
         from clawgym.core.policy import SamplingParams
 
         sampling = SamplingParams(temperature=self.temperature, max_tokens=self.max_tokens)

@@ -9,8 +9,9 @@ PASS_TO_PASS test still passes, else 0. ``info`` carries the per-test report and
 
 Tasks: the bundled set (35 bugs seeded into five small projects by ``scripts/gen_swe_tasks.py``),
 ``tasks="pypi"`` (bugs seeded into five real PyPI projects, :mod:`clawgym.envs.swe.pypi`, whose own
-pytest suites are the hidden tests; ``pytest_python`` runs them), or SWE-bench-format instances via :func:`clawgym.envs.swe.loader.load_swebench` with a local git
-mirror (``mirror_dir=``) or per-instance Docker images (``sandbox="docker"``, ``image_pattern=``).
+pytest suites are the hidden tests; ``pytest_python`` runs them), or SWE-bench-format instances via
+:func:`clawgym.envs.swe.loader.load_swebench` with a local git mirror (``mirror_dir=``) or per-instance Docker images
+(``sandbox="docker"``, ``image_pattern=``).
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ class SWEEnv(AgentEnv):
         self.repo_dir_option = repo_dir
         self.mirror_dir = mirror_dir
         self.image_pattern = image_pattern
-        self.repo_config = {repo: (c if isinstance(c, loader.RepoConfig) else loader.RepoConfig(**c)) for repo, c in (repo_config or {}).items()}
+        self.repo_config = {repo: (c if isinstance(c, loader.RepoConfig) else loader.RepoConfig(**c))
+                            for repo, c in (repo_config or {}).items()}
         self.python = python
         self.pytest_python = pytest_python  # real-project tasks run pytest: an interpreter that has it
         self.command_timeout_s = command_timeout_s
@@ -125,7 +127,8 @@ class SWEEnv(AgentEnv):
         self._editor.reset()
         self.last_eval = None
         self._sandbox = self._new_sandbox(task)
-        self._base_commit = prepare_repo(self._sandbox, self._repo_dir, self._base_tar(task), self._setup_command(task), self.setup_timeout_s)
+        self._base_commit = prepare_repo(self._sandbox, self._repo_dir, self._base_tar(task),
+                                         self._setup_command(task), self.setup_timeout_s)
         self._sandbox.run(f"cd {shlex.quote(self._repo_dir)}", timeout=10)
         return []
 
@@ -135,10 +138,11 @@ class SWEEnv(AgentEnv):
             diff = extract_diff(self._current_sandbox(), self._repo_dir, self._base_commit)
         except (EvaluationError, OSError, RuntimeError) as exc:
             log.warning("could not read the diff of %s: %s", self.task.id, exc)
-            return 0.0, {"success": False, "resolved": False, "diff": "", "eval_error": f"could not read the diff: {exc}"}
+            return 0.0, {"success": False, "resolved": False, "diff": "",
+                         "eval_error": f"could not read the diff: {exc}"}
         result = evaluate(
-            diff, self._plan(self.task), lambda: self._new_sandbox(self.task), self._repo_dir, self._base_tar(self.task),
-            self._setup_command(self.task), self.setup_timeout_s,
+            diff, self._plan(self.task), lambda: self._new_sandbox(self.task), self._repo_dir,
+            self._base_tar(self.task), self._setup_command(self.task), self.setup_timeout_s,
         )
         self.last_eval = result
         return result.reward, {"success": result.resolved, **result.to_info()}
@@ -159,7 +163,8 @@ class SWEEnv(AgentEnv):
             patch = self.task.data["patch"]
             command = f"git apply --whitespace=nowarn <<'CLAWGYM_GOLD_PATCH'\n{patch}CLAWGYM_GOLD_PATCH"
             return {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "oracle_apply", "type": "function", "function": {"name": "bash", "arguments": {"command": command}}}]}
+                {"id": "oracle_apply", "type": "function",
+                 "function": {"name": "bash", "arguments": {"command": command}}}]}
         return {"role": "assistant", "content": None, "tool_calls": [
             {"id": "oracle_submit", "type": "function", "function": {"name": "submit", "arguments": {}}}]}
 
@@ -215,7 +220,8 @@ class SWEEnv(AgentEnv):
             elif self._source(task) == "pypi":
                 self._tar_cache[task.id] = tar_bytes(loader.pypi_base_files(task))
             else:
-                self._tar_cache[task.id] = loader.mirror_archive(self.mirror_dir, task.data["repo"], task.data["base_commit"])
+                self._tar_cache[task.id] = loader.mirror_archive(self.mirror_dir, task.data["repo"],
+                                                                 task.data["base_commit"])
         return self._tar_cache[task.id]
 
     def _new_sandbox(self, task: Task) -> Any:

@@ -37,7 +37,8 @@ STAGING = "/tmp/.clawgym"  # staging directory inside the sandbox (its private /
 GIT = "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c diff.noprefix=false -c core.quotepath=false"
 BASE_DATE = "2024-01-01T00:00:00+0000"  # fixed dates: the base commit's sha is the same every time
 PYTEST_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\s+(\S+)")
-PYTEST_STATUS = {"PASSED": "passed", "XFAIL": "passed", "FAILED": "failed", "XPASS": "failed", "ERROR": "error", "SKIPPED": "skipped"}
+PYTEST_STATUS = {"PASSED": "passed", "XFAIL": "passed", "FAILED": "failed", "XPASS": "failed",
+                 "ERROR": "error", "SKIPPED": "skipped"}
 MAX_DIFF_BYTES = 2_000_000
 VOLATILE = ((re.compile(r"/tmp/tmp[A-Za-z0-9_]+"), "/tmp/tmpXXXXXXXX"), (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x..."))
 
@@ -70,7 +71,8 @@ class TestPlan:
         exact = set(self.hidden_files) | set(touched_paths(self.test_patch))
         if is_protected(path, TEST_INFRA_PATTERNS, exact):
             return True
-        return any(part == d.rstrip("/") or part.startswith(d.rstrip("/") + "/") for d in self.hidden_dirs for part in path.split("\0"))
+        return any(part == d.rstrip("/") or part.startswith(d.rstrip("/") + "/") for d in self.hidden_dirs
+                   for part in path.split("\0"))
 
 
 @dataclass
@@ -142,7 +144,8 @@ def prepare_repo(sandbox: Any, repo_dir: str, base_tar: bytes | None, setup_comm
     if base_tar is not None:
         staging = f"{STAGING}/base.tar"
         sandbox.write_file(staging, base_tar)
-        _check(sandbox.run(f"tar -xf {staging} -C {quoted} && rm -f {staging}", timeout=timeout), "unpacking the base tree")
+        _check(sandbox.run(f"tar -xf {staging} -C {quoted} && rm -f {staging}", timeout=timeout),
+               "unpacking the base tree")
     if setup_command:
         _check(sandbox.run(f"cd {quoted} && {setup_command}", timeout=timeout), "the environment set-up command")
     if base_tar is not None:
@@ -153,7 +156,8 @@ def prepare_repo(sandbox: Any, repo_dir: str, base_tar: bytes | None, setup_comm
             timeout=timeout), "creating the base commit")
     elif setup_command:
         sandbox.run(f"cd {quoted} && {GIT} ls-files --others --exclude-standard >> .git/info/exclude", timeout=timeout)
-    return _check(sandbox.run(f"cd {quoted} && {GIT} rev-parse HEAD", timeout=timeout), "reading the base commit").strip()
+    return _check(sandbox.run(f"cd {quoted} && {GIT} rev-parse HEAD", timeout=timeout),
+                  "reading the base commit").strip()
 
 
 def extract_diff(sandbox: Any, repo_dir: str, base_commit: str, timeout: float = 60.0) -> str:
@@ -183,14 +187,17 @@ def run_hidden_tests(sandbox: Any, repo_dir: str, plan: TestPlan) -> tuple[dict[
     """Write the hidden tests, run them, return ``(statuses, failure messages)``."""
     quoted = shlex.quote(repo_dir)
     for hidden_dir in plan.hidden_dirs:
-        _check(sandbox.run(f"rm -rf {shlex.quote(posixpath.join(repo_dir, hidden_dir))}", timeout=60), "clearing hidden test paths")
+        _check(sandbox.run(f"rm -rf {shlex.quote(posixpath.join(repo_dir, hidden_dir))}", timeout=60),
+               "clearing hidden test paths")
     for path, content in plan.hidden_files.items():
         sandbox.write_file(posixpath.join(repo_dir, path), content)
     if plan.test_patch:
         sandbox.write_file(f"{STAGING}/test.patch", plan.test_patch)
-        _check(sandbox.run(f"cd {quoted} && {GIT} apply --whitespace=nowarn {STAGING}/test.patch", timeout=60), "applying the test patch")
+        _check(sandbox.run(f"cd {quoted} && {GIT} apply --whitespace=nowarn {STAGING}/test.patch", timeout=60),
+               "applying the test patch")
     # Byte code could stand in for the source (an unchecked-hash .pyc is never revalidated): remove it all.
-    _check(sandbox.run(f"find {quoted} -name __pycache__ -prune -exec rm -rf {{}} + ; find {quoted} -name '*.py[co]' -delete",
+    _check(sandbox.run(f"find {quoted} -name __pycache__ -prune -exec rm -rf {{}} + ; "
+                       f"find {quoted} -name '*.py[co]' -delete",
                        timeout=60), "removing byte code")
     if plan.runner == "unittest":
         sandbox.write_file(f"{STAGING}/runner.py", RUNNER_SOURCE)
@@ -205,11 +212,13 @@ def run_hidden_tests(sandbox: Any, repo_dir: str, plan: TestPlan) -> tuple[dict[
             payload = json.loads(sandbox.read_file(report).decode("utf-8"))
         except Exception:
             reason = "timed out" if result.timed_out else f"exit code {result.exit_code}"
-            raise EvaluationError(f"the test run produced no report ({reason}): {result.output.strip()[-1500:]}") from None
+            raise EvaluationError(f"the test run produced no report ({reason}): "
+                                  f"{result.output.strip()[-1500:]}") from None
         if payload.get("tampered"):
             raise EvaluationError(f"code under test modified the test machinery: {', '.join(payload['tampered'])}")
         tests = payload.get("tests", {})
-        return {k: v["status"] for k, v in tests.items()}, {k: stable_message(v.get("message", "")) for k, v in tests.items() if v["status"] != "passed"}
+        return ({k: v["status"] for k, v in tests.items()},
+                {k: stable_message(v.get("message", "")) for k, v in tests.items() if v["status"] != "passed"})
     if plan.runner == "pytest":
         files = " ".join(shlex.quote(f) for f in plan.test_files)
         command = plan.test_command.replace("{tests}", files)
@@ -226,7 +235,8 @@ def grade(statuses: dict[str, str], plan: TestPlan) -> tuple[bool, dict[str, str
     """Resolved when every FAIL_TO_PASS and PASS_TO_PASS test ran and passed; missing tests fail."""
     f2p = {test: statuses.get(test, "missing") for test in plan.fail_to_pass}
     p2p = {test: statuses.get(test, "missing") for test in plan.pass_to_pass}
-    resolved = bool(f2p or p2p) and all(s == "passed" for s in f2p.values()) and all(s == "passed" for s in p2p.values())
+    resolved = (bool(f2p or p2p) and all(s == "passed" for s in f2p.values())
+                and all(s == "passed" for s in p2p.values()))
     return resolved, f2p, p2p
 
 
@@ -248,10 +258,12 @@ def evaluate(
         try:
             prepare_repo(sandbox, repo_dir, base_tar, setup_command, setup_timeout_s)
         except EvaluationError as exc:
-            return EvalResult(0.0, False, False, diff, {}, empty_f2p, empty_p2p, dropped, error=f"evaluation set-up: {exc}")
+            return EvalResult(0.0, False, False, diff, {}, empty_f2p, empty_p2p, dropped,
+                              error=f"evaluation set-up: {exc}")
         if kept.strip():
             sandbox.write_file(f"{STAGING}/agent.diff", kept)
-            applied = sandbox.run(f"cd {shlex.quote(repo_dir)} && {GIT} apply --whitespace=nowarn {STAGING}/agent.diff", timeout=120)
+            applied = sandbox.run(f"cd {shlex.quote(repo_dir)} && {GIT} apply --whitespace=nowarn "
+                                  f"{STAGING}/agent.diff", timeout=120)
             if applied.exit_code != 0:
                 return EvalResult(0.0, False, False, diff, {}, empty_f2p, empty_p2p, dropped,
                                   error=f"the diff does not apply: {applied.output.strip()[-1000:]}")

@@ -25,7 +25,8 @@ from clawgym.envs.swe import loader, pypi
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "clawgym", "GIT_AUTHOR_EMAIL": "clawgym@localhost", "GIT_COMMITTER_NAME": "clawgym",
            "GIT_COMMITTER_EMAIL": "clawgym@localhost", "GIT_AUTHOR_DATE": "2024-01-01T00:00:00+0000",
-           "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+0000", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+           "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+0000", "GIT_CONFIG_GLOBAL": os.devnull,
+           "GIT_CONFIG_SYSTEM": os.devnull}
 
 
 def _git(repo: Path, *args: str, index: str | None = None) -> str:
@@ -83,7 +84,8 @@ def repo_config(record: dict[str, Any], python: str = sys.executable) -> dict[st
     """The ``repo_config`` entry SWEEnv needs for an exported record: the project's own pytest command."""
     name = record["repo"].split("/", 1)[1]
     key = f"{name}-{record['version']}"
-    return {record["repo"]: {"test_command": pypi.test_command(key, python).replace("{tests}", pypi.project(key).tests_dir)}}
+    return {record["repo"]: {
+        "test_command": pypi.test_command(key, python).replace("{tests}", pypi.project(key).tests_dir)}}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,7 +33,8 @@ PROJECTS_DIR = DATA_DIR / "projects"
 BUNDLED_TASKS = DATA_DIR / "tasks.jsonl"
 PYPI_TASKS = DATA_DIR / "pypi_tasks.jsonl"
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-SWEBENCH_FIELDS = ("instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS", "problem_statement")
+SWEBENCH_FIELDS = ("instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS",
+                   "PASS_TO_PASS", "problem_statement")
 
 
 @dataclass
@@ -189,7 +190,8 @@ def swebench_task(record: dict[str, Any]) -> Task:
     for optional in ("version", "environment_setup_commit", "hints_text"):
         if optional in record:
             data[optional] = record[optional]
-    return Task(id=str(record["instance_id"]), prompt=str(record["problem_statement"]), split=str(record.get("split", "test")), data=data)
+    return Task(id=str(record["instance_id"]), prompt=str(record["problem_statement"]),
+                split=str(record.get("split", "test")), data=data)
 
 
 def load_swebench(source: Any, split: str | None = None) -> TaskSet:
@@ -205,7 +207,8 @@ def load_swebench(source: Any, split: str | None = None) -> TaskSet:
     elif isinstance(source, list) or hasattr(source, "column_names"):
         tasks = TaskSet.from_records(iter(source), swebench_task, name="swebench")
     else:
-        raise TypeError(f"cannot load SWE-bench tasks from {type(source).__name__}: pass a JSONL path, a list or a Dataset")
+        raise TypeError(f"cannot load SWE-bench tasks from {type(source).__name__}: pass a JSONL "
+                        "path, a list or a Dataset")
     return tasks.split(split) if split else tasks
 
 
@@ -230,14 +233,17 @@ def mirror_archive(mirror: str | Path | dict[str, str], repo: str, base_commit: 
         path = Path(mirror[repo])
     else:
         path = mirror_path(mirror, repo)
-    result = subprocess.run(["git", "-C", str(path), "archive", "--format=tar", base_commit], capture_output=True, check=False)
+    result = subprocess.run(["git", "-C", str(path), "archive", "--format=tar", base_commit],
+                            capture_output=True, check=False)
     if result.returncode != 0:
-        raise ValueError(f"cannot check out {repo}@{base_commit} from {path}: {result.stderr.decode(errors='replace').strip()}")
+        raise ValueError(f"cannot check out {repo}@{base_commit} from {path}: "
+                         f"{result.stderr.decode(errors='replace').strip()}")
     return result.stdout
 
 
 def docker_image_name(pattern: str, task: Task) -> str:
-    """Fill ``{instance_id}``, ``{instance_id_docker}`` (SWE-bench's naming: lower case, ``__`` -> ``_1776_``) and ``{repo}``."""
+    """Fill ``{instance_id}``, ``{instance_id_docker}`` (SWE-bench's naming: lower case, ``__`` -> ``_1776_``)
+    and ``{repo}``."""
     instance = str(task.data.get("instance_id", task.id))
     return pattern.format(
         instance_id=instance,

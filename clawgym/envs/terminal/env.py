@@ -147,7 +147,8 @@ class TerminalEnv(AgentEnv):
             timeout=max(self.check_timeout_s, 30.0),
         )
         if result.exit_code != 0 or result.timed_out:
-            raise RuntimeError(f"setup of terminal task {task.id!r} failed (exit {result.exit_code}): {result.output[-2000:]}")
+            raise RuntimeError(f"setup of terminal task {task.id!r} failed (exit {result.exit_code}): "
+                               f"{result.output[-2000:]}")
         self.hidden = parse_hidden(result.stdout)
         self.setup_files, self.setup_script = files, setup
         self._started_at = time.monotonic()  # the agent's clock starts when it can act, not before an image build
@@ -202,7 +203,8 @@ class TerminalEnv(AgentEnv):
         if result.timed_out and not sandbox_noted:
             notes.append(f"[the command timed out after {timeout:g} s and was killed]")
         if result.truncated and not sandbox_noted:
-            notes.append(f"[the sandbox dropped the middle of the output: at most {self.base_config.output_limit} bytes per stream]")
+            notes.append("[the sandbox dropped the middle of the output: at most "
+                         f"{self.base_config.output_limit} bytes per stream]")
         if len(output) > self.max_output_chars:
             keep = self.max_output_chars // 2
             omitted = len(output) - 2 * keep

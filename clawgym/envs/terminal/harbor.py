@@ -41,20 +41,23 @@ fi
 if [ -z "$reward" ]; then echo "FAIL reward: test.sh wrote no reward file (exit $status)"
 elif awk -v r="$reward" 'BEGIN { exit !(r + 0 >= 1) }'; then echo "PASS reward"
 else echo "FAIL reward: reward=$reward"; fi
-"""
+"""  # noqa: E501  (a shell script: kept as written)
 
 
 def is_harbor_dir(path: Path) -> bool:
     """A task dir (has task.toml) or a directory whose subdirectories are task dirs."""
     if not path.is_dir():
         return False
-    return (path / "task.toml").is_file() or any((child / "task.toml").is_file() for child in path.iterdir() if child.is_dir())
+    return (path / "task.toml").is_file() or any((child / "task.toml").is_file()
+                                                 for child in path.iterdir() if child.is_dir())
 
 
 def load_harbor(path: str | Path, split: str = "test") -> TaskSet:
     """Every Harbor task directory under ``path`` (or ``path`` itself) as a TaskSet."""
     root = Path(path)
-    task_dirs = [root] if (root / "task.toml").is_file() else sorted(c for c in root.iterdir() if (c / "task.toml").is_file())
+    task_dirs = ([root]
+                 if (root / "task.toml").is_file()
+                 else sorted(c for c in root.iterdir() if (c / "task.toml").is_file()))
     if not task_dirs:
         raise FileNotFoundError(f"no Harbor task (a directory with task.toml) under {root}")
     return TaskSet([load_harbor_task(d, split=split) for d in task_dirs], name=root.name)
@@ -111,7 +114,8 @@ def _check_script(test_files: dict[str, str], path: str | None) -> str:
     return "\n".join([
         f"export PATH={shlex.quote(path)}" if path else ":",
         "export TEST_DIR=/tests",
-        '[ -f /.dockerenv ] && rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier || { echo "FAIL reward: not in a Docker container '
+        '[ -f /.dockerenv ] && rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier || '
+        '{ echo "FAIL reward: not in a Docker container '
         '(Harbor tasks need the Docker sandbox)"; exit 98; }',
         f"( cd /tests && {write_files_command(test_files)} ) || exit 98",
         'bash /tests/test.sh',

@@ -63,7 +63,8 @@ def prepare(task_data: dict[str, Any], sandbox_kind: str, config: SandboxConfig,
         return dataclasses.replace(config, image=image.tag, env=env), files, setup
     replay = replay_dockerfile(Path(task_data["dockerfile"]), Path(task_data["context"]), config.workdir)
     env = {**config.env, **replay.env}
-    return dataclasses.replace(config, env=env), {**files, **replay.files}, "\n".join(filter(None, [replay.setup, setup]))
+    return (dataclasses.replace(config, env=env), {**files, **replay.files},
+            "\n".join(filter(None, [replay.setup, setup])))
 
 
 _CLIENTS: dict[str, Any] = {}
@@ -139,10 +140,12 @@ def _inside(ins: Instruction, path: str, workdir: str) -> str:
     return normal
 
 
-def _copy(ins: Instruction, context: Path, cwd: str, workdir: str, variables: dict[str, str], files: dict[str, str]) -> None:
+def _copy(ins: Instruction, context: Path, cwd: str, workdir: str, variables: dict[str, str],
+          files: dict[str, str]) -> None:
     args = [expand(a, variables) for a in ins.args() if not a.startswith("--")]
     if any(a.startswith("--from") for a in ins.args()) or len(args) < 2:
-        raise DockerfileNotReplayable(f"{ins.where()}: {ins.keyword} {ins.value} cannot be replayed; use sandbox='docker'")
+        raise DockerfileNotReplayable(f"{ins.where()}: {ins.keyword} {ins.value} cannot be "
+                                      "replayed; use sandbox='docker'")
     *sources, dest = args
     target = dest if dest.startswith("/") else str(PurePosixPath(cwd) / dest)
     into_dir = dest.endswith("/") or len(sources) > 1 or dest in (".", "./")
@@ -185,13 +188,15 @@ def _run_command(ins: Instruction) -> str:
             if words and words[0] == "install":
                 _need(ins, "apt", [w for w in words[1:] if not w.startswith("-")], _missing_debs)
             elif words and words[0] not in ("update", "clean", "autoremove", "autoclean"):
-                raise DockerfileNotReplayable(f"{ins.where()}: `{segment}` changes system packages; use sandbox='docker'")
+                raise DockerfileNotReplayable(f"{ins.where()}: `{segment}` changes system "
+                                              "packages; use sandbox='docker'")
             continue
         if pip:
             _need(ins, "pip", [w for w in shlex.split(pip.group(3)) if not w.startswith("-")], _missing_dists)
             continue
         if OTHER_INSTALLERS.match(segment):
-            raise DockerfileNotReplayable(f"{ins.where()}: `{segment}` installs software, which the bwrap sandbox cannot "
+            raise DockerfileNotReplayable(f"{ins.where()}: `{segment}` installs software, which "
+                                          "the bwrap sandbox cannot "
                                           "do; use sandbox='docker' (the image is built from this Dockerfile)")
         kept.append(segment)
     return " && ".join(kept)
@@ -201,7 +206,8 @@ def _need(ins: Instruction, manager: str, packages: list[str], missing_of) -> No
     missing = missing_of(packages)
     if missing:
         raise DockerfileNotReplayable(
-            f"{ins.where()}: `RUN {ins.value[:120]}` installs {manager} packages the host lacks ({', '.join(missing)}); "
+            f"{ins.where()}: `RUN {ins.value[:120]}` installs {manager} packages the host lacks "
+            f"({', '.join(missing)}); "
             "the bwrap sandbox cannot install packages: use sandbox='docker' (the image is built from this Dockerfile) "
             "or install them on the host")
 
@@ -225,7 +231,8 @@ def _missing_dists(packages: list[str]) -> list[str]:
     if not wanted:
         return []
     probe = ("import importlib.metadata as m, sys\nfor w in sys.argv[1:]:\n    n, _, v = w.partition('==')\n"
-             "    try: ok = (m.version(n) == v) if v else bool(m.version(n))\n    except m.PackageNotFoundError: ok = False\n"
+             "    try: ok = (m.version(n) == v) if v else bool(m.version(n))\n"
+             "    except m.PackageNotFoundError: ok = False\n"
              "    print('' if ok else w)")
     python = shutil.which("python3", path=DEFAULT_PATH)  # the sandbox's PATH, not this process's
     if python is None:

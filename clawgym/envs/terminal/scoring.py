@@ -195,7 +195,8 @@ def parse_check_output(output: str, exit_code: int | None = None, timed_out: boo
             match = RESULT_LINE.match(line)
             if not match:
                 continue
-            name, passed, detail = (match.group(2) or "check").strip(), match.group(1) == "PASS", (match.group(3) or "").strip()
+            name, passed, detail = ((match.group(2) or "check").strip(), match.group(1) == "PASS",
+                                    (match.group(3) or "").strip())
         if name in seen:  # a check reported twice keeps its worst result
             previous = report.checks[seen[name]]
             previous["passed"] = previous["passed"] and passed

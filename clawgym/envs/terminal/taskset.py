@@ -50,13 +50,15 @@ def load_terminal_tasks(source: Any) -> TaskSet:
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
             where = ", ".join(str(path) for path in task_dirs if path.name == twice[0])
-            raise ValueError(f"two tasks are named {twice[0]!r} in {root} ({where}): pass one of the folders that hold them")
+            raise ValueError(f"two tasks are named {twice[0]!r} in {root} ({where}): pass one of the "
+                             "folders that hold them")
         if task_dirs:
             return TaskSet([_load_task_dir(path) for path in task_dirs], name=root.name)
         if not any(root.glob("*.jsonl")):
             raise FileNotFoundError(
                 f"no terminal tasks in {root}: expected *.jsonl files, a terminal-bench task dir (task.yaml), "
-                f"a Harbor task dir (task.toml), or a folder of them (either layout, up to {TASK_DIR_DEPTH} levels down)")
+                "a Harbor task dir (task.toml), or a folder of them (either layout, up to "
+                f"{TASK_DIR_DEPTH} levels down)")
     tasks = TaskSet.load(source)
     for task in tasks:
         validate(task)

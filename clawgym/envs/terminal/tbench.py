@@ -52,7 +52,8 @@ def is_terminal_bench_dir(path: Path) -> bool:
     """A task dir (has task.yaml) or a directory whose subdirectories are task dirs."""
     if not path.is_dir():
         return False
-    return (path / "task.yaml").is_file() or any((child / "task.yaml").is_file() for child in path.iterdir() if child.is_dir())
+    return (path / "task.yaml").is_file() or any((child / "task.yaml").is_file()
+                                                 for child in path.iterdir() if child.is_dir())
 
 
 def load_terminal_bench(path: str | Path, workdir: str = "/app", split: str = "test") -> TaskSet:
@@ -175,7 +176,8 @@ def _text_files(directory: Path, root: Path, skip_top: set[str] = frozenset()) -
     files: dict[str, str] = {}
     for path in sorted(directory.rglob("*")):
         relative = path.relative_to(root)
-        if not path.is_file() or relative.parts[0] in SKIP_DIRS or (len(relative.parts) == 1 and relative.name in skip_top):
+        if (not path.is_file() or relative.parts[0] in SKIP_DIRS
+            or (len(relative.parts) == 1 and relative.name in skip_top)):
             continue
         if path.stat().st_size > MAX_FILE_BYTES:
             logger.warning("skipping %s: larger than %d bytes", path, MAX_FILE_BYTES)

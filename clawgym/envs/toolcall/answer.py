@@ -158,7 +158,8 @@ def _split_sequence(text: str) -> list[str] | None:
     return [part.strip() for part in s.split(",")]
 
 
-def answers_match(predicted: str | None, gold: object, *, decimals: int | None = None, rel_tol: float = REL_TOL) -> bool:
+def answers_match(predicted: str | None, gold: object, *, decimals: int | None = None,
+                  rel_tol: float = REL_TOL) -> bool:
     """Whether ``predicted`` (an agent's answer, possibly boxed) equals the reference ``gold``."""
     if predicted is None or gold is None:
         return False

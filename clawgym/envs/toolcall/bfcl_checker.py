@@ -27,9 +27,13 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 try:
-    from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC, MAXIMUM_STEP_LIMIT
+    # Re-exported (the `x as x` form): bfcl_env.py reads them as checker.<name>.
+    from bfcl_eval.constants.default_prompts import (
+        DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC as DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC,
+    )
+    from bfcl_eval.constants.default_prompts import MAXIMUM_STEP_LIMIT as MAXIMUM_STEP_LIMIT
     from bfcl_eval.constants.enums import Language
-    from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
+    from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI as GORILLA_TO_OPENAPI
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -143,7 +147,8 @@ class Backends:
         for name, arguments in calls:
             string = call_string(name, arguments)
             if string is None:
-                results.append(f"Error during execution: {name!r} with arguments {sorted(arguments)} is not a valid call")
+                results.append(f"Error during execution: {name!r} with arguments "
+                               f"{sorted(arguments)} is not a valid call")
                 recorded.append(CALL_BLOCKED)
             elif name not in self.methods:
                 results.append(f"Error during execution: name '{name}' is not defined")

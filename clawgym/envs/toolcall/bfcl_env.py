@@ -142,7 +142,8 @@ class BFCLEnv(AgentEnv):
             return _message(None, oracle.multi_turn_calls(wanted, docs))
         if self._steps and self._oracle_turn != self._turn_index:  # the back ends hold someone else's calls
             raise NotImplementedError("the oracle plays a user turn from its start, and this turn already ran other "
-                                      "calls: end the turn with a message without calls, then the oracle can take the next")
+                                      "calls: end the turn with a message without calls, then the "
+                                      "oracle can take the next")
         return "Done."
 
     def teardown(self) -> None:
@@ -188,7 +189,8 @@ class BFCLEnv(AgentEnv):
         return [dict(m) for m in questions[self._turn_index]], False, None
 
     def _set_tools(self, functions: list[dict[str, Any]]) -> None:
-        self._tools = {s["name"]: SchemaTool(s) for s in (data.tool_schema(f, checker.GORILLA_TO_OPENAPI) for f in functions)}
+        self._tools = {s["name"]: SchemaTool(s)
+                       for s in (data.tool_schema(f, checker.GORILLA_TO_OPENAPI) for f in functions)}
         self._dotted = {f["name"]: f["name"].replace(".", "_") for f in functions if "." in f["name"]}
         self.action_space = AssistantMessage(self.tools)
 

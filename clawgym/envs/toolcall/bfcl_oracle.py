@@ -12,7 +12,6 @@ import ast
 import json
 from typing import Any
 
-
 # Tasks whose ground truth contradicts their own function docs or trips the checker, so that no answer
 # passes bfcl-eval's checker (checked by tests/test_bfcl_env.py: the oracle scores 0 exactly on these).
 KNOWN_UNSOLVABLE = {
@@ -28,7 +27,8 @@ KNOWN_UNSOLVABLE = {
 
 def single_turn_calls(ground_truth: list[dict[str, Any]], functions: list[dict[str, Any]],
                       language: str = "python") -> list[tuple[str, dict[str, Any]]]:
-    """One accepted answer (the first given value of each parameter) as ``[(tool name, arguments), ...]`` (tool names with dots as underscores)."""
+    """One accepted answer (the first given value of each parameter) as ``[(tool name, arguments), ...]``
+    (tool names with dots as underscores)."""
     docs = {f["name"]: f for f in functions}
     calls = []
     for call in ground_truth:

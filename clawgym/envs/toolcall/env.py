@@ -40,7 +40,7 @@ SYSTEM_PROMPT = """You solve problems that need exact computation. You have tool
 - python(code): a persistent Python 3 interpreter (variables and imports persist between calls; print what you need to see; no network),
 - calculator(expression): exact arithmetic,
 - submit(answer): submit the final answer and end the episode.
-Compute rather than guess. When you are done, call submit with just the answer, or reply without a tool call and put the final answer in \\boxed{...}."""
+Compute rather than guess. When you are done, call submit with just the answer, or reply without a tool call and put the final answer in \\boxed{...}."""  # noqa: E501  (the prompt the model sees: kept as written)
 
 # The episode's private directory. Not the SandboxConfig default "/work": a bind mount there would hide a
 # host interpreter that lives under /work (as this repository's virtualenv does).

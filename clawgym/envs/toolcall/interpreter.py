@@ -185,7 +185,8 @@ class PythonInterpreter:
         code = self._kill()
         reason = f"exit code {code}"
         # a negative code is a signal; a sandbox wrapper (bwrap as pid 1) reports one as 128 + signal
-        signum = -code if code is not None and code < 0 else code - 128 if code is not None and 128 < code < 160 else None
+        signum = (-code if code is not None and code < 0 else code - 128
+                  if code is not None and 128 < code < 160 else None)
         if signum is not None:
             try:
                 reason = f"killed by {signal.Signals(signum).name}"

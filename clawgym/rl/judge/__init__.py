@@ -34,13 +34,41 @@ A judge looks at one :class:`Turn` — context, action, next state — and retur
 
 from clawgym.rl.judge.llm import HintJudge, Judge, JudgeStats, JudgeUnavailable, LLMJudge, PRMJudge, Vote
 from clawgym.rl.judge.parsing import chosen_hint, majority, normalise_hint, parse_boxed, parse_hint, select_hints
-from clawgym.rl.judge.prompts import PROMPT_DIR, SETTING_NAMES, SETTINGS, PromptTemplates, clip, render_message, setting_for, turn_fields
 from clawgym.rl.judge.probe import ProbJudge, ProbScorer, cue_verdict, hint_from_reply
+from clawgym.rl.judge.prompts import (
+    PROMPT_DIR,
+    SETTING_NAMES,
+    SETTINGS,
+    PromptTemplates,
+    clip,
+    render_message,
+    setting_for,
+    turn_fields,
+)
 from clawgym.rl.judge.rubric import RubricJudge, WishCheck, reward_of
-from clawgym.rl.judge.rules import AnswerRule, CompositeJudge, ExitCodeRule, RuleJudge, TestsRule, ToolErrorRule, default_rules
+from clawgym.rl.judge.rules import (
+    AnswerRule,
+    CompositeJudge,
+    ExitCodeRule,
+    RuleJudge,
+    TestsRule,
+    ToolErrorRule,
+    default_rules,
+)
 from clawgym.rl.judge.stage import JUDGE_TYPES, JudgeStage, StageStats, make_judges
 
 __all__ = [
+    # Also re-exported from the package's modules (imported above, used elsewhere only through them).
+    "JudgeStats",
+    "PROMPT_DIR",
+    "SETTINGS",
+    "SETTING_NAMES",
+    "StageStats",
+    "Vote",
+    "clip",
+    "normalise_hint",
+    "render_message",
+    "turn_fields",
     "AnswerRule",
     "CompositeJudge",
     "ExitCodeRule",

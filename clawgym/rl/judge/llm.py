@@ -185,7 +185,8 @@ class HintJudge(LLMJudge):
 
     kind = "hint"
 
-    def __init__(self, policy: Policy, *, min_hint_chars: int = 10, max_hints: int = 3, hint_order: str = "longest", **kwargs: Any) -> None:
+    def __init__(self, policy: Policy, *, min_hint_chars: int = 10, max_hints: int = 3,
+                 hint_order: str = "longest", **kwargs: Any) -> None:
         super().__init__(policy, **kwargs)
         if hint_order not in ("longest", "shortest"):
             raise ValueError(f"hint_order must be 'longest' or 'shortest', got {hint_order!r}")

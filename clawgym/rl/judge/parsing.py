@@ -50,7 +50,8 @@ def normalise_hint(hint: str) -> str:
     return " ".join(hint.lower().split()).strip(" .!;:,")
 
 
-def select_hints(hints: Iterable[str | None], *, min_chars: int = 10, max_hints: int = 3, order: str = "longest") -> list[str]:
+def select_hints(hints: Iterable[str | None], *, min_chars: int = 10, max_hints: int = 3,
+                 order: str = "longest") -> list[str]:
     """Informative hints (longer than ``min_chars``), deduplicated, best first, at most ``max_hints``.
 
     ``order="longest"`` follows OpenClaw-RL's OPD selection; ties keep vote order.

@@ -74,7 +74,8 @@ class PromptTemplates:
 
     def render(self, kind: str, setting: str, fields: dict[str, str]) -> list[Message]:
         system_t, user_t = self.frame(kind)
-        values = {"setting_name": SETTING_NAMES.get(setting, SETTING_NAMES["default"]), "guide": self.guide(setting), **fields}
+        values = {"setting_name": SETTING_NAMES.get(setting, SETTING_NAMES["default"]),
+                  "guide": self.guide(setting), **fields}
         try:
             return [
                 {"role": "system", "content": string.Template(system_t).substitute(values)},
@@ -115,5 +116,6 @@ def turn_fields(turn: Turn, *, context_messages: int = 6, max_chars: int = 3000)
     if turn.next_state:
         next_state = "\n".join(render_message(m, max_chars) for m in turn.next_state)
     else:
-        next_state = "(nothing: the episode ended with this action)" if turn.terminated or turn.truncated else "(nothing)"
+        next_state = ("(nothing: the episode ended with this action)"
+                      if turn.terminated or turn.truncated else "(nothing)")
     return {"task": task, "context": context, "action": action, "next_state": next_state}

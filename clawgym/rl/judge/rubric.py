@@ -91,7 +91,8 @@ def request_of(context: Sequence[Message]) -> str:
 def _question(request: str, reply: str, wish: str, style: str) -> str:
     ask = (f"The user's wish: {wish}\nDoes the reply meet this wish?" if style == "wish"
            else f"{wish_question(wish)}")
-    return (f"The user's request: {request}\n\nThe assistant's reply:\n\"\"\"\n{_clip(reply, MAX_REPLY_CHARS)}\n\"\"\"\n\n"
+    return (f"The user's request: {request}\n\nThe assistant's reply:\n\"\"\"\n"
+            f"{_clip(reply, MAX_REPLY_CHARS)}\n\"\"\"\n\n"
             f"{ask} Answer Yes or No.")
 
 
@@ -178,7 +179,8 @@ class RubricJudge:
                     continue
                 row.append(None)
                 if self.policy is not None:
-                    pending.append((j, w, self._key(request, reply, wish), prompt_for(request, reply, wish, self.few_shot, self.style)))
+                    pending.append((j, w, self._key(request, reply, wish),
+                                    prompt_for(request, reply, wish, self.few_shot, self.style)))
             results.append(row)
         margins = self._margins([(j, key, prompt) for j, _, key, prompt in pending])
         for (j, w, _, _), margin in zip(pending, margins):

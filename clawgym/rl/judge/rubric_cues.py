@@ -41,7 +41,8 @@ _MEASURED = re.compile(r"(?i)\b(?:no|not|don'?t|do not|use|without|avoid|skip|dr
 
 
 UNCHECKABLE = re.compile(r"(?i)\b(?:faster|quicker|sooner|quickly|right away|immediately|remind(?:er)?|remember|"
-                         r"e-?mail|sms|notif(?:y|ication)|schedule|tomorrow|tonight|next week|every (?:day|morning|week))\b")
+                         r"e-?mail|sms|notif(?:y|ication)|schedule|tomorrow|tonight|next week|every "
+                         r"(?:day|morning|week))\b")
 
 
 def checkable(wish: str) -> bool:

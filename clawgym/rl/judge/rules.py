@@ -110,7 +110,8 @@ class AnswerRule(RuleJudge):
         if not turn.terminated:
             return None
         success = bool(turn.info.get("success", turn.env_reward > 0))
-        return (1.0, f"env reward {turn.env_reward}: answer accepted") if success else (-1.0, f"env reward {turn.env_reward}: answer rejected")
+        return ((1.0, f"env reward {turn.env_reward}: answer accepted")
+                if success else (-1.0, f"env reward {turn.env_reward}: answer rejected"))
 
 
 def default_rules() -> list[RuleJudge]:
@@ -127,7 +128,8 @@ class CompositeJudge:
       verdict when there is one, else the LLM's.
     """
 
-    def __init__(self, rules: Sequence[RuleJudge] | None = None, llm: LLMJudge | None = None, *, mode: str = "replace", name: str = "judge") -> None:
+    def __init__(self, rules: Sequence[RuleJudge] | None = None, llm: LLMJudge | None = None, *, mode: str = "replace",
+                 name: str = "judge") -> None:
         if mode not in ("replace", "join"):
             raise ValueError(f"mode must be 'replace' or 'join', got {mode!r}")
         self.rules = list(default_rules() if rules is None else rules)

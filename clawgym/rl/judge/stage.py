@@ -114,7 +114,8 @@ class JudgeStage:
                     raise result
                 self.stats.errors += 1
                 logger.error("judge %s failed on turn %s: %r", judge.name, turn.turn_id, result)
-                turn.judge[judge.name] = JudgeResult(score=0.0, source="error", raw=[f"{type(result).__name__}: {result}"])
+                turn.judge[judge.name] = JudgeResult(score=0.0, source="error",
+                                                     raw=[f"{type(result).__name__}: {result}"])
             elif result is not None:
                 turn.judge[judge.name] = result
         turn.timings["judged_at"] = time.time()
@@ -146,8 +147,8 @@ class JudgeStage:
                 if turn.timings.pop("judge_waiting", None):
                     self.stats.waiting -= 1
                 if self._down_since is not None:
-                    logger.warning("judge is back after %.1f s; %d turn(s) still waiting", time.time() - self._down_since,
-                                   self.stats.waiting)
+                    logger.warning("judge is back after %.1f s; %d turn(s) still waiting",
+                                   time.time() - self._down_since, self.stats.waiting)
                     self._down_since = None
                 self._backoff = self.retry_s
                 self.stats.judged += 1
@@ -167,7 +168,8 @@ class JudgeStage:
 JUDGE_TYPES = ("rules", "prm", "hint", "rules+prm", "prob", "probhint")  # the parts of a judge spec, comma-joined
 
 
-def make_judges(spec: str, policy: Policy | None = None, *, m: int = 3, setting: str | None = None, **kwargs: Any) -> list[Judge]:
+def make_judges(spec: str, policy: Policy | None = None, *, m: int = 3, setting: str | None = None,
+                **kwargs: Any) -> list[Judge]:
     """Judges from a CLI string: ``prm``, ``hint``, ``rules``, ``rules+prm`` (composite), ``prob`` /
     ``probhint`` (label-probability verdicts / + rule hints, named ``prob`` / ``hint``), comma-joined.
 
@@ -189,7 +191,8 @@ def make_judges(spec: str, policy: Policy | None = None, *, m: int = 3, setting:
         elif part == "rules":
             judges.append(CompositeJudge(default_rules(), None, name="rules"))
         elif part == "rules+prm":
-            judges.append(CompositeJudge(default_rules(), PRMJudge(policy, m=m, setting=setting, **kwargs)))  # type: ignore[arg-type]
+            judges.append(CompositeJudge(default_rules(),
+                                         PRMJudge(policy, m=m, setting=setting, **kwargs)))  # type: ignore[arg-type]
         else:
             raise ValueError(f"unknown judge {part!r}: use one of {', '.join(JUDGE_TYPES)} (comma-separated)")
     if not judges:

@@ -51,8 +51,10 @@ _NEGATIVE_START = re.compile(r"(?i)^(?:no|not(?! (?:quite|really|exactly|that|wh
 _COMPARATIVE = re.compile(r"(?i)^(?:shorter|longer|simpler|friendlier|warmer|nicer|clearer|briefer|kinder|"
                           r"calmer|politer|plainer|more \w+|less \w+)\b")
 _SAID = re.compile(r"(?i)^i\s+(?:(?:just|literally|already|clearly|did|specifically)\s+)*"
-                   r"(?:said|asked(?: you)?(?: for| to)?|told you(?: to)?|wanted|want|need|prefer|meant)\s+(?:you\s+to\s+)?")
-_TOO = re.compile(r"(?i)^(?:(?:that|this|it|the \w+)(?:'s| is| was| looks| sounds| reads)|way|much|far|still|a bit|bit)?"
+                   r"(?:said|asked(?: you)?(?: for| to)?|told you(?: to)?|wanted|want|need|prefer|meant)"
+                   r"\s+(?:you\s+to\s+)?")
+_TOO = re.compile(r"(?i)^(?:(?:that|this|it|the \w+)(?:'s| is| was| looks| sounds| reads)"
+                  r"|way|much|far|still|a bit|bit)?"
                   r"\s*(?:way |much |far |a bit |still )?too\s+(\w+)")
 _SHORTER = {"long", "wordy", "verbose", "lengthy", "much", "detailed"}
 _LONGER = {"short", "brief", "terse", "thin", "vague"}
@@ -91,7 +93,8 @@ def _clause_request(text: str) -> str | None:
     too = _TOO.match(text)
     if too:
         word = too.group(1).lower()
-        return "make it shorter" if word in _SHORTER else "make it longer" if word in _LONGER else f"make it less {word}"
+        return ("make it shorter" if word in _SHORTER
+                else "make it longer" if word in _LONGER else f"make it less {word}")
     missed = _MISSED.match(text)
     if missed:
         verb = missed.group(1).lower()
@@ -194,7 +197,8 @@ def wish_key(text: str) -> str:
 # ------------------------------------------------------------------ same topic, contradiction
 ASPECTS: dict[str, tuple[str, int]] = {  # word stem -> (aspect, sign); a negator before it flips the sign
     **{w: ("length", -1) for w in ("short", "shorter", "brief", "briefer", "concise", "shorten", "terse", "succinct")},
-    **{w: ("length", +1) for w in ("long", "longer", "detail", "detailed", "elaborate", "thorough", "lengthy", "expand")},
+    **{w: ("length", +1)
+       for w in ("long", "longer", "detail", "detailed", "elaborate", "thorough", "lengthy", "expand")},
     **{w: ("register", +1) for w in ("formal", "professional")},
     **{w: ("register", -1) for w in ("casual", "informal", "relaxed", "chatty")},
     **{w: ("warmth", +1) for w in ("friendly", "friendlier", "warm", "warmer", "encouraging", "kind", "kinder", "nice",

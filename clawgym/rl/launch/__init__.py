@@ -10,7 +10,7 @@ transport, so ``policy.update_weights(trainer.export_weights())`` works for ever
 """
 
 from clawgym.rl.launch.build import Components, Stack, build, build_judges, build_stack, require_gpus
-from clawgym.rl.launch.convert import lora_targets, loop_config, trainer_config
+from clawgym.rl.launch.convert import loop_config, lora_targets, trainer_config
 from clawgym.rl.launch.main import check_config, format_summary, main_train, run_config
 from clawgym.rl.launch.placement import Plan, Shape, format_plan, plan
 from clawgym.rl.launch.schema import (

@@ -89,8 +89,8 @@ def require_gpus(p: Plan, available: int | None = None) -> None:
 
 def build_judges(config: RunConfig, policy: Any) -> tuple[list[Any], Any]:
     """Judges for the CPU / one-device placement: the serving policy, or a frozen hf copy of judge.model."""
-    from clawgym.rl.judge import make_judges
     from clawgym.core.policy import SamplingParams
+    from clawgym.rl.judge import make_judges
 
     parts = judge_parts(config.judge.type)
     judge_policy = None
@@ -100,7 +100,8 @@ def build_judges(config: RunConfig, policy: Any) -> tuple[list[Any], Any]:
 
             if not config.judge.base_url or config.judge.model == "policy":
                 raise ConfigError("judge.backend openai needs judge.base_url and judge.model (the served model's name)")
-            judge_policy = OpenAIPolicy(config.judge.model, base_url=config.judge.base_url, api_key=config.judge.api_key)
+            judge_policy = OpenAIPolicy(config.judge.model, base_url=config.judge.base_url,
+                                        api_key=config.judge.api_key)
         elif config.judge.model == "policy":
             judge_policy = policy
         else:
@@ -126,7 +127,8 @@ def judge_teacher(config: Any, judge_policy: Any, tokenizer: Any) -> Any:
     return module
 
 
-def _make_judges(config: RunConfig, parts: list[str], judge_policy: Any, make_judges: Any, sampling_cls: Any) -> list[Any]:
+def _make_judges(config: RunConfig, parts: list[str], judge_policy: Any, make_judges: Any,
+                 sampling_cls: Any) -> list[Any]:
     sampling = sampling_cls(temperature=config.judge.temperature, max_tokens=config.judge.max_tokens)
     judges: list[Any] = []
     for part in parts:
@@ -156,19 +158,22 @@ def _in_process(config: RunConfig, p: Plan) -> Stack:
     from clawgym.rl.trainer import TorchTrainer
 
     dtype = _dtype(config.policy.dtype)
-    kwargs = dict(device=config.policy.device, dtype=dtype, seed=config.policy.seed, context_window=config.policy.context_window)
+    kwargs = dict(device=config.policy.device, dtype=dtype, seed=config.policy.seed,
+                  context_window=config.policy.context_window)
     serve_model, tokenizer = load_model(config.policy.model, **kwargs)
     quantize_served(config, serve_model)
     train_model, _ = load_model(config.policy.model, **kwargs)
     policy = HFPolicy(serve_model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size,
                       seed=config.loop.seed)
     judges, judge_policy = build_judges(config, policy)
-    trainer = TorchTrainer(train_model, tokenizer, trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)),
+    trainer = TorchTrainer(train_model, tokenizer,
+                           trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)),
                            teacher_model=judge_teacher(config, judge_policy, tokenizer))
     return Stack(p, policy, trainer, judges, judge_policy)
 
 
-def _sglang_server(model: str, gpus: Sequence[tuple[int, int]], args: Sequence[str], base_url: str | None = None) -> Any:
+def _sglang_server(model: str, gpus: Sequence[tuple[int, int]], args: Sequence[str],
+                   base_url: str | None = None) -> Any:
     from clawgym.rl.policy.sglang import SGLangPolicy
 
     if base_url:
@@ -178,9 +183,9 @@ def _sglang_server(model: str, gpus: Sequence[tuple[int, int]], args: Sequence[s
 
 
 def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
+    from clawgym.core.policy import SamplingParams
     from clawgym.rl.judge import make_judges
     from clawgym.rl.launch.convert import trainer_config
-    from clawgym.core.policy import SamplingParams
     from clawgym.rl.policy.models import load_tokenizer
     from clawgym.rl.trainer.transport import make_transport
 
@@ -199,7 +204,8 @@ def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
                             config.policy.base_url)
     judge_policy = policy
     if judge is not None:
-        judge_policy = _sglang_server(sglang_model_path(resolve_model(config, config.judge.model)), judge.gpus, gpu.sglang_args)
+        judge_policy = _sglang_server(sglang_model_path(resolve_model(config, config.judge.model)),
+                                      judge.gpus, gpu.sglang_args)
     if gpu.backend == "torch+sglang":
         from clawgym.rl.policy.models import load_model
         from clawgym.rl.trainer import TorchTrainer
@@ -215,18 +221,21 @@ def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
         if not ok:
             raise ConfigError(f"gpu section: {why}")
         if len(actor.gpus) != 1 and os.environ.get("WORLD_SIZE") != str(len(actor.gpus)):
-            raise ConfigError(f"gpu.actor_gpus={len(actor.gpus)}: the megatron trainer needs one process per actor GPU: "
+            raise ConfigError(f"gpu.actor_gpus={len(actor.gpus)}: the megatron trainer needs one "
+                              "process per actor GPU: "
                               "start this launcher under torchrun --nproc-per-node "
                               f"{len(actor.gpus)} (or set gpu.actor_gpus=1)")
         model_dir = sglang_model_path(config.policy.model)  # megatron reads an HF checkpoint directory
         trainer = MegatronTrainer(model_dir, load_tokenizer(model_dir),
-                                  MegatronConfig(tensor_parallel=gpu.tensor_parallel, pipeline_parallel=gpu.pipeline_parallel,
+                                  MegatronConfig(tensor_parallel=gpu.tensor_parallel,
+                                                 pipeline_parallel=gpu.pipeline_parallel,
                                                  trainer=trainer_config(config, Shape.of(model_dir).num_hidden_layers)))
     trainer.export_device, trainer.export_dtype = device, _dtype("bfloat16")  # SGLang takes bf16 from the GPU
     lora = (trainer.config.trainer if gpu.backend == "megatron+sglang" else trainer.config).lora
     policy.transport = make_transport(p.transport, policy, bucket_bytes=gpu.bucket_mb << 20,
                                       sglang_ranks=len(rollout.gpus) if rollout else len(actor.gpus), device=device,
-                                      adapter_dir=Path(config.loop.output_dir) / "adapters", lora=lora, base_model=model_dir)
+                                      adapter_dir=Path(config.loop.output_dir) / "adapters",
+                                      lora=lora, base_model=model_dir)
     judges = _make_judges(config, judge_parts(config.judge.type), judge_policy, make_judges, SamplingParams)
     return Stack(p, policy, trainer, judges, judge_policy if uses_llm_judge(config) else None)
 

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from clawgym.rl.launch.build import build
 from clawgym.rl.launch.placement import format_plan, plan
-from clawgym.rl.launch.schema import ConfigError, RunConfig, load_config
+from clawgym.rl.launch.schema import RunConfig, load_config
 
 
 def check_config(path: str | Path | None, overrides: Sequence[str] = ()) -> str:
@@ -38,12 +38,14 @@ def format_summary(result: Any) -> str:
     lines = [f"trained {result.steps} steps (policy version {result.version}); output in {result.output_dir}"]
     if result.history:
         first, last = result.history[0], result.history[-1]
-        lines.append(f"train reward (batch mean): first step {first['reward_mean']:.3f}, last step {last['reward_mean']:.3f}")
+        lines.append(f"train reward (batch mean): first step {first['reward_mean']:.3f}, last step "
+                     f"{last['reward_mean']:.3f}")
     if result.eval_before is not None or result.eval_after is not None:
         before = result.eval_before or {}
         after = result.eval_after or {}
         lines.append(
-            f"held-out eval reward: {before.get('eval_reward', float('nan')):.3f} -> {after.get('eval_reward', float('nan')):.3f}; "
+            f"held-out eval reward: {before.get('eval_reward', float('nan')):.3f} -> "
+            f"{after.get('eval_reward', float('nan')):.3f}; "
             f"success: {before.get('eval_success', float('nan')):.3f} -> {after.get('eval_success', float('nan')):.3f}"
         )
     refused = {k: v for k, v in result.counters.items() if k.startswith("refused/")}

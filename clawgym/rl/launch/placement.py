@@ -70,7 +70,8 @@ class Shape:
 
     def lora_params(self, r: int, targets: list[str]) -> int:
         wanted = {t.split(".")[-1] for t in targets}
-        return self.num_hidden_layers * sum(r * (i + o) for name, (i, o) in self.linear_params().items() if name in wanted)
+        return self.num_hidden_layers * sum(r * (i + o)
+                                            for name, (i, o) in self.linear_params().items() if name in wanted)
 
 
 # What the SGLang launch needs to stretch a known model's window: (max_position_embeddings, rope_theta).
@@ -110,8 +111,10 @@ def sglang_policy_args(config: RunConfig) -> list[str]:
         if window > native:  # within the native window there is nothing to stretch (as for the hf policy)
             from clawgym.rl.policy.models import yarn_rope_parameters
 
-            override = {"max_position_embeddings": int(window), "rope_scaling": yarn_rope_parameters(theta, native, window)}
-            args += ["--context-length", str(window), "--json-model-override-args", json.dumps(override, separators=(",", ":"))]
+            override = {"max_position_embeddings": int(window),
+                        "rope_scaling": yarn_rope_parameters(theta, native, window)}
+            args += ["--context-length", str(window), "--json-model-override-args",
+                     json.dumps(override, separators=(",", ":"))]
     clash = sorted({a for a in args if a.startswith("--")} & set(config.gpu.sglang_args))
     if clash:
         raise ConfigError(f"gpu.sglang_args sets {', '.join(clash)}, which the launch derives from trainer.lora / "
@@ -224,10 +227,12 @@ def plan(config: RunConfig) -> Plan:
         raise ConfigError(
             f"the GPU partition uses {need} GPUs (actor {gpu.actor_gpus} + rollout {gpu.rollout_gpus} + judge "
             f"{gpu.judge_gpus}) but gpu.nodes x gpu.gpus_per_node = {gpu.nodes} x {gpu.gpus_per_node} = {have}: "
-            f"set the counts to add up to {have}, or gpu.gpus_per_node={need // gpu.nodes if need % gpu.nodes == 0 else need}"
+            f"set the counts to add up to {have}, or "
+            f"gpu.gpus_per_node={need // gpu.nodes if need % gpu.nodes == 0 else need}"
             + (" with gpu.nodes=1" if need % gpu.nodes else ""))
     if tp > gpu.gpus_per_node:
-        raise ConfigError(f"gpu.tensor_parallel={tp} spans more than one node ({gpu.gpus_per_node} GPUs): TP groups must "
+        raise ConfigError(f"gpu.tensor_parallel={tp} spans more than one node ({gpu.gpus_per_node} "
+                          "GPUs): TP groups must "
                           "stay inside a node; lower tensor_parallel or use pipeline_parallel across nodes")
     slots = [(g // gpu.gpus_per_node, g % gpu.gpus_per_node) for g in range(have)]
     actor_gpus, rest = slots[: gpu.actor_gpus], slots[gpu.actor_gpus:]
@@ -237,7 +242,8 @@ def plan(config: RunConfig) -> Plan:
     sglang_tp = max(1, len(rollout_gpus)) if not colocated else tp
     serve_per_gpu = 2.0 * n / sglang_tp
     trainer = "megatron-core" if gpu.backend == "megatron+sglang" else "torch (HF)"
-    actor = Role("actor", f"{trainer} trainer, TP={tp} PP={pp} DP={dp}" + (", LoRA r=%d" % lora.r if lora.enabled else "")
+    actor = Role("actor",
+                 f"{trainer} trainer, TP={tp} PP={pp} DP={dp}" + (", LoRA r=%d" % lora.r if lora.enabled else "")
                  + (" + SGLang policy server (colocated)" if colocated else ""), actor_gpus,
                  (train_per_gpu + (serve_per_gpu if colocated else 0)) / GIB,
                  f"trainer: {holds}" + (f" for the {trained / 1e6:.1f}M adapter params, frozen base "
@@ -249,7 +255,8 @@ def plan(config: RunConfig) -> Plan:
                           serve_per_gpu / GIB, "bf16 weights; the rest of --mem-fraction-static is KV cache"))
     if judge_gpus:
         judge_shape = Shape.of(judge_model)
-        roles.append(Role("judge", f"SGLang judge server ({judge_model}, frozen), --tp-size {len(judge_gpus)}", judge_gpus,
+        roles.append(Role("judge",
+                          f"SGLang judge server ({judge_model}, frozen), --tp-size {len(judge_gpus)}", judge_gpus,
                           2.0 * judge_shape.params() / len(judge_gpus) / GIB, "bf16 weights + KV cache"))
     notes = []
     if uses_llm_judge(config) and not judge_gpus:
@@ -257,8 +264,10 @@ def plan(config: RunConfig) -> Plan:
     if gpu.nodes > 1 and config.rollout.executor != "ray":
         raise ConfigError(f"gpu.nodes={gpu.nodes}: several nodes need Ray: set rollout.executor=ray")
     if gpu.nodes > 1 and config.ray.address is None:
-        raise ConfigError(f"gpu.nodes={gpu.nodes}: the env workers must join the Ray cluster that spans the nodes: start it "
-                          "(ray start --head --port 6379 on node 0, ray start --address NODE0:6379 on the others) and set "
+        raise ConfigError(f"gpu.nodes={gpu.nodes}: the env workers must join the Ray cluster that "
+                          "spans the nodes: start it "
+                          "(ray start --head --port 6379 on node 0, ray start --address NODE0:6379 "
+                          "on the others) and set "
                           "ray.address=NODE0:6379 (or auto)")
     if config.rollout.executor == "ray":
         notes.append(ray_note(config))
@@ -289,7 +298,8 @@ def ray_note(config: RunConfig) -> str:
     elif address:
         where = f"the Ray cluster at {address}"
     else:
-        where = "a private Ray instance on this machine" + (f" ({config.ray.num_cpus} CPUs)" if config.ray.num_cpus else "")
+        where = "a private Ray instance on this machine" + (f" ({config.ray.num_cpus} CPUs)"
+                                                            if config.ray.num_cpus else "")
     return f"env workers run as Ray actors in {where} (rollout.executor: ray); they need no GPU"
 
 

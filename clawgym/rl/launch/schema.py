@@ -307,7 +307,8 @@ def validate(config: RunConfig) -> None:
     if config.method not in METHODS:
         problems.append(f"method must be one of {', '.join(METHODS)}, got {config.method!r}")
     if config.policy.backend not in ("hf", "sglang"):
-        problems.append(f"policy.backend must be hf or sglang (a backend that can receive weights), got {config.policy.backend!r}")
+        problems.append("policy.backend must be hf or sglang (a backend that can receive weights), "
+                        f"got {config.policy.backend!r}")
     if config.policy.dtype not in ("float32", "bfloat16", "float16"):
         problems.append(f"policy.dtype must be float32, bfloat16 or float16, got {config.policy.dtype!r}")
     if config.policy.quantize not in ("none", "int8"):
@@ -323,7 +324,8 @@ def validate(config: RunConfig) -> None:
     parts = judge_parts(config.judge.type)
     bad = [p for p in parts if p not in ("rules", "prm", "hint", "rules+prm", "prob", "probhint")]
     if bad:
-        problems.append(f"judge.type: unknown judge(s) {bad}; use none, rules, prm, hint, rules+prm, prob, probhint (comma-joined)")
+        problems.append(f"judge.type: unknown judge(s) {bad}; "
+                        "use none, rules, prm, hint, rules+prm, prob, probhint (comma-joined)")
     if config.judge.backend not in ("hf", "openai"):
         problems.append(f"judge.backend: {config.judge.backend!r}; use hf or openai")
     elif config.judge.backend == "openai" and any(p in ("prob", "probhint") for p in parts):
@@ -375,13 +377,15 @@ def ray_problems(config: RunConfig) -> list[str]:
     ray, executor = config.ray, config.rollout.executor
     problems = []
     if executor != "ray" and (ray.address is not None or ray.num_cpus is not None):
-        problems.append(f"ray.address / ray.num_cpus are set but rollout.executor is {executor!r}: set rollout.executor=ray "
+        problems.append(f"ray.address / ray.num_cpus are set but rollout.executor is {executor!r}: "
+                        "set rollout.executor=ray "
                         "(or remove the ray section)")
     if ray.address is not None and ray.num_cpus is not None:
         problems.append("ray.num_cpus sizes a private Ray instance; with ray.address the cluster's own CPUs are used: "
                         "remove ray.num_cpus")
     if ray.address is not None and not ray.address.strip():
-        problems.append("ray.address is empty: give HEAD:6379, auto or ray://HEAD:10001 (or null for a private instance)")
+        problems.append("ray.address is empty: give HEAD:6379, auto or ray://HEAD:10001 (or null "
+                        "for a private instance)")
     if ray.num_cpus is not None and ray.num_cpus < 1:
         problems.append("ray.num_cpus must be at least 1")
     return problems
@@ -407,7 +411,7 @@ def gpu_problems(gpu: GpuSection) -> list[str]:
         problems.append(
             f"gpu.actor_gpus ({gpu.actor_gpus}) must be a multiple of tensor_parallel x pipeline_parallel "
             f"({gpu.tensor_parallel} x {gpu.pipeline_parallel}): set actor_gpus to "
-            f"{gpu.tensor_parallel * gpu.pipeline_parallel * max(1, gpu.actor_gpus // (gpu.tensor_parallel * gpu.pipeline_parallel))}"
+            f"{gpu.tensor_parallel * gpu.pipeline_parallel * max(1, gpu.actor_gpus // (gpu.tensor_parallel * gpu.pipeline_parallel))}"  # noqa: E501  (one f-string field)
         )
     if gpu.backend == "torch+sglang" and (gpu.actor_gpus != 1 or gpu.tensor_parallel * gpu.pipeline_parallel != 1):
         problems.append(f"gpu.backend torch+sglang trains on one GPU: set gpu.actor_gpus=1 (got {gpu.actor_gpus}) "

@@ -25,8 +25,8 @@ from clawgym.rl.loop.collector import BatchCollector
 from clawgym.rl.loop.config import PENDING_FILE, LoopConfig, LoopResult
 from clawgym.rl.loop.evaluation import evaluate_policy, export_hf
 from clawgym.rl.loop.training import publish_weights, step_row
-from clawgym.rl.metrics import MetricsLogger
 from clawgym.rl.methods import USES_HINTS
+from clawgym.rl.metrics import MetricsLogger
 from clawgym.rl.rollout import EnvSpec, RolloutPool
 
 logger = logging.getLogger(__name__)
@@ -68,7 +68,8 @@ class AsyncRLLoop:
         trained_at = getattr(trainer.config, "temperature", self.config.temperature)
         if trained_at != self.config.temperature:
             raise ValueError(f"the rollouts sample at temperature {self.config.temperature} but the trainer computes "
-                             f"logprobs at {trained_at}: every sample would be off-policy; set TrainerConfig.temperature "
+                             f"logprobs at {trained_at}: every sample would be off-policy; "
+                             "set TrainerConfig.temperature "
                              "to the rollout temperature (the launchers do: rollout.temperature sets both)")
         self.method = str(trainer.config.method)
         self.judges = list(judges or [])
@@ -76,7 +77,8 @@ class AsyncRLLoop:
         if self.method in USES_HINTS and "hint" not in names:
             raise ValueError(f"method {self.method!r} needs a hint judge (judge: hint or rules+prm,hint)")
         has_prm = any(n != "hint" for n in names)
-        self.reward_mode = self.config.reward if self.config.reward != "auto" else ("step_wise" if has_prm else "outcome")
+        self.reward_mode = (self.config.reward
+                            if self.config.reward != "auto" else ("step_wise" if has_prm else "outcome"))
         if self.reward_mode == "step_wise" and not has_prm:
             raise ValueError("reward 'step_wise' needs a PRM or rule judge")
         self.env_kwargs = dict(env_kwargs or {})
@@ -134,7 +136,8 @@ class AsyncRLLoop:
             self.consumed = set(state["consumed"])
             self.counters.update(state.get("counters", {}))
             self.refused.update(state.get("refused", {}))
-            logger.info("resumed from %s: step %d, version %d, %d samples consumed", directory, self.step, self.version, len(self.consumed))
+            logger.info("resumed from %s: step %d, version %d, %d samples consumed", directory, self.step,
+                        self.version, len(self.consumed))
         loop_state.rollback_trained_log(self.out, self.step)
         self.counters["groups_recovered"] += self.buffer.recover(self.consumed)
         return loaded is not None
@@ -164,7 +167,8 @@ class AsyncRLLoop:
         samples = [s for g in groups for s in g.samples]
         version = self.version
         kept, dropped = apply_staleness(samples, version, c.max_staleness, c.staleness)
-        record = {"step": self.step + 1, "trained": [s.sample_id for s in kept], "dropped": [s.sample_id for s in dropped]}
+        record = {"step": self.step + 1, "trained": [s.sample_id for s in kept],
+                  "dropped": [s.sample_id for s in dropped]}
         self.counters["samples_dropped_stale"] += len(dropped)
         train_s = publish_s = 0.0
         metrics: dict[str, Any] = {}
@@ -202,8 +206,10 @@ class AsyncRLLoop:
         )
         self.metrics.log(self.step, out)
         logger.info(
-            "step %d v%d: reward %.3f success %.2f | %d samples (%d stale dropped) | train %.1fs publish %.2fs wait %.1fs",
-            self.step, self.version, out["reward_mean"], out["success_rate"], len(kept), len(dropped), train_s, publish_s, wait_s,
+            "step %d v%d: reward %.3f success %.2f | %d samples (%d stale dropped) | "
+            "train %.1fs publish %.2fs wait %.1fs",
+            self.step, self.version, out["reward_mean"], out["success_rate"], len(kept), len(dropped),
+            train_s, publish_s, wait_s,
         )
         return out
 
@@ -216,7 +222,8 @@ class AsyncRLLoop:
                                        task_ids=self.eval_task_ids, env_kwargs=self.eval_env_kwargs)
         self.metrics.log(self.step, {**result, "label": label}, kind="eval")
         logger.info("%s at step %d (v%d): reward %.3f success %.3f over %d tasks",
-                    label, self.step, version, result["eval_reward"], result["eval_success"], int(result["eval_episodes"]))
+                    label, self.step, version, result["eval_reward"], result["eval_success"],
+                    int(result["eval_episodes"]))
         return result
 
     # ---- run -------------------------------------------------------------------------------
@@ -258,7 +265,8 @@ class AsyncRLLoop:
             eval_before = await self.evaluate("before")
         history: list[dict[str, Any]] = []
         if self.judges:
-            collector.stage = JudgeStage(self.judges, workers=c.judge_workers or c.num_workers, on_judged=collector.on_judged)
+            collector.stage = JudgeStage(self.judges, workers=c.judge_workers or c.num_workers,
+                                         on_judged=collector.on_judged)
             await collector.stage.start()
         self._pools = self._make_pools()
         producers: list[asyncio.Task] = []
@@ -316,7 +324,8 @@ class AsyncRLLoop:
         self.metrics.close()
         if c.export_final and hasattr(self.policy, "model") and hasattr(self.policy, "tokenizer"):
             await asyncio.to_thread(export_hf, self.policy, self.out / "final")
-        counters = {**{k: float(v) for k, v in self.counters.items()}, **{f"refused/{k}": float(v) for k, v in self.refused.items()}}
+        counters = {**{k: float(v) for k, v in self.counters.items()},
+                    **{f"refused/{k}": float(v) for k, v in self.refused.items()}}
         return LoopResult(self.step, self.version, history, eval_before, eval_after, counters, self.out, curve)
 
 

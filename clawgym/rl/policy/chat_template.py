@@ -81,7 +81,8 @@ def supports_tools(tokenizer: Any) -> bool:
     cached = getattr(tokenizer, "_clawgym_native_tools", None)
     if cached is not None:
         return cached
-    tool = {"type": "function", "function": {"name": _MARKER, "description": "", "parameters": {"type": "object", "properties": {}}}}
+    tool = {"type": "function",
+            "function": {"name": _MARKER, "description": "", "parameters": {"type": "object", "properties": {}}}}
     try:
         native = _MARKER in _render(tokenizer, [{"role": "user", "content": "hi"}], [tool])
     except Exception:  # a template that raises on tools does not support them

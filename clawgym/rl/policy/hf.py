@@ -322,12 +322,14 @@ class HFPolicy(VersionedPolicy):
         self.stats["prefill_tokens"] += ids.numel()
         for index, request in enumerate(requests):
             self.prefix_cache.store(request.prompt_ids, [layer.keys[index:index + 1] for layer in cache.layers],
-                                    [layer.values[index:index + 1] for layer in cache.layers], self._weights_tag(request, version))
+                                    [layer.values[index:index + 1] for layer in cache.layers],
+                                    self._weights_tag(request, version))
         self._start(requests, logits, cache, version)
 
     def _admit_cached(self, request: _Request, entry: Any, shared: int) -> None:
         """Prefill only the tokens after a cached prefix of ``shared`` tokens, then join the batch."""
-        past = DynamicCache(ddp_cache_data=[(k[:, :, :shared], v[:, :, :shared]) for k, v in zip(entry.keys, entry.values)])
+        past = DynamicCache(
+            ddp_cache_data=[(k[:, :, :shared], v[:, :, :shared]) for k, v in zip(entry.keys, entry.values)])
         ids = torch.tensor([request.prompt_ids[shared:]], dtype=torch.long, device=self.device)
         try:
             logits, cache, version = self._forward(ids, past)

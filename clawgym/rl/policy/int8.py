@@ -68,7 +68,8 @@ class Int8Linear(nn.Module):
                 missing_keys.append(prefix + "weight")
             return
         if tuple(weight.shape) != (self.out_features, self.in_features):
-            error_msgs.append(f"{prefix}weight: shape {tuple(weight.shape)}, expected {(self.out_features, self.in_features)}")
+            error_msgs.append(f"{prefix}weight: shape {tuple(weight.shape)}, expected "
+                              f"{(self.out_features, self.in_features)}")
             return
         bias = state_dict.get(prefix + "bias")
         if self.bias is not None and bias is None and strict:

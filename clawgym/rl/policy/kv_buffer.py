@@ -75,7 +75,8 @@ class KVBuffer:
         first = int(mask.any(dim=0).nonzero()[0])
         return KVBuffer._assembled(self.width - first, mask[:, first:],
                                    [[self.keys(i)[:, :, first:].index_select(0, rows)] for i in range(len(self._keys))],
-                                   [[self.values(i)[:, :, first:].index_select(0, rows)] for i in range(len(self._values))])
+                                   [[self.values(i)[:, :, first:].index_select(0, rows)]
+                                    for i in range(len(self._values))])
 
     @classmethod
     def _assembled(cls, width: int, mask: torch.Tensor, keys: list[list[torch.Tensor]],

@@ -1,15 +1,16 @@
 """Many LoRA adapters on one base model, served in one batch (one adapter per user).
 
 Every targeted ``nn.Linear`` of the served model is wrapped in a :class:`MultiLoRALinear` that keeps a
-bank of S adapter slots, stored transposed for the matmuls: ``A^T: [S, in, r]`` and ``B^T: [S, r, out]``. Before each forward pass the engine
-sets, for every batch row, which slot it uses (:attr:`AdapterBank.rows`); the layer then adds
+bank of S adapter slots, stored transposed for the matmuls: ``A^T: [S, in, r]`` and ``B^T: [S, r, out]``.
+Before each forward pass the engine sets, for every batch row, which slot it uses (:attr:`AdapterBank.rows`); the layer
+then adds
 
     y_b = base(x_b) + (alpha / r) * (x_b A_{s(b)}^T) B_{s(b)}^T
 
 with two batched matmuls over the gathered per-row weights (stored pre-transposed, so no copy is
-made to transpose them: ~25 % less time than gathering ``[S, r, in]`` and transposing, measured), so requests of different adapters share
-one decoding step instead of being served one adapter after another (the idea of Punica's and
-S-LoRA's grouped kernels, written with ``torch.bmm``). Slot 0 is the base model (all zeros). When every
+made to transpose them: ~25 % less time than gathering ``[S, r, in]`` and transposing, measured), so
+requests of different adapters share one decoding step instead of being served one adapter after another (the idea of
+Punica's and S-LoRA's grouped kernels, written with ``torch.bmm``). Slot 0 is the base model (all zeros). When every
 row uses the same slot the layer takes the cheaper shared-weight path, and with slot 0 everywhere it
 is exactly the base layer.
 
@@ -106,7 +107,8 @@ class AdapterBank:
         layer = next(iter(self.layers.values()))
         self.rows = torch.tensor(slots, dtype=torch.long, device=layer.lora_At.device)
         if self.uniform is None:
-            self.mask = torch.nn.functional.one_hot(self.rows, self.slots).to(layer.lora_At.dtype).repeat_interleave(self.r, dim=1)
+            self.mask = torch.nn.functional.one_hot(self.rows, self.slots).to(layer.lora_At.dtype).repeat_interleave(
+                self.r, dim=1)
 
     def load(self, slot: int, state: Mapping[str, torch.Tensor]) -> None:
         """Copy a peft LoRA state dict into ``slot``; every wrapped layer must be covered."""
@@ -124,7 +126,8 @@ class AdapterBank:
         for name, layer in self.layers.items():  # check every shape before writing anything
             a, b = parts[name].get("A"), parts[name].get("B")
             want_a, want_b = layer.slot_weights(slot)
-            if a is None or b is None or tuple(a.t().shape) != tuple(want_a.shape) or tuple(b.t().shape) != tuple(want_b.shape):
+            if (a is None or b is None or tuple(a.t().shape) != tuple(want_a.shape)
+                or tuple(b.t().shape) != tuple(want_b.shape)):
                 shapes = [tuple(t.shape) if t is not None else None for t in (a, b)]
                 raise ValueError(f"{name}: adapter shapes {shapes} do not fit the bank (r={self.r})")
         with self.lock, torch.no_grad():

@@ -118,7 +118,8 @@ class OpenAIPolicy(VersionedPolicy):
         except httpx.HTTPError as exc:
             raise OpenAIError(f"request to {self.base_url}/chat/completions failed: {exc!r}") from exc
         if response.status_code != 200:
-            raise OpenAIError(f"{self.base_url}/chat/completions returned HTTP {response.status_code}: {response.text[:500]}")
+            raise OpenAIError(f"{self.base_url}/chat/completions returned HTTP {response.status_code}: "
+                              f"{response.text[:500]}")
         try:
             data = response.json()
         except ValueError as exc:

@@ -66,8 +66,8 @@ def _label_direction(model: Any, first: int, second: int) -> tuple[Any, Any, flo
     return model.get_decoder(), direction, offset
 
 
-def grouped_label_margins(policy: Any, groups: Sequence[Sequence[list[Message]]], labels: tuple[str, str] = ("No", "Yes"),
-                          min_shared: int = 32) -> list[list[float]]:
+def grouped_label_margins(policy: Any, groups: Sequence[Sequence[list[Message]]],
+                          labels: tuple[str, str] = ("No", "Yes"), min_shared: int = 32) -> list[list[float]]:
     """:func:`label_margins` for groups of prompts that share a long beginning (one reply, several questions).
 
     Each group's shared token prefix is read once; only what differs (the last few dozen tokens) is run

@@ -137,7 +137,9 @@ class SGLangPolicy(VersionedPolicy):
 
         self.name = model
         self.base_url = base_url.rstrip("/")
-        self.tokenizer = tokenizer if tokenizer is not None and not isinstance(tokenizer, str) else load_tokenizer(tokenizer or model)
+        self.tokenizer = (tokenizer
+                          if tokenizer is not None and not isinstance(tokenizer, str)
+                          else load_tokenizer(tokenizer or model))
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=headers)
         self._process = process
@@ -168,7 +170,8 @@ class SGLangPolicy(VersionedPolicy):
                 raise RuntimeError(f"SGLang exited with code {process.returncode} during start-up")
             try:
                 if httpx.get(f"{base_url}/health", timeout=5).status_code == 200:
-                    return cls(model_path, base_url, tokenizer=kwargs.pop("tokenizer", model_path), process=process, **kwargs)
+                    return cls(model_path, base_url, tokenizer=kwargs.pop("tokenizer", model_path),
+                               process=process, **kwargs)
             except httpx.HTTPError:
                 pass
             time.sleep(2)

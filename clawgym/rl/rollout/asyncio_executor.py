@@ -34,7 +34,8 @@ class AsyncioExecutor:
             self._envs[slot] = make_env(self._spec, self._kwargs)
         return self._envs[slot]
 
-    async def reset(self, slot: int, seed: int | None, options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
+    async def reset(self, slot: int, seed: int | None,
+                    options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
         env = self._env(slot)
         areset = getattr(env.unwrapped, "areset", None)
         if areset is not None:

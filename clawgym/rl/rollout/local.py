@@ -164,7 +164,8 @@ class EnvHost:
             env_slot = self._slots[slot] = _EnvSlot(self._spec, self._kwargs, self._inbox)
         return env_slot
 
-    async def reset(self, slot: int, seed: int | None, options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
+    async def reset(self, slot: int, seed: int | None,
+                    options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
         env_slot = self._slot(slot)
         return await env_slot.call(env_slot.reset, seed, options)
 
@@ -211,7 +212,8 @@ class Executor(Protocol):
 
     async def start(self, num_slots: int) -> None: ...
 
-    async def reset(self, slot: int, seed: int | None, options: dict[str, Any] | None) -> tuple[list, dict, list | None]: ...
+    async def reset(self, slot: int, seed: int | None,
+                    options: dict[str, Any] | None) -> tuple[list, dict, list | None]: ...
 
     async def step(self, slot: int, action: Any) -> tuple[list, float, bool, bool, dict]: ...
 
@@ -231,7 +233,8 @@ class LocalExecutor:
     async def start(self, num_slots: int) -> None:
         return None
 
-    async def reset(self, slot: int, seed: int | None, options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
+    async def reset(self, slot: int, seed: int | None,
+                    options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
         return await self.host.reset(slot, seed, options)
 
     async def step(self, slot: int, action: Any) -> tuple[list, float, bool, bool, dict]:

@@ -38,8 +38,9 @@ class RayExecutor:
 
     ``address=None`` joins a running Ray instance or starts a local one with ``num_cpus``
     (the driver's ``sys.path`` is passed to the workers so test and script modules import there);
-    ``address="HOST:6379"``/``"ray://..."``/``"auto"`` joins a cluster (with its auth token when one exists). Actors default to ``num_cpus=1`` each and
-    there are ``num_actors`` of them (default: the cluster's CPU count, at most one per slot).
+    ``address="HOST:6379"``/``"ray://..."``/``"auto"`` joins a cluster (with its auth token when one exists).
+    Actors default to ``num_cpus=1`` each and there are ``num_actors`` of them (default: the cluster's CPU count, at
+    most one per slot).
 
     ``batch_calls=True`` sends the reset/step calls that are ready in the same event-loop tick to an
     actor as one Ray call. A Ray call costs about a millisecond of CPU, so this raises throughput at
@@ -105,15 +106,18 @@ class RayExecutor:
         self._actor_cls = ray.remote(EnvHost).options(max_concurrency=4 * slots_per_actor + 16, **options)
         self._actors = [self._actor_cls.remote(self._spec, self._kwargs) for _ in range(count)]
         try:
-            await asyncio.wait_for(asyncio.gather(*(actor.ping.remote() for actor in self._actors)), self.start_timeout_s)
+            await asyncio.wait_for(asyncio.gather(*(actor.ping.remote() for actor in self._actors)),
+                                   self.start_timeout_s)
         except asyncio.TimeoutError:
             raise RuntimeError(f"ray executor: {count} env actors ({options}) were not placed within "
-                               f"{self.start_timeout_s:.0f} s; the cluster has {ray.available_resources().get('CPU', 0)} "
+                               f"{self.start_timeout_s:.0f} s; "
+                               f"the cluster has {ray.available_resources().get('CPU', 0)} "
                                "CPUs free: lower rollout.workers or num_actors, or add nodes") from None
         self._placement = {slot: (self._actors[slot % count], slot // count) for slot in range(num_slots)}
         logger.info("ray executor: %d actors, %d env slots", count, num_slots)
 
-    async def reset(self, slot: int, seed: int | None, options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
+    async def reset(self, slot: int, seed: int | None,
+                    options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
         actor, local = self._placement[slot]
         if self.batch_calls:
             return await self._batched(actor, "reset", local, (seed, options))

@@ -15,6 +15,7 @@ from clawgym.rl.rollout.episode import EnvSpec, TrajectorySink, make_groups
 from clawgym.rl.rollout.pool import RolloutPool
 from clawgym.rl.types import Trajectory, Turn
 
+
 def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
     """Counts and means for logs and the CLI."""
     ok = [t for t in trajectories if t.error is None]
@@ -101,7 +102,8 @@ async def rollout_and_judge(
     return trajectories, summary
 
 
-def run_rollout_cli(env: EnvSpec, policy: Policy, n: int, *, out_path: str | os.PathLike, judge: Any = None, **options: Any) -> dict[str, Any]:
+def run_rollout_cli(env: EnvSpec, policy: Policy, n: int, *, out_path: str | os.PathLike, judge: Any = None,
+                    **options: Any) -> dict[str, Any]:
     """The body of ``clawgym rollout [--judge ...]``: a fresh ``out_path`` of judged turns; returns the summary.
 
     ``options`` are those of :func:`rollout_and_judge` (group_size, num_workers, executor, seed, ...).

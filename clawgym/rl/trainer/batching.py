@@ -19,7 +19,8 @@ class Batch:
     response_mask: torch.Tensor  # [B, T] 1 for real response tokens
 
 
-def collate(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> Batch:
+def collate(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], pad_id: int,
+            device: torch.device) -> Batch:
     lengths = [len(p) + len(r) for p, r in zip(prompts, responses)]
     width, depth = max(lengths), max(len(r) for r in responses)
     batch = len(prompts)
@@ -36,7 +37,8 @@ def collate(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
         targets[i, :n_resp] = torch.tensor(list(response), dtype=torch.long)
         response_mask[i, :n_resp] = 1.0
     return Batch(
-        input_ids.to(device), attention_mask.to(device), positions.to(device), targets.to(device), response_mask.to(device)
+        input_ids.to(device), attention_mask.to(device), positions.to(device), targets.to(device),
+        response_mask.to(device)
     )
 
 

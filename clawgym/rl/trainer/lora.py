@@ -61,12 +61,16 @@ def peft_adapter_config(settings: Any, base_model: str) -> dict:
     }
 
 
-def write_peft_adapters(directory: str | Path, adapters: Mapping[str, torch.Tensor], settings: Any, base_model: str = "") -> Path:
-    """``adapter_model.safetensors`` (peft names: ``...q_proj.lora_A.weight``) + ``adapter_config.json`` in ``directory``."""
+def write_peft_adapters(directory: str | Path, adapters: Mapping[str, torch.Tensor], settings: Any,
+                        base_model: str = "") -> Path:
+    """``adapter_model.safetensors`` (peft names: ``...q_proj.lora_A.weight``) + ``adapter_config.json`` in
+    ``directory``."""
     from safetensors.torch import save_file
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().cpu().contiguous() for k, v in adapters.items()}, str(directory / "adapter_model.safetensors"))
-    (directory / "adapter_config.json").write_text(json.dumps(peft_adapter_config(settings, base_model), indent=2) + "\n")
+    save_file({k: v.detach().cpu().contiguous() for k, v in adapters.items()},
+              str(directory / "adapter_model.safetensors"))
+    (directory / "adapter_config.json").write_text(
+        json.dumps(peft_adapter_config(settings, base_model), indent=2) + "\n")
     return directory

@@ -11,7 +11,8 @@
 
    Tested on CPU (gloo, with megatron-core's few hard-coded CUDA tensors redirected in the test
    processes only): in float64, a step equals the torch trainer's step (loss, grads, weights) to 1e-6
-   for TP=2, PP=2 and DP=2, with and without LoRA (measured: 2e-14). The dist-checkpoint writer is CUDA-only and runs only on a GPU.
+   for TP=2, PP=2 and DP=2, with and without LoRA (measured: 2e-14). The dist-checkpoint writer is CUDA-only
+   and runs only on a GPU.
 
 Module map: conversion :mod:`~clawgym.rl.trainer.megatron_convert`, set-up
 :mod:`~clawgym.rl.trainer.megatron_setup`, micro-batches and schedule
@@ -30,13 +31,16 @@ from typing import Any
 
 import torch
 
+from clawgym.rl.trainer import megatron_export as export
+from clawgym.rl.trainer.lora import write_peft_adapters
+from clawgym.rl.trainer.megatron_batches import add_teacher_inputs, micro_batches, realign, run_schedule
 from clawgym.rl.trainer.megatron_convert import (  # noqa: F401  (re-exported)
     ModelShape,
     fuse_gate_up,
     fuse_qkv,
     hf_to_megatron,
-    megatron_to_hf,
     megatron_tensor_to_hf,
+    megatron_to_hf,
     padded_vocab_size,
     pp_layer_range,
     pp_stage_state,
@@ -47,9 +51,6 @@ from clawgym.rl.trainer.megatron_convert import (  # noqa: F401  (re-exported)
     tp_merged_shape,
     tp_shard,
 )
-from clawgym.rl.trainer import megatron_export as export
-from clawgym.rl.trainer.megatron_batches import add_teacher_inputs, micro_batches, realign, run_schedule
-from clawgym.rl.trainer.lora import write_peft_adapters
 from clawgym.rl.trainer.megatron_lora import adapter_local_state, adapters_disabled, attach_lora, merged_local_state
 from clawgym.rl.trainer.megatron_setup import (  # noqa: F401  (re-exported)
     MegatronConfig,
@@ -78,12 +79,14 @@ class MegatronTrainer:
         self.tokenizer = tokenizer
         self.hf_config = AutoConfig.from_pretrained(str(hf_model_dir))
         self.shape = ModelShape.from_hf_config(self.hf_config)
-        initialize_distributed(self.config.tensor_parallel, self.config.pipeline_parallel, self.config.seed, self.config.device)
+        initialize_distributed(self.config.tensor_parallel, self.config.pipeline_parallel,
+                               self.config.seed, self.config.device)
         self.ps = ps
         self.tp_rank, self.tp_size = ps.get_tensor_model_parallel_rank(), ps.get_tensor_model_parallel_world_size()
         self.pp_rank, self.pp_size = ps.get_pipeline_model_parallel_rank(), ps.get_pipeline_model_parallel_world_size()
         self.dp_rank, self.dp_size = ps.get_data_parallel_rank(), ps.get_data_parallel_world_size()
-        self.padded_vocab = padded_vocab_size(self.shape.vocab_size, self.config.make_vocab_size_divisible_by, self.tp_size)
+        self.padded_vocab = padded_vocab_size(self.shape.vocab_size,
+                                              self.config.make_vocab_size_divisible_by, self.tp_size)
         self.tf_config = transformer_config_from_hf(self.hf_config, self.config)
         self.step = 0
         self.version = 0
@@ -129,7 +132,8 @@ class MegatronTrainer:
             position_embedding_type="rope",
             rotary_base=int(_rope_base(self.hf_config)),
         ).to(self.device, self.config.params_dtype)  # norms are built in the default dtype: cast them too
-        full = hf_to_megatron(hf_state, self.shape, te_spec=self.config.transformer_engine, padded_vocab=self.padded_vocab)
+        full = hf_to_megatron(hf_state, self.shape, te_spec=self.config.transformer_engine,
+                              padded_vocab=self.padded_vocab)
         stage = pp_stage_state(full, self.shape.num_layers, self.pp_rank, self.pp_size, self.shape.tie_embeddings)
         local = {name: tp_shard(name, t, self.tp_rank, self.tp_size, self.shape) for name, t in stage.items()}
         missing, unexpected = model.load_state_dict(local, strict=False)
@@ -141,7 +145,11 @@ class MegatronTrainer:
         return model
 
     def _wrap_ddp_and_optimizer(self) -> None:
-        from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig, finalize_model_grads
+        from megatron.core.distributed import (
+            DistributedDataParallel,
+            DistributedDataParallelConfig,
+            finalize_model_grads,
+        )
         from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer
 
         tcfg = self.config.trainer
@@ -222,9 +230,11 @@ class MegatronTrainer:
         mine = list(range(self.dp_rank, len(samples), self.dp_size))
         local = [samples[i] for i in mine]
         width = max(len(s.prompt_ids) + len(s.response_ids) for s in samples)
-        extra: dict[str, list[torch.Tensor]] = {"rl_adv": [torch.full((len(s.response_ids),), float(adv_rl[i])) for i, s in zip(mine, local)]}
+        extra: dict[str, list[torch.Tensor]] = {
+            "rl_adv": [torch.full((len(s.response_ids),), float(adv_rl[i])) for i, s in zip(mine, local)]}
         if tcfg.method in ("opd", "hybrid"):
-            teacher_ids = [teacher_prompt_ids(self.tokenizer, s, tcfg.hint_format) if s.hint else s.prompt_ids for s in local]
+            teacher_ids = [teacher_prompt_ids(self.tokenizer, s, tcfg.hint_format)
+                           if s.hint else s.prompt_ids for s in local]
             width = max(width, max(len(t) + len(s.response_ids) for t, s in zip(teacher_ids, local)))
         logprob_dtype = torch.promote_types(self.config.params_dtype, torch.float32)  # logits are upcast before the CE
         batches = micro_batches(local, extra, width, tcfg.micro_batch_size, self.pad_id, self.device, logprob_dtype)
@@ -233,11 +243,13 @@ class MegatronTrainer:
             self._frozen_logprobs(batches, "teacher_positions_logprobs", input_key="teacher_input_ids")
             for batch in batches:
                 if "teacher_positions_logprobs" in batch:
-                    batch["teacher_logprobs"] = realign(batch["teacher_positions_logprobs"], batch["teacher_src"], batch["old_logprobs"])
+                    batch["teacher_logprobs"] = realign(batch["teacher_positions_logprobs"],
+                                                        batch["teacher_src"], batch["old_logprobs"])
         if tcfg.kl_coef > 0:
             self._frozen_logprobs(batches, "ref_logprobs")
 
-        counts = torch.tensor([sum(sum(s.loss_mask) for s in local), sum(1 for s in local if sum(s.loss_mask) > 0)], dtype=torch.float64, device=self.device)
+        counts = torch.tensor([sum(sum(s.loss_mask) for s in local), sum(1 for s in local if sum(s.loss_mask) > 0)],
+                              dtype=torch.float64, device=self.device)
         torch.distributed.all_reduce(counts, group=self.ps.get_data_parallel_group())
         num_tokens, num_sequences = float(counts[0]), float(counts[1])
         scale = len(batches) * self.dp_size  # undo the schedule's 1/num_microbatches and DDP's 1/dp averaging
@@ -249,7 +261,8 @@ class MegatronTrainer:
             elif tcfg.method == "opd":
                 advantages = losses.opd_advantages(batch["teacher_logprobs"], old)
             else:
-                advantages = losses.hybrid_advantages(batch["rl_adv"], batch["teacher_logprobs"], old, tcfg.w_rl, tcfg.w_opd)
+                advantages = losses.hybrid_advantages(batch["rl_adv"], batch["teacher_logprobs"],
+                                                      old, tcfg.w_rl, tcfg.w_opd)
             pg, clipped = losses.ppo_clip_loss(logprobs, old, advantages, tcfg.eps_clip, tcfg.eps_clip_high)
             per_token = pg
             kl_value = logprobs.new_zeros(())
@@ -271,7 +284,8 @@ class MegatronTrainer:
         success, grad_norm, _ = self.optimizer.step()
         if success:
             self.step += 1
-        metrics = {"grad_norm": float(grad_norm) if grad_norm is not None else float("nan"), "skipped": float(not success)}
+        metrics = {"grad_norm": float(grad_norm) if grad_norm is not None else float("nan"),
+                   "skipped": float(not success)}
         keys = ("loss", "kl", "clipped")
         values = torch.zeros(len(keys), dtype=torch.float64, device=self.device)
         if reports:  # only the last pipeline stage computes losses
@@ -311,7 +325,8 @@ class MegatronTrainer:
         """The whole LoRA adapters in peft names (``...q_proj.lora_A.weight``) on global rank 0, None elsewhere."""
         if self.lora is None:
             raise ValueError("this trainer trains full weights: there are no adapters to export")
-        out = {name: t.to("cpu", torch.float32) for name, t in export.iter_adapter_tensors(self, adapter_local_state(self.lora))}
+        out = {name: t.to("cpu", torch.float32)
+               for name, t in export.iter_adapter_tensors(self, adapter_local_state(self.lora))}
         return out if torch.distributed.get_rank() == 0 else None
 
     def save_adapters(self, directory: str | Path, base_model: str = "") -> None:
@@ -321,7 +336,8 @@ class MegatronTrainer:
             write_peft_adapters(directory, adapters, self.config.trainer.lora, base_model)
 
     def load_adapters(self, state: Mapping[str, torch.Tensor]) -> None:
-        """Whole peft-named adapter tensors (e.g. a torch trainer's, or :meth:`export_adapters`) into this rank's shards."""
+        """Whole peft-named adapter tensors (e.g. a torch trainer's, or :meth:`export_adapters`) into this rank's
+        shards."""
         from clawgym.rl.trainer.megatron_lora import load_peft_adapters
 
         if self.lora is None:
@@ -338,7 +354,8 @@ class MegatronTrainer:
         Exists so tests (and debugging) can compare grads tensor by tensor with the torch trainer.
         """
         if self.config.use_distributed_optimizer and self.dp_size > 1:
-            raise ValueError("with the distributed optimizer each data-parallel rank holds only its shard of the reduced "
+            raise ValueError("with the distributed optimizer each data-parallel rank holds only "
+                             "its shard of the reduced "
                              "grads: export_grads needs use_distributed_optimizer=False or DP=1")
         base, adapters = export.local_grads(self)
         def host(tensor: torch.Tensor) -> torch.Tensor:  # bf16 -> fp32; fp32 and fp64 kept as they are

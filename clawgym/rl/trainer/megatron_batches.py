@@ -8,7 +8,8 @@ from typing import Any
 import torch
 
 
-def micro_batches(samples: Sequence[Any], extra: Mapping[str, Sequence[torch.Tensor]], width: int, micro_batch_size: int,
+def micro_batches(samples: Sequence[Any], extra: Mapping[str, Sequence[torch.Tensor]],
+                  width: int, micro_batch_size: int,
                   pad_id: int, device: torch.device, dtype: torch.dtype = torch.float32) -> list[dict]:
     """Right-padded micro-batches of identical shape; per-token values sit at target positions (p predicts p+1).
     Old logprobs come in ``dtype``, that of the logprobs they are compared with."""
@@ -73,7 +74,8 @@ def gpt_forward(model: torch.nn.Module, input_ids: torch.Tensor) -> torch.Tensor
     return model(input_ids, position_ids, mask)
 
 
-def run_schedule(model: torch.nn.Module, batches: list[dict], loss_fn: Any, forward_only: bool, temperature: float) -> list[dict]:
+def run_schedule(model: torch.nn.Module, batches: list[dict], loss_fn: Any, forward_only: bool,
+                 temperature: float) -> list[dict]:
     """megatron's forward/backward schedule (pipelined when PP > 1); ``loss_fn(batch, logprobs)`` on the last stage."""
     from megatron.core import tensor_parallel
     from megatron.core.pipeline_parallel import get_forward_backward_func
@@ -85,7 +87,8 @@ def run_schedule(model: torch.nn.Module, batches: list[dict], loss_fn: Any, forw
 
         def loss_func(logits: torch.Tensor):
             targets = torch.roll(ids, shifts=-1, dims=1)
-            logprobs = -tensor_parallel.vocab_parallel_cross_entropy(logits.to(torch.promote_types(logits.dtype, torch.float32)) / temperature, targets)
+            logprobs = -tensor_parallel.vocab_parallel_cross_entropy(
+                logits.to(torch.promote_types(logits.dtype, torch.float32)) / temperature, targets)
             return loss_fn(batch, logprobs)
 
         return output, loss_func

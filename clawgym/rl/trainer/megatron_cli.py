@@ -32,7 +32,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--te", action="store_true", help="use the Transformer Engine layer spec")
     parser.add_argument("--lora-r", type=int, default=0, help="train LoRA adapters of this rank (0: full weights)")
     parser.add_argument("--lora-alpha", type=int, default=32)
-    parser.add_argument("--adapters", default=None, help="with --lora-r: write the trained adapters (peft format) here, rank 0")
+    parser.add_argument("--adapters", default=None,
+                        help="with --lora-r: write the trained adapters (peft format) here, rank 0")
     parser.add_argument("--save", default=None, help="dist checkpoint directory")
     parser.add_argument("--export", default=None, help="write the trained HF weights (safetensors) here, rank 0")
     args = parser.parse_args(argv)
@@ -44,7 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     trainer_cfg = TrainerConfig(method=args.method, advantage=args.advantage, lr=args.lr, kl_coef=args.kl_coef,
                                 micro_batch_size=args.micro_batch_size,
                                 lora=LoraSettings(r=args.lora_r, alpha=args.lora_alpha) if args.lora_r else None)
-    trainer = MegatronTrainer(args.hf_model, tokenizer, MegatronConfig(tensor_parallel=args.tp, pipeline_parallel=args.pp,
+    trainer = MegatronTrainer(args.hf_model, tokenizer, MegatronConfig(tensor_parallel=args.tp,
+                                                                       pipeline_parallel=args.pp,
                                                                        transformer_engine=args.te, trainer=trainer_cfg))
     samples = [s for s in read_jsonl(args.samples, Sample)]
     for start in range(0, len(samples), args.batch_size):
@@ -60,7 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from safetensors.torch import save_file
 
         Path(args.export).mkdir(parents=True, exist_ok=True)
-        save_file({k: v.contiguous() for k, v in weights.items() if k != "lm_head.weight" or not trainer.shape.tie_embeddings},
+        save_file({k: v.contiguous() for k, v in weights.items()
+                   if k != "lm_head.weight" or not trainer.shape.tie_embeddings},
                   str(Path(args.export) / "model.safetensors"))
         trainer.hf_config.save_pretrained(args.export)  # a loadable HF checkpoint directory
         tokenizer.save_pretrained(args.export)

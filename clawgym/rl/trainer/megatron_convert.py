@@ -133,14 +133,17 @@ def hf_to_megatron(
         out[attn_norm] = hf[f"{src}.input_layernorm.weight"]
         out[mlp_norm] = hf[f"{src}.post_attention_layernorm.weight"]
         out[f"{dst}.self_attention.linear_qkv.weight"] = fuse_qkv(
-            hf[f"{src}.self_attn.q_proj.weight"], hf[f"{src}.self_attn.k_proj.weight"], hf[f"{src}.self_attn.v_proj.weight"], shape
+            hf[f"{src}.self_attn.q_proj.weight"], hf[f"{src}.self_attn.k_proj.weight"],
+            hf[f"{src}.self_attn.v_proj.weight"], shape
         )
         if shape.qkv_bias:
             out[f"{dst}.self_attention.linear_qkv.bias"] = fuse_qkv(
-                hf[f"{src}.self_attn.q_proj.bias"], hf[f"{src}.self_attn.k_proj.bias"], hf[f"{src}.self_attn.v_proj.bias"], shape
+                hf[f"{src}.self_attn.q_proj.bias"], hf[f"{src}.self_attn.k_proj.bias"],
+                hf[f"{src}.self_attn.v_proj.bias"], shape
             )
         out[f"{dst}.self_attention.linear_proj.weight"] = hf[f"{src}.self_attn.o_proj.weight"]
-        out[f"{dst}.mlp.linear_fc1.weight"] = fuse_gate_up(hf[f"{src}.mlp.gate_proj.weight"], hf[f"{src}.mlp.up_proj.weight"])
+        out[f"{dst}.mlp.linear_fc1.weight"] = fuse_gate_up(hf[f"{src}.mlp.gate_proj.weight"],
+                                                           hf[f"{src}.mlp.up_proj.weight"])
         out[f"{dst}.mlp.linear_fc2.weight"] = hf[f"{src}.mlp.down_proj.weight"]
     return out
 
@@ -148,7 +151,8 @@ def hf_to_megatron(
 def megatron_to_hf(mg: Mapping[str, torch.Tensor], shape: ModelShape, te_spec: bool = False) -> dict[str, torch.Tensor]:
     """An HF Llama/Qwen2 state dict from a full megatron state dict (vocab padding dropped)."""
     embed = mg["embedding.word_embeddings.weight"][: shape.vocab_size]
-    out: dict[str, torch.Tensor] = {"model.embed_tokens.weight": embed, "model.norm.weight": mg["decoder.final_layernorm.weight"]}
+    out: dict[str, torch.Tensor] = {"model.embed_tokens.weight": embed,
+                                    "model.norm.weight": mg["decoder.final_layernorm.weight"]}
     out["lm_head.weight"] = embed if shape.tie_embeddings else mg["output_layer.weight"][: shape.vocab_size]
     for i in range(shape.num_layers):
         src, dst = f"decoder.layers.{i}", f"model.layers.{i}"
@@ -156,10 +160,12 @@ def megatron_to_hf(mg: Mapping[str, torch.Tensor], shape: ModelShape, te_spec: b
         out[f"{dst}.input_layernorm.weight"] = mg[attn_norm]
         out[f"{dst}.post_attention_layernorm.weight"] = mg[mlp_norm]
         q, k, v = split_qkv(mg[f"{src}.self_attention.linear_qkv.weight"], shape)
-        out[f"{dst}.self_attn.q_proj.weight"], out[f"{dst}.self_attn.k_proj.weight"], out[f"{dst}.self_attn.v_proj.weight"] = q, k, v
+        (out[f"{dst}.self_attn.q_proj.weight"], out[f"{dst}.self_attn.k_proj.weight"],
+         out[f"{dst}.self_attn.v_proj.weight"]) = q, k, v
         if shape.qkv_bias:
             qb, kb, vb = split_qkv(mg[f"{src}.self_attention.linear_qkv.bias"], shape)
-            out[f"{dst}.self_attn.q_proj.bias"], out[f"{dst}.self_attn.k_proj.bias"], out[f"{dst}.self_attn.v_proj.bias"] = qb, kb, vb
+            (out[f"{dst}.self_attn.q_proj.bias"], out[f"{dst}.self_attn.k_proj.bias"],
+             out[f"{dst}.self_attn.v_proj.bias"]) = qb, kb, vb
         out[f"{dst}.self_attn.o_proj.weight"] = mg[f"{src}.self_attention.linear_proj.weight"]
         gate, up = split_gate_up(mg[f"{src}.mlp.linear_fc1.weight"])
         out[f"{dst}.mlp.gate_proj.weight"], out[f"{dst}.mlp.up_proj.weight"] = gate, up
@@ -172,7 +178,8 @@ _LAYER_PARTS = {
     "self_attention.linear_qkv.layer_norm_weight": ["input_layernorm.weight"],
     "pre_mlp_layernorm.weight": ["post_attention_layernorm.weight"],
     "mlp.linear_fc1.layer_norm_weight": ["post_attention_layernorm.weight"],
-    "self_attention.linear_qkv.weight": ["self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"],
+    "self_attention.linear_qkv.weight": ["self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                                         "self_attn.v_proj.weight"],
     "self_attention.linear_qkv.bias": ["self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"],
     "self_attention.linear_proj.weight": ["self_attn.o_proj.weight"],
     "mlp.linear_fc1.weight": ["mlp.gate_proj.weight", "mlp.up_proj.weight"],
@@ -180,7 +187,8 @@ _LAYER_PARTS = {
 }
 
 
-def megatron_tensor_to_hf(name: str, tensor: torch.Tensor, shape: ModelShape, te_spec: bool = False) -> Iterator[tuple[str, torch.Tensor]]:
+def megatron_tensor_to_hf(name: str, tensor: torch.Tensor, shape: ModelShape,
+                          te_spec: bool = False) -> Iterator[tuple[str, torch.Tensor]]:
     """The HF ``(name, tensor)`` pairs of ONE full megatron tensor (global layer index), for streaming export.
 
     Gives the same tensors as :func:`megatron_to_hf` on the whole model, one parameter at a time.
@@ -300,7 +308,8 @@ def pp_stage_state(
     return out
 
 
-def pp_to_global(stage: Mapping[str, torch.Tensor], num_layers: int, pp_rank: int, pp_size: int) -> dict[str, torch.Tensor]:
+def pp_to_global(stage: Mapping[str, torch.Tensor], num_layers: int, pp_rank: int,
+                 pp_size: int) -> dict[str, torch.Tensor]:
     """A stage's tensors with global layer indices again (inverse of the renaming in :func:`pp_stage_state`)."""
     offset = pp_layer_range(num_layers, pp_rank, pp_size).start
     out = {}

@@ -23,7 +23,8 @@ from clawgym.rl.trainer.megatron_lora import lora_merged_shape, lora_tp_merge, m
 
 @torch.no_grad()
 def stream_to_rank0(trainer: Any, local: Mapping[str, torch.Tensor],
-                    merge: Callable = tp_merge, merged_shape: Callable = tp_merged_shape) -> Iterator[tuple[str, torch.Tensor]]:
+                    merge: Callable = tp_merge,
+                    merged_shape: Callable = tp_merged_shape) -> Iterator[tuple[str, torch.Tensor]]:
     """``(global megatron name, whole tensor)`` on global rank 0, one at a time; every rank must iterate.
 
     ``local`` is this rank's stage-local shards; ``merge(name, shards)`` joins TP shards and
@@ -52,7 +53,8 @@ def stream_to_rank0(trainer: Any, local: Mapping[str, torch.Tensor],
                 continue
             if stage > 0:
                 if full is None:
-                    full = torch.empty(merged_shape(name, shard_shape, trainer.tp_size), dtype=dtype, device=trainer.device)
+                    full = torch.empty(merged_shape(name, shard_shape, trainer.tp_size),
+                                       dtype=dtype, device=trainer.device)
                 dist.broadcast(full, src=pp_ranks[stage], group=pp_group)
             if trainer.pp_rank == 0:
                 yield next(iter(pp_to_global({name: full}, trainer.shape.num_layers, stage, trainer.pp_size).items()))

@@ -39,7 +39,8 @@ from clawgym.rl.trainer.megatron_convert import ModelShape
 
 # megatron linear (relative to a TransformerLayer) -> (parallel kind, {part: HF module relative to the layer})
 LORA_LINEARS: dict[str, tuple[str, dict[str, str]]] = {
-    "self_attention.linear_qkv": ("column", {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj"}),
+    "self_attention.linear_qkv": ("column",
+                                  {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj"}),
     "self_attention.linear_proj": ("row", {"o": "self_attn.o_proj"}),
     "mlp.linear_fc1": ("column", {"gate": "mlp.gate_proj", "up": "mlp.up_proj"}),
     "mlp.linear_fc2": ("row", {"down": "mlp.down_proj"}),
@@ -64,14 +65,16 @@ def parse_targets(target_modules: Iterable[str]) -> dict[str, set[int] | None]:
 
 def check_lora_settings(settings: Any, transformer_engine: bool) -> None:
     """Refuse what these adapters do not implement, with what to change."""
-    unknown = set(parse_targets(settings.target_modules)) - {hf.split(".")[1] for _, parts in LORA_LINEARS.values() for hf in parts.values()}
+    unknown = set(parse_targets(settings.target_modules)) - {hf.split(".")[1] for _, parts in LORA_LINEARS.values()
+                                                             for hf in parts.values()}
     if unknown:
         raise ValueError(f"LoRA target_modules {sorted(unknown)} are not linears of a Llama/Qwen2 layer")
     if settings.dropout:
         raise ValueError("the megatron trainer's LoRA has no dropout: set lora.dropout to 0")
     if transformer_engine:
         raise ValueError("LoRA on the megatron trainer needs the local layer spec (transformer_engine: false): "
-                         "TE fuses the input norm into linear_qkv/linear_fc1, so the adapter cannot see the normed input")
+                         "TE fuses the input norm into linear_qkv/linear_fc1, so the adapter "
+                         "cannot see the normed input")
     if settings.r < 1:
         raise ValueError(f"lora.r must be >= 1, got {settings.r}")
 
@@ -79,8 +82,10 @@ def check_lora_settings(settings: Any, transformer_engine: bool) -> None:
 class LoraAdapter(nn.Module):
     """The A/B pairs of one megatron linear's HF parts, holding this TP rank's shards."""
 
-    def __init__(self, kind: str, part_shapes: Mapping[str, tuple[int, int]], chosen: Iterable[str], r: int, scale: float,
-                 qkv_groups: tuple[int, int, int] | None, dtype: torch.dtype, device: torch.device, tp_size: int) -> None:
+    def __init__(self, kind: str, part_shapes: Mapping[str, tuple[int, int]],
+                 chosen: Iterable[str], r: int, scale: float,
+                 qkv_groups: tuple[int, int, int] | None, dtype: torch.dtype,
+                 device: torch.device, tp_size: int) -> None:
         super().__init__()
         self.kind, self.scale, self.tp_size = kind, scale, tp_size
         self.all_parts = tuple(part_shapes)  # every HF part of the fused output, in megatron's order
@@ -104,7 +109,8 @@ class LoraAdapter(nn.Module):
 
     def _fuse_last(self, pieces: Mapping[str, torch.Tensor], like: torch.Tensor) -> torch.Tensor:
         """Per-part outputs ``[..., out_p]`` -> the fused local output ``[..., out]`` in megatron's layout."""
-        full = [pieces[p] if p in pieces else like.new_zeros(*like.shape[:-1], self.out_sizes[p]) for p in self.all_parts]
+        full = [pieces[p] if p in pieces else like.new_zeros(*like.shape[:-1], self.out_sizes[p])
+                for p in self.all_parts]
         if self.qkv_groups is None:
             return torch.cat(full, dim=-1)
         groups, q_rows, d = self.qkv_groups
@@ -189,7 +195,8 @@ def attach_lora(model: nn.Module, settings: Any, shape: ModelShape, tp_rank: int
             local = {p: (o // tp_size, i) if kind == "column" else (o, i // tp_size) for p, (o, i) in sizes.items()}
             groups = None
             if linear_name.endswith("linear_qkv"):
-                groups = (shape.num_kv_heads // tp_size, (shape.num_heads // shape.num_kv_heads) * shape.head_dim, shape.head_dim)
+                groups = (shape.num_kv_heads // tp_size,
+                          (shape.num_heads // shape.num_kv_heads) * shape.head_dim, shape.head_dim)
             weight = base.weight
             adapter = LoraAdapter(kind, local, chosen, settings.r, scale, groups, weight.dtype, weight.device, tp_size)
             with torch.no_grad():
@@ -279,9 +286,10 @@ def megatron_to_peft_name(name: str) -> str:
 
 
 @torch.no_grad()
-def load_peft_adapters(adapters: Mapping[str, LoraAdapter], state: Mapping[str, torch.Tensor], tp_rank: int, tp_size: int,
-                       layer_offset: int) -> None:
-    """Copy whole peft-named adapter tensors (``.default`` allowed) into this rank's shards; every adapter must be given."""
+def load_peft_adapters(adapters: Mapping[str, LoraAdapter], state: Mapping[str, torch.Tensor],
+                       tp_rank: int, tp_size: int, layer_offset: int) -> None:
+    """Copy whole peft-named adapter tensors (``.default`` allowed) into this rank's shards; every adapter must
+    be given."""
     wanted = {}
     for name, adapter in adapters.items():
         local_layer = int(name.split(".")[2])
@@ -289,12 +297,14 @@ def load_peft_adapters(adapters: Mapping[str, LoraAdapter], state: Mapping[str, 
         for p, param in adapter.named_parameters():
             wanted[megatron_to_peft_name(f"{global_name}.{p}")] = (f"{global_name}.{p}", param)
     given = {re.sub(r"\.lora_([AB])\.default\.weight$", r".lora_\1.weight", k): v for k, v in state.items()}
-    given = {k: v for k, v in given.items() if _PEFT_NAME.match(k) and int(_PEFT_NAME.match(k).group(1)) in _layers_of(wanted)}
+    given = {k: v for k, v in given.items()
+             if _PEFT_NAME.match(k) and int(_PEFT_NAME.match(k).group(1)) in _layers_of(wanted)}
     missing, extra = sorted(set(wanted) - set(given)), sorted(set(given) - set(wanted))
     if missing:
         raise KeyError(f"adapter tensors missing for {len(missing)} parameters, e.g. {missing[:3]}")
     if extra:
-        raise KeyError(f"{len(extra)} adapter tensors are not targeted by this trainer's LoRA settings, e.g. {extra[:3]}")
+        raise KeyError(f"{len(extra)} adapter tensors are not targeted by this trainer's LoRA "
+                       f"settings, e.g. {extra[:3]}")
     for key, (megatron_name, param) in wanted.items():
         tensor = given[key]
         dim = _split_dim(megatron_name)

@@ -19,7 +19,8 @@ class MegatronConfig:
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
     bf16: bool = True
-    float64: bool = False  # fp64 params and grads (bf16 off): the CPU parity tests, where fp32 summation order would hide a 1e-6 gap
+    # fp64 params and grads (bf16 off): the CPU parity tests, where fp32 summation order would hide a 1e-6 gap
+    float64: bool = False
     transformer_engine: bool = False  # True: TE layer spec (needs transformer_engine); False: local spec
     use_distributed_optimizer: bool = True
     make_vocab_size_divisible_by: int = 128
@@ -60,7 +61,8 @@ def megatron_available() -> tuple[bool, str]:
     return True, ""
 
 
-def initialize_distributed(tensor_parallel: int, pipeline_parallel: int, seed: int = 1234, device: str = "cuda") -> None:
+def initialize_distributed(tensor_parallel: int, pipeline_parallel: int, seed: int = 1234,
+                           device: str = "cuda") -> None:
     """torch.distributed (NCCL, env:// from torchrun) + megatron's TP/PP/DP groups + model-parallel RNG."""
     from megatron.core import parallel_state
     from megatron.core.tensor_parallel import model_parallel_cuda_manual_seed

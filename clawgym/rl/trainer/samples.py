@@ -40,7 +40,8 @@ def hinted_messages(messages: Sequence[Message], hint: str, hint_format: str = "
                      else f"cannot place the hint: message {at} of the context is not a user message")
 
 
-def render_prompt_ids(tokenizer: Any, messages: Sequence[Message], tools: list[dict[str, Any]] | None = None) -> list[int]:
+def render_prompt_ids(tokenizer: Any, messages: Sequence[Message],
+                      tools: list[dict[str, Any]] | None = None) -> list[int]:
     """The prompt ids exactly as the policy renders them: the chat template, with its tool fallback
     (templates without tool support get the schemas as text, so the teacher sees the tools too)."""
     from clawgym.rl.policy.chat_template import encode_prompt

@@ -40,7 +40,10 @@ from torch import nn
 from clawgym.rl import losses
 from clawgym.rl.trainer import checkpoint as ckpt
 from clawgym.rl.trainer.batching import Batch, collate, gather_logprobs, pad_rows, response_logits
-from clawgym.rl.trainer.config import LoraSettings, TrainerConfig  # noqa: F401  (re-exported: importers of the trainer's config)
+from clawgym.rl.trainer.config import (  # noqa: F401  (re-exported: importers of the trainer's config)
+    LoraSettings,
+    TrainerConfig,
+)
 from clawgym.rl.trainer.lora import merged_lora_state_dict, wrap_lora
 from clawgym.rl.trainer.samples import (  # noqa: F401  (re-exported: the trainers' shared sample code)
     HINT_HEADER,
@@ -89,7 +92,8 @@ class TorchTrainer:
             self.model = wrap_lora(model, self.config.lora, self.config.seed)
         if self.config.gradient_checkpointing:
             # transformers 5 renamed it (the old name warns and goes in v6); >=4.45 has only the old one
-            enable = getattr(self.model, "activation_checkpointing_enable", None) or self.model.gradient_checkpointing_enable
+            enable = (getattr(self.model, "activation_checkpointing_enable", None)
+                      or self.model.gradient_checkpointing_enable)
             enable()
             if self.config.lora is not None:
                 self.model.enable_input_require_grads()
@@ -209,7 +213,8 @@ class TorchTrainer:
         masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in samples]
         num_tokens = float(sum(m.sum() for m in masks))
         num_sequences = float(sum(1 for m in masks if m.sum() > 0))
-        sums = dict(loss=0.0, pg_loss=0.0, kl=0.0, topk_kl=0.0, clipped=0.0, ratio=0.0, opd_adv=0.0, abs_logprob_diff=0.0)
+        sums = dict(loss=0.0, pg_loss=0.0, kl=0.0, topk_kl=0.0, clipped=0.0, ratio=0.0,
+                    opd_adv=0.0, abs_logprob_diff=0.0)
         tokens = 0
         self.optimizer.zero_grad(set_to_none=True)
         for start in range(0, len(samples), cfg.micro_batch_size):
@@ -270,7 +275,8 @@ class TorchTrainer:
             sums["abs_logprob_diff"] += float(((logprobs.detach() - sampled).abs() * mask).sum())
 
         params = [p for group in self.optimizer.param_groups for p in group["params"]]
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")))
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params,
+                                                         cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")))
         skipped = not math.isfinite(grad_norm)
         if skipped:
             logger.warning("non-finite gradient norm at step %d; skipping the update", self.step)
@@ -313,7 +319,8 @@ class TorchTrainer:
     export_dtype: torch.dtype | None = None
 
     @torch.no_grad()
-    def export_weights(self, device: str | torch.device | None = None, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+    def export_weights(self, device: str | torch.device | None = None,
+                       dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
         """A full HF state dict of the current policy for serving (LoRA deltas merged, model untouched)."""
         device = self.export_device if device is None else device
         dtype = dtype or self.export_dtype
@@ -353,7 +360,8 @@ class TorchTrainer:
             torch.save(rng, tmp / "rng.pt")
             ckpt.write_json(
                 tmp / "trainer_state.json",
-                {"step": self.step, "version": self.version, "config": self.config.to_dict(), "lora": self.config.lora is not None},
+                {"step": self.step, "version": self.version, "config": self.config.to_dict(),
+                 "lora": self.config.lora is not None},
             )
         return Path(path)
 
@@ -374,7 +382,8 @@ class TorchTrainer:
         with torch.no_grad():
             for name, value in weights.items():
                 params[name].copy_(value.to(params[name].device, params[name].dtype))
-        self.optimizer.load_state_dict(torch.load(directory / "optimizer.pt", map_location=self.device, weights_only=True))
+        self.optimizer.load_state_dict(torch.load(directory / "optimizer.pt",
+                                                  map_location=self.device, weights_only=True))
         rng = torch.load(directory / "rng.pt", weights_only=False)
         torch.set_rng_state(rng["cpu"])
         if "cuda" in rng and torch.cuda.is_available():

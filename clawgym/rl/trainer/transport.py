@@ -46,10 +46,12 @@ class TransportError(RuntimeError):
 class WeightTransport(Protocol):
     """Sends one full set of weights and returns once the server serves them (version ``version``)."""
 
-    async def publish(self, weights: Iterable[tuple[str, torch.Tensor]] | Mapping[str, torch.Tensor], version: int) -> None: ...
+    async def publish(self, weights: Iterable[tuple[str, torch.Tensor]] | Mapping[str, torch.Tensor],
+                      version: int) -> None: ...
 
 
-def named(weights: Iterable[tuple[str, torch.Tensor]] | Mapping[str, torch.Tensor]) -> Iterator[tuple[str, torch.Tensor]]:
+def named(
+    weights: Iterable[tuple[str, torch.Tensor]] | Mapping[str, torch.Tensor]) -> Iterator[tuple[str, torch.Tensor]]:
     return iter(weights.items()) if isinstance(weights, Mapping) else iter(weights)
 
 
@@ -248,13 +250,15 @@ class AdapterTransport:
 
         adapters = dict(named(weights))
         if not adapters or not all(".lora_A." in k or ".lora_B." in k for k in adapters):
-            raise TransportError("the adapter transport sends LoRA adapters only (peft names, trainer.export_adapters); "
+            raise TransportError("the adapter transport sends LoRA adapters only (peft names, "
+                                 "trainer.export_adapters); "
                                  f"got {len(adapters)} tensors such as {next(iter(adapters), None)!r}")
         name = f"clawgym-v{version}"
         path = self.directory / name
         await asyncio.to_thread(write_peft_adapters, path, adapters, self.settings, self.base_model)
         try:
-            _check(await self.post("/load_lora_adapter", {"lora_name": name, "lora_path": str(path)}), "/load_lora_adapter")
+            _check(await self.post("/load_lora_adapter",
+                                   {"lora_name": name, "lora_path": str(path)}), "/load_lora_adapter")
         except BaseException:
             shutil.rmtree(path, ignore_errors=True)
             raise
@@ -284,4 +288,5 @@ def make_transport(kind: str, policy: Any, bucket_bytes: int = 512 << 20, sglang
 
         return NcclTransport(policy.post, master_address, master_port or free_port(), sglang_ranks,
                              backend="nccl" if device == "cuda" else "gloo", device=device, bucket_bytes=bucket_bytes)
-    raise ValueError(f"unknown weight transport {kind!r} (inproc, tensor, nccl or adapter; disk is the policy's own path)")
+    raise ValueError(f"unknown weight transport {kind!r} (inproc, tensor, nccl or adapter; "
+                     "disk is the policy's own path)")

@@ -34,7 +34,7 @@ def sample(rng: np.random.Generator, seq: Sequence[Any], k: int) -> list[Any]:
 
 
 def names(rng: np.random.Generator, k: int) -> list[str]:
-    return [f"{f} {l}" for f, l in zip(sample(rng, FIRST, k), sample(rng, LAST, k))]
+    return [f"{first} {last}" for first, last in zip(sample(rng, FIRST, k), sample(rng, LAST, k))]
 
 
 def page(script: str, body: str = "", title: str = "Task") -> str:
@@ -52,7 +52,8 @@ def st(s: dict[str, Any], key: str, default: Any = None) -> Any:
     return s.get("state", {}).get(key, default)
 
 
-def one_of(pool: Sequence[Any], k: int | tuple[int, int], prompt: str, key: str = "labels") -> Callable[[np.random.Generator], Params]:
+def one_of(pool: Sequence[Any], k: int | tuple[int, int], prompt: str,
+           key: str = "labels") -> Callable[[np.random.Generator], Params]:
     """The commonest generator: ``k`` items of ``pool`` (a ``(low, high)`` range is drawn per episode) under ``key``,
     one of them the ``target``; ``prompt`` is formatted with ``{target}``."""
 

@@ -7,8 +7,10 @@ from clawgym.envs.gui.task import PageTask, act, answer_is, plan, state_is
 from clawgym.envs.gui.tasks.common import CITIES, FIRST, WORDS, choice, names, page, sample, st
 
 LOGIN_PAGE = page(
-    "CG.show(h('form', {action: 'home.html'}, h('div', {}, h('label', {for: 'u'}, 'Username'), ' ', h('input', {id: 'u', name: 'u'})),"
-    " h('div', {}, h('label', {for: 'pw'}, 'Password'), ' ', h('input', {id: 'pw', name: 'pw', type: 'password'})), h('button', {}, 'Log in')));",
+    "CG.show(h('form', {action: 'home.html'}, h('div', {}, h('label', {for: 'u'}, 'Username'), ' ', h('input', "
+    "{id: 'u', name: 'u'})),"
+    " h('div', {}, h('label', {for: 'pw'}, 'Password'), ' ', h('input', {id: 'pw', name: 'pw', type: 'password'})), "
+    "h('button', {}, 'Log in')));",
     title="Log in")
 
 
@@ -31,31 +33,41 @@ HOME_JS = (
 
 INBOX_JS = (
     "var deleted = CG.get('deleted', []); var ul = CG.show(h('ul'));"
-    "p.mails.forEach(function (m, i) { if (deleted.indexOf(i) >= 0) return; var li = ul.appendChild(h('li', {}, h('a', {href: 'mail.html?i=' + i}, m.from + ': ' + m.subject), ' '));"
-    " li.appendChild(h('button', {'aria-label': 'Delete mail from ' + m.from + ' about ' + m.subject, onclick: function () { CG.push('deleted', i); li.remove(); }}, '🗑')); });"
+    "p.mails.forEach(function (m, i) { if (deleted.indexOf(i) >= 0) return; "
+    "var li = ul.appendChild(h('li', {}, h('a', {href: 'mail.html?i=' + i}, m.from + ': ' + m.subject), ' '));"
+    " li.appendChild(h('button', {'aria-label': 'Delete mail from ' + m.from + ' about ' + m.subject, "
+    "onclick: function () { CG.push('deleted', i); li.remove(); }}, '🗑')); });"
 )
 
 MAIL_PAGE = page(
-    "var i = Number(CG.q('i')), m = p.mails[i]; CG.show(h('h2', {}, m.subject)); CG.show(h('p', {}, 'From: ' + m.from)); CG.show(h('p', {}, m.body));"
+    "var i = Number(CG.q('i')), m = p.mails[i]; CG.show(h('h2', {}, m.subject)); "
+    "CG.show(h('p', {}, 'From: ' + m.from)); CG.show(h('p', {}, m.body));"
     "var form = CG.show(h('div', {style: 'display:none'}));"
     "var to = form.appendChild(h('div', {}, h('label', {for: 'to'}, 'To'), ' ', h('input', {id: 'to'}))).lastChild;"
-    "var body = form.appendChild(h('div', {}, h('label', {for: 'body'}, 'Message'), ' ', h('textarea', {id: 'body'}))).lastChild;"
+    "var body = form.appendChild(h('div', {}, h('label', {for: 'body'}, 'Message'), ' ', h('textarea', "
+    "{id: 'body'}))).lastChild;"
     "var msg = CG.show(h('p'));"
-    "form.appendChild(h('button', {onclick: function () { CG.push('sent', {to: to.value, body: body.value, of: i, kind: form.dataset.kind}); msg.textContent = 'Sent.'; form.style.display = 'none'; }}, 'Send'));"
-    "CG.show(h('button', {onclick: function () { form.style.display = 'block'; form.dataset.kind = 'reply'; to.value = m.from; }}, 'Reply'));"
-    "CG.show(h('button', {onclick: function () { form.style.display = 'block'; form.dataset.kind = 'forward'; to.value = ''; body.value = m.body; }}, 'Forward'));"
+    "form.appendChild(h('button', {onclick: function () { CG.push('sent', {to: to.value, body: body.value, of: i, "
+    "kind: form.dataset.kind}); msg.textContent = 'Sent.'; form.style.display = 'none'; }}, 'Send'));"
+    "CG.show(h('button', {onclick: function () { form.style.display = 'block'; form.dataset.kind = 'reply'; "
+    "to.value = m.from; }}, 'Reply'));"
+    "CG.show(h('button', {onclick: function () { form.style.display = 'block'; form.dataset.kind = 'forward'; "
+    "to.value = ''; body.value = m.body; }}, 'Forward'));"
     "CG.show(h('a', {href: 'index.html'}, 'Inbox'));", title="Mail")
 
 
 def _mails(rng, k=5):
     people = [n.split()[0].lower() + "@mail.test" for n in names(rng, k)]
-    return [{"from": who, "subject": f"{choice(rng, WORDS).capitalize()} {choice(rng, ['plans', 'report', 'photos', 'invoice', 'meeting'])}",
+    return [{"from": who,
+             "subject": f"{choice(rng, WORDS).capitalize()} "
+                        f"{choice(rng, ['plans', 'report', 'photos', 'invoice', 'meeting'])}",
              "body": f"Hi, see you in {choice(rng, CITIES)} on day {int(rng.integers(1, 28))}."} for who in people]
 
 
 EDITOR = page(
     "var ta = CG.show(h('textarea', {'aria-label': 'Document', rows: 5, cols: 60})); ta.value = p.text;"
-    "var msg = CG.show(h('p')); CG.show(h('button', {onclick: function () { CG.set('saved', ta.value); msg.textContent = 'Saved.'; }}, 'Save'));")
+    "var msg = CG.show(h('p')); CG.show(h('button', {onclick: function () { CG.set('saved', ta.value); "
+    "msg.textContent = 'Saved.'; }}, 'Save'));")
 
 SETTINGS = ["Dark mode", "Notifications", "Auto-update", "Location", "Sounds", "Sync"]
 
@@ -66,86 +78,114 @@ LOGIN_PAGES = {"index.html": LOGIN_PAGE, "home.html": page(
 LOGIN_PROFILE_PAGES = {
     "index.html": LOGIN_PAGE,
     "home.html": page(HOME_JS + "CG.show(h('h1', {}, ok ? 'Welcome, ' + ok : 'Wrong username or password'));"
-                      "CG.show(h('a', {href: ok ? 'profile.html' : 'index.html'}, ok ? 'Profile' : 'Try again'));", title="Home"),
+                      "CG.show(h('a', {href: ok ? 'profile.html' : 'index.html'}, ok ? 'Profile' : 'Try "
+                      "again'));", title="Home"),
     "profile.html": page(
         "if (!CG.get('user')) { location.href = 'index.html'; }"
         "var sel = h('select', {id: 'c'}); p.cities.forEach(function (c) { sel.appendChild(h('option', {}, c)); });"
         "sel.value = CG.get('city', p.cities[0]); CG.show(h('div', {}, h('label', {for: 'c'}, 'City'), ' ', sel));"
-        "var msg = CG.show(h('p')); CG.show(h('button', {onclick: function () { CG.set('city', sel.value); msg.textContent = 'Saved.'; }}, 'Save'));",
+        "var msg = CG.show(h('p')); CG.show(h('button', {onclick: function () { CG.set('city', sel.value); "
+        "msg.textContent = 'Saved.'; }}, 'Save'));",
         title="Profile"),
 }
 CHECKOUT_WIZARD_PAGES = {
     "index.html": page(
         "CG.show(h('h2', {}, 'Step 1 of 3: shipping'));"
-        "['Standard', 'Express', 'Pickup'].forEach(function (s) { CG.show(h('div', {}, h('label', {}, h('input', {type: 'radio', name: 's', value: s}), ' ' + s))); });"
-        "CG.show(h('button', {onclick: function () { var c = document.querySelector('input:checked'); if (!c) return; CG.set('ship', c.value); location.href = 'address.html'; }}, 'Next'));"),
+        "['Standard', 'Express', 'Pickup'].forEach(function (s) { CG.show(h('div', {}, h('label', {}, h('input', "
+        "{type: 'radio', name: 's', value: s}), ' ' + s))); });"
+        "CG.show(h('button', {onclick: function () { var c = document.querySelector('input:checked'); if (!c) return; "
+        "CG.set('ship', c.value); location.href = 'address.html'; }}, 'Next'));"),
     "address.html": page(
         "CG.show(h('h2', {}, 'Step 2 of 3: address'));"
-        "['Name', 'Street'].forEach(function (f) { CG.show(h('div', {}, h('label', {for: f}, f), ' ', h('input', {id: f}))); });"
-        "CG.show(h('button', {onclick: function () { CG.set('address', [document.getElementById('Name').value, document.getElementById('Street').value]); location.href = 'review.html'; }}, 'Next'));"),
+        "['Name', 'Street'].forEach(function (f) { CG.show(h('div', {}, h('label', {for: f}, f), ' ', "
+        "h('input', {id: f}))); });"
+        "CG.show(h('button', {onclick: function () { CG.set('address', [document.getElementById('Name').value, "
+        "document.getElementById('Street').value]); location.href = 'review.html'; }}, 'Next'));"),
     "review.html": page(
         "CG.show(h('h2', {}, 'Step 3 of 3: review')); var a = CG.get('address', ['', '']);"
         "CG.show(h('p', {}, 'Ship ' + CG.get('ship') + ' to ' + a[0] + ', ' + a[1]));"
-        "var done = CG.show(h('p')); CG.show(h('button', {onclick: function () { CG.set('confirmed', true); done.textContent = 'Order placed.'; }}, 'Confirm order'));"),
+        "var done = CG.show(h('p')); CG.show(h('button', {onclick: function () { CG.set('confirmed', true); "
+        "done.textContent = 'Order placed.'; }}, 'Confirm order'));"),
 }
 SHOP_CART_PAGES = {
     "index.html": page(
-        "var link = h('a', {href: 'cart.html'}, ''); function upd() { var c = CG.get('cart', {}); var n = 0; for (var k in c) n += c[k]; link.textContent = 'Cart (' + n + ')'; }"
+        "var link = h('a', {href: 'cart.html'}, ''); function upd() { var c = CG.get('cart', {}); var n = 0; "
+        "for (var k in c) n += c[k]; link.textContent = 'Cart (' + n + ')'; }"
         "CG.show(h('p', {}, link)); upd();"
-        "p.products.forEach(function (w) { CG.show(h('div', {}, w + ' ', h('button', {onclick: function () { var c = CG.get('cart', {}); c[w] = (c[w] || 0) + 1; CG.set('cart', c); upd(); }}, 'Add ' + w))); });"),
+        "p.products.forEach(function (w) { CG.show(h('div', {}, w + ' ', h('button', {onclick: function () { var c = "
+        "CG.get('cart', {}); c[w] = (c[w] || 0) + 1; CG.set('cart', c); upd(); }}, 'Add ' + w))); });"),
     "cart.html": page(
-        "var c = CG.get('cart', {}); var ul = CG.show(h('ul')); for (var k in c) ul.appendChild(h('li', {}, c[k] + ' × ' + k));"
-        "var msg = CG.show(h('p')); CG.show(h('button', {onclick: function () { CG.set('ordered', CG.get('cart', {})); msg.textContent = 'Thank you!'; }}, 'Check out'));"
+        "var c = CG.get('cart', {}); var ul = CG.show(h('ul')); "
+        "for (var k in c) ul.appendChild(h('li', {}, c[k] + ' × ' + k));"
+        "var msg = CG.show(h('p')); CG.show(h('button', {onclick: function () { CG.set('ordered', CG.get('cart', {})); "
+        "msg.textContent = 'Thank you!'; }}, 'Check out'));"
         "CG.show(h('a', {href: 'index.html'}, 'Back to the shop'));"),
 }
 MAIL_PAGES = {"index.html": page(INBOX_JS, title="Inbox"), "mail.html": MAIL_PAGE}
 NOTE_EDITOR_PAGES = {"index.html": page(
-    "var ed = CG.show(h('div', {contenteditable: 'true', 'aria-label': 'Note', style: 'border:1px solid;min-height:40px;padding:4px'}, p.draft));"
+    "var ed = CG.show(h('div', {contenteditable: 'true', 'aria-label': 'Note', style: 'border:1px "
+    "solid;min-height:40px;padding:4px'}, p.draft));"
     "CG.show(h('button', {onclick: function () { CG.set('saved', ed.innerText.trim()); }}, 'Save note'));")}
 SETTINGS_SWITCHES_PAGES = {"index.html": page(
     "var cur = JSON.parse(JSON.stringify(p.start));"
-    "Object.keys(p.start).forEach(function (k) { var b = CG.show(h('div', {}, h('span', {role: 'switch', tabindex: 0, 'aria-label': k, 'aria-checked': String(cur[k]),"
-    " style: 'cursor:pointer;border:1px solid;padding:2px', onclick: function () { cur[k] = !cur[k]; this.setAttribute('aria-checked', String(cur[k])); this.textContent = k + ': ' + (cur[k] ? 'on' : 'off'); }},"
+    "Object.keys(p.start).forEach(function (k) { var b = CG.show(h('div', {}, h('span', {role: 'switch', tabindex: 0, "
+    "'aria-label': k, 'aria-checked': String(cur[k]),"
+    " style: 'cursor:pointer;border:1px solid;padding:2px', onclick: function () { cur[k] = !cur[k]; "
+    "this.setAttribute('aria-checked', String(cur[k])); this.textContent = k + ': ' + (cur[k] ? 'on' : 'off'); }},"
     " k + ': ' + (cur[k] ? 'on' : 'off')))); });"
     "CG.show(h('button', {onclick: function () { CG.set('saved', cur); }}, 'Save settings'));")}
 GUESS_NUMBER_PAGES = {"index.html": page(
-    "var box = CG.show(h('div', {}, h('label', {for: 'g'}, 'Your guess'), ' ', h('input', {id: 'g', type: 'number'}))).lastChild;"
+    "var box = CG.show(h('div', {}, h('label', {for: 'g'}, 'Your guess'), ' ', h('input', {id: 'g', "
+    "type: 'number'}))).lastChild;"
     "var out = CG.show(h('p', {}, 'No guess yet.'));"
     "CG.show(h('button', {onclick: function () { var g = Number(box.value); CG.push('guesses', g);"
     " if (g === p.secret) { CG.set('solved', true); out.textContent = 'Correct! It was ' + g + '.'; }"
-    " else out.textContent = g + ' is wrong: the number is ' + (g < p.secret ? 'higher' : 'lower') + '.'; }}, 'Guess'));")}
+    " else out.textContent = g + ' is wrong: the number is ' + (g < p.secret ? 'higher' : 'lower') "
+    "+ '.'; }}, 'Guess'));")}
 MENU_HOVER_PAGES = {"index.html": page(
     "var bar = CG.show(h('div', {role: 'menubar', style: 'display:flex;gap:8px'}));"
-    "Object.keys(p.menus).forEach(function (m) { var sub = h('div', {role: 'menu', style: 'display:none;position:absolute;background:#fff;border:1px solid'});"
-    " var wrap = h('div', {style: 'position:relative', onmouseenter: function () { sub.style.display = 'block'; }, onmouseleave: function () { sub.style.display = 'none'; }},"
+    "Object.keys(p.menus).forEach(function (m) { var sub = h('div', {role: 'menu', style: "
+    "'display:none;position:absolute;background:#fff;border:1px solid'});"
+    " var wrap = h('div', {style: 'position:relative', onmouseenter: function () { sub.style.display = 'block'; "
+    "}, onmouseleave: function () { sub.style.display = 'none'; }},"
     " h('button', {}, m), sub);"
-    " p.menus[m].forEach(function (it) { sub.appendChild(h('div', {role: 'menuitem', tabindex: 0, onclick: function () { CG.push('chosen', m + '/' + it); }}, it)); });"
+    " p.menus[m].forEach(function (it) { sub.appendChild(h('div', {role: 'menuitem', tabindex: 0, "
+    "onclick: function () { CG.push('chosen', m + '/' + it); }}, it)); });"
     " bar.appendChild(wrap); });")}
 FLIGHT_BOOKING_PAGES = {
     "index.html": page(
         "var f = CG.show(h('form', {action: 'flights.html'}));"
-        "['From', 'To'].forEach(function (lab) { var s = h('select', {id: lab, name: lab.toLowerCase()}); p.cities.forEach(function (c) { s.appendChild(h('option', {}, c)); });"
+        "['From', 'To'].forEach(function (lab) { var s = h('select', {id: lab, name: lab.toLowerCase()}); "
+        "p.cities.forEach(function (c) { s.appendChild(h('option', {}, c)); });"
         " f.appendChild(h('div', {}, h('label', {for: lab}, lab), ' ', s)); });"
         "f.appendChild(h('button', {}, 'Search flights'));"),
     "flights.html": page(
-        "var src = CG.q('from'), dst = CG.q('to'); CG.set('searched', [src, dst]); CG.show(h('h2', {}, 'Flights ' + src + ' → ' + dst));"
+        "var src = CG.q('from'), dst = CG.q('to'); CG.set('searched', [src, dst]); "
+        "CG.show(h('h2', {}, 'Flights ' + src + ' → ' + dst));"
         "var msg = CG.show(h('p'));"
-        "if (src === p.src && dst === p.dst) p.codes.forEach(function (c, i) { CG.show(h('div', {}, c + ' — $' + p.prices[i] + ' ',"
-        " h('button', {onclick: function () { CG.set('booked', c); msg.textContent = 'Booked ' + c; }}, 'Book ' + c))); });"
+        "if (src === p.src && dst === p.dst) p.codes.forEach(function (c, i) { CG.show(h('div', {}, "
+        "c + ' — $' + p.prices[i] + ' ',"
+        " h('button', {onclick: function () { CG.set('booked', c); msg.textContent = 'Booked ' + c; "
+        "}}, 'Book ' + c))); });"
         "else CG.show(h('p', {}, 'No flights on this route.'));"),
 }
 GO_BACK_PAGES = {
-    "index.html": page("CG.show(h('h2', {}, 'Articles')); p.arts.forEach(function (a) { CG.show(h('p', {}, h('a', {href: 'article.html?a=' + a}, a))); });"),
-    "article.html": page("CG.push('read', CG.q('a')); CG.show(h('h1', {}, CG.q('a'))); CG.show(h('p', {}, 'An article about ' + CG.q('a').toLowerCase() + '.'));"),
+    "index.html": page("CG.show(h('h2', {}, 'Articles')); p.arts.forEach(function (a) { CG.show(h('p', {}, h('a', "
+                       "{href: 'article.html?a=' + a}, a))); });"),
+    "article.html": page("CG.push('read', CG.q('a')); CG.show(h('h1', {}, CG.q('a'))); "
+                         "CG.show(h('p', {}, 'An article about ' + CG.q('a').toLowerCase() + '.'));"),
 }
 GOTO_PAGE_PAGES = {"index.html": page("CG.show(h('h1', {}, 'Home'));"),
        "contact.html": page("CG.show(h('h1', {}, 'Contact')); CG.show(h('p', {}, 'Phone: ' + p.phone));")}
 TODO_LIST_PAGES = {"index.html": page(
     "var items = CG.get('items', p.items.map(function (t) { return {t: t, done: false}; })); var ul = CG.show(h('ul'));"
-    "function draw() { CG.set('items', items); ul.innerHTML = ''; items.forEach(function (it) { ul.appendChild(h('li', {}, h('label', {},"
-    " h('input', {type: 'checkbox', checked: it.done, onchange: function (e) { it.done = e.target.checked; CG.set('items', items); }}), ' ' + it.t))); }); }"
+    "function draw() { CG.set('items', items); ul.innerHTML = ''; "
+    "items.forEach(function (it) { ul.appendChild(h('li', {}, h('label', {},"
+    " h('input', {type: 'checkbox', checked: it.done, onchange: function (e) { it.done = e.target.checked; "
+    "CG.set('items', items); }}), ' ' + it.t))); }); }"
     "var box = CG.show(h('div', {}, h('label', {for: 'n'}, 'New to-do'), ' ', h('input', {id: 'n'}))).lastChild;"
-    "CG.show(h('button', {onclick: function () { if (box.value) { items.push({t: box.value, done: false}); box.value = ''; draw(); } }}, 'Add')); draw();")}
+    "CG.show(h('button', {onclick: function () { if (box.value) { items.push({t: box.value, done: false}); "
+    "box.value = ''; draw(); } }}, 'Add')); draw();")}
 
 
 # ---------------------------------------------------------------- generators
@@ -157,7 +197,8 @@ def _login_gen(rng):
 def _profile_gen(rng):
     user, pw = _creds(rng)
     city = choice(rng, CITIES)
-    return {"prompt": f'Log in as "{user}" (password "{pw}"), open your profile and change your city to {city}, then save.',
+    return {"prompt": f'Log in as "{user}" (password "{pw}"), open your profile and change your city '
+                      f'to {city}, then save.',
             "user": user, "password": pw, "city": city, "cities": CITIES}
 
 
@@ -180,20 +221,23 @@ def _reply_gen(rng):
     mails = _mails(rng)
     k = int(rng.integers(len(mails)))
     text = f"Thanks, {choice(rng, WORDS)} works for me."
-    return {"prompt": f'Reply to the email from {mails[k]["from"]} with the message "{text}".', "mails": mails, "k": k, "text": text}
+    return {"prompt": f'Reply to the email from {mails[k]["from"]} with the message "{text}".',
+            "mails": mails, "k": k, "text": text}
 
 
 def _forward_gen(rng):
     mails = _mails(rng)
     k = int(rng.integers(len(mails)))
     to = choice(rng, FIRST).lower() + "@work.test"
-    return {"prompt": f'Forward the email with subject "{mails[k]["subject"]}" to {to}.', "mails": mails, "k": k, "to": to}
+    return {"prompt": f'Forward the email with subject "{mails[k]["subject"]}" to {to}.',
+            "mails": mails, "k": k, "to": to}
 
 
 def _delete_mail_gen(rng):
     mails = _mails(rng)
     k = int(rng.integers(len(mails)))
-    return {"prompt": f'Delete the email from {mails[k]["from"]} about "{mails[k]["subject"]}".', "mails": mails, "k": k}
+    return {"prompt": f'Delete the email from {mails[k]["from"]} about "{mails[k]["subject"]}".',
+            "mails": mails, "k": k}
 
 
 def _replace_gen(rng):
@@ -207,12 +251,14 @@ def _append_gen(rng):
     words = sample(rng, WORDS, 6)
     line = f"P.S. Bring the {choice(rng, WORDS)}."
     text = " ".join(words[:3]) + "\n" + " ".join(words[3:])
-    return {"prompt": f'Add the line "{line}" at the end of the document (on its own line), then save.', "text": text, "want": text + "\n" + line}
+    return {"prompt": f'Add the line "{line}" at the end of the document (on its own line), then save.', "text": text,
+            "want": text + "\n" + line}
 
 
 def _note_gen(rng):
     text = f"Meet {choice(rng, FIRST)} at {int(rng.integers(1, 12))} pm in {choice(rng, CITIES)}."
-    return {"prompt": f'Make the note read exactly "{text}" and save it.', "text": text, "draft": "Draft: " + " ".join(sample(rng, WORDS, 4))}
+    return {"prompt": f'Make the note read exactly "{text}" and save it.', "text": text,
+            "draft": "Draft: " + " ".join(sample(rng, WORDS, 4))}
 
 
 def _switch_gen(rng):
@@ -224,7 +270,8 @@ def _switch_gen(rng):
 
 
 def _guess_gen(rng):
-    return {"prompt": "Guess the secret number between 1 and 100. The page says whether it is higher or lower.", "secret": int(rng.integers(1, 101))}
+    return {"prompt": "Guess the secret number between 1 and 100. The page says whether it is higher or lower.",
+            "secret": int(rng.integers(1, 101))}
 
 
 def _menu_gen(rng):
@@ -245,11 +292,13 @@ def _flight_gen(rng):
 def _back_gen(rng):
     arts = [w.capitalize() for w in sample(rng, WORDS, 4)]
     a, b = sample(rng, arts, 2)
-    return {"prompt": f'Read the article "{a}", then go back to the list and read "{b}".', "arts": arts, "order": [a, b]}
+    return {"prompt": f'Read the article "{a}", then go back to the list and read "{b}".',
+            "arts": arts, "order": [a, b]}
 
 
 def _goto_gen(rng):
-    return {"prompt": "This site has a page contact.html that no link points to. Open it and answer with the phone number shown there.",
+    return {"prompt": "This site has a page contact.html that no link points to. Open it and answer with the "
+                      "phone number shown there.",
             "phone": f"+41 {int(rng.integers(10, 99))} {int(rng.integers(100, 999))} {int(rng.integers(1000, 9999))}"}
 
 
@@ -301,7 +350,8 @@ def _delete_mail_solve(p, v):
 
 def _editor_solve(p, v):
     ta = v.find("textbox", "Document")
-    v = yield act("type", ref=ta, text=v.element(ta).attrs["value"].replace(p["old"], p["new"]) if "old" in p else p["want"])
+    v = yield act("type", ref=ta,
+                  text=v.element(ta).attrs["value"].replace(p["old"], p["new"]) if "old" in p else p["want"])
     yield act("click", ref=v.find("button", "Save"))
     yield act("done")
 
@@ -372,26 +422,30 @@ def _todo_solve(p, v):
 
 # ---------------------------------------------------------------- the table: id, pages, generate, check, solve
 TASKS = [
-    PageTask("login", LOGIN_PAGES, _login_gen, lambda p, s, a: st(s, "user") == p["user"] and st(s, "attempts") == [p["user"]],
-             _login_solve),
+    PageTask("login", LOGIN_PAGES, _login_gen,
+             lambda p, s, a: st(s, "user") == p["user"] and st(s, "attempts") == [p["user"]], _login_solve),
     PageTask("login-profile", LOGIN_PROFILE_PAGES, _profile_gen,
              lambda p, s, a: st(s, "user") == p["user"] and st(s, "city") == p["city"], _profile_solve),
     PageTask("checkout-wizard", CHECKOUT_WIZARD_PAGES, _wizard_gen,
-             lambda p, s, a: bool(st(s, "confirmed")) and st(s, "ship") == p["ship"] and st(s, "address") == [p["name"], p["street"]],
-             plan(("check", "radio", "$ship"), ("click", "button", "Next"), ("type", "textbox", "Name", {"text": "$name"}),
-                  ("type", "textbox", "Street", {"text": "$street"}), ("click", "button", "Next"), ("click", "button", "Confirm order"),
-                  ("done",))),
+             lambda p, s, a: bool(st(s, "confirmed")) and st(s, "ship") == p["ship"] and st(s, "address") == [
+                 p["name"], p["street"]],
+             plan(("check", "radio", "$ship"), ("click", "button", "Next"),
+                  ("type", "textbox", "Name", {"text": "$name"}),
+                  ("type", "textbox", "Street", {"text": "$street"}), ("click", "button", "Next"),
+                  ("click", "button", "Confirm order"), ("done",))),
     PageTask("shop-cart", SHOP_CART_PAGES, _shop_gen, state_is("ordered", "$wanted"), _shop_solve),
     PageTask("email-reply", MAIL_PAGES, _reply_gen,
-             lambda p, s, a: st(s, "sent") == [{"to": p["mails"][p["k"]]["from"], "body": p["text"], "of": p["k"], "kind": "reply"}],
+             lambda p, s, a: st(s, "sent") == [{"to": p["mails"][p["k"]]["from"], "body": p["text"],
+                                                "of": p["k"], "kind": "reply"}],
              lambda p, v: _send_from_mail(p, v, "Reply", "Message", p["text"])),
     PageTask("email-forward", MAIL_PAGES, _forward_gen,
-             lambda p, s, a: [(x["to"], x["of"], x["kind"]) for x in st(s, "sent", [])] == [(p["to"], p["k"], "forward")],
+             lambda p, s, a: [(x["to"], x["of"], x["kind"]) for x in st(s, "sent", [])] == [
+                 (p["to"], p["k"], "forward")],
              lambda p, v: _send_from_mail(p, v, "Forward", "To", p["to"])),
     PageTask("email-delete", MAIL_PAGES, _delete_mail_gen, state_is("deleted", ["$k"]), _delete_mail_solve),
     PageTask("text-replace", {"index.html": EDITOR}, _replace_gen, state_is("saved", "$want"), _editor_solve),
-    PageTask("text-append", {"index.html": EDITOR}, _append_gen, lambda p, s, a: (st(s, "saved") or "").rstrip("\n") == p["want"],
-             _editor_solve),
+    PageTask("text-append", {"index.html": EDITOR}, _append_gen,
+             lambda p, s, a: (st(s, "saved") or "").rstrip("\n") == p["want"], _editor_solve),
     PageTask("note-editor", NOTE_EDITOR_PAGES, _note_gen, state_is("saved", "$text"), _note_solve),
     PageTask("settings-switches", SETTINGS_SWITCHES_PAGES, _switch_gen, state_is("saved", "$want"), _switch_solve),
     PageTask("guess-number", GUESS_NUMBER_PAGES, _guess_gen, lambda p, s, a: bool(st(s, "solved")), _guess_solve),
@@ -401,6 +455,7 @@ TASKS = [
     PageTask("go-back", GO_BACK_PAGES, _back_gen, state_is("read", "$order"), _back_solve),
     PageTask("goto-page", GOTO_PAGE_PAGES, _goto_gen, answer_is("$phone"), _goto_solve),
     PageTask("todo-list", TODO_LIST_PAGES, _todo_gen,
-             lambda p, s, a: st(s, "items") == [{"t": t, "done": t == p["done"]} for t in p["items"]] + [{"t": p["new"], "done": False}],
+             lambda p, s, a: st(s, "items") == [{"t": t, "done": t == p["done"]} for t in p["items"]] + [
+                 {"t": p["new"], "done": False}],
              _todo_solve),
 ]

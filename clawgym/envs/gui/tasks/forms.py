@@ -4,10 +4,25 @@
 from __future__ import annotations
 
 from clawgym.envs.gui.task import PageTask, act, resolve, state_is
-from clawgym.envs.gui.tasks.common import CITIES, FIRST, LAST, MONTHS, WORDS, choice, names, one_of, page, sample, st, then_submit
+from clawgym.envs.gui.tasks.common import (
+    CITIES,
+    FIRST,
+    LAST,
+    MONTHS,
+    WORDS,
+    choice,
+    names,
+    one_of,
+    page,
+    sample,
+    st,
+    then_submit,
+)
 
-SUBMIT_FIELDS = ("function submit() { var out = {}; document.querySelectorAll('input,select,textarea').forEach(function (e) {"
-                 " if (e.type === 'checkbox') out[e.name] = e.checked; else if (e.type === 'radio') { if (e.checked) out[e.name] = e.value; }"
+SUBMIT_FIELDS = ("function submit() { var out = {}; "
+                 "document.querySelectorAll('input,select,textarea').forEach(function (e) {"
+                 " if (e.type === 'checkbox') out[e.name] = e.checked; "
+                 "else if (e.type === 'radio') { if (e.checked) out[e.name] = e.value; }"
                  " else out[e.name] = e.value; }); CG.set('submitted', out); }")
 SUBMIT_BUTTON = "CG.show(h('button', {onclick: submit}, 'Submit'));"
 
@@ -45,8 +60,10 @@ CITY_FORM = form_page(
     "CG.show(h('div', {}, h('label', {for: 'city'}, 'City'), ' ', sel));")
 SIGNUP_FORM = form_page(
     field("Nickname", "nick"),
-    "p.plans.forEach(function (pl) { CG.show(h('div', {}, h('label', {}, h('input', {type: 'radio', name: 'plan', value: pl}), ' ' + pl))); });"
-    "CG.show(h('div', {}, h('label', {}, h('input', {type: 'checkbox', name: 'news', checked: true}), ' Send me the newsletter')));")
+    "p.plans.forEach(function (pl) { CG.show(h('div', {}, h('label', {}, h('input', {type: 'radio', name: 'plan', "
+    "value: pl}), ' ' + pl))); });"
+    "CG.show(h('div', {}, h('label', {}, h('input', {type: 'checkbox', name: 'news', checked: true}), "
+    "' Send me the newsletter')));")
 LIST_FORM = form_page(
     "var sel = CG.show(h('select', {name: 'choice', 'aria-label': 'Destination'}));"
     "p.options.forEach(function (o) { sel.appendChild(h('option', {}, o)); });")
@@ -55,18 +72,22 @@ CALENDAR = page(
     "var out = CG.show(h('p', {}, 'Chosen: none')); var cal = CG.show(h('div'));"
     "function pad(n) { return (n < 10 ? '0' : '') + n; }"
     "function draw() { cal.innerHTML = ''; cal.appendChild(h('h3', {}, p.months[m] + ' ' + y));"
-    " cal.appendChild(h('button', {onclick: function () { m--; if (m < 0) { m = 11; y--; } draw(); }}, 'Previous month'));"
+    " cal.appendChild(h('button', {onclick: function () { m--; if (m < 0) { m = 11; y--; } draw(); "
+    "}}, 'Previous month'));"
     " cal.appendChild(h('button', {onclick: function () { m++; if (m > 11) { m = 0; y++; } draw(); }}, 'Next month'));"
     " var grid = cal.appendChild(h('div')); var n = new Date(y, m + 1, 0).getDate();"
     " for (var d = 1; d <= n; d++) (function (d) { grid.appendChild(h('button', {onclick: function () {"
     " chosen = y + '-' + pad(m + 1) + '-' + pad(d); out.textContent = 'Chosen: ' + chosen; }}, String(d))); })(d); }"
     "draw(); CG.show(h('button', {onclick: function () { CG.set('submitted', chosen); }}, 'Submit'));")
 AUTOCOMPLETE = page(
-    "var chosen = null; var box = CG.show(h('input', {role: 'combobox', 'aria-label': 'Recipient', autocomplete: 'off'}));"
+    "var chosen = null; var box = CG.show(h('input', {role: 'combobox', 'aria-label': 'Recipient', "
+    "autocomplete: 'off'}));"
     "var list = CG.show(h('div', {role: 'listbox'}));"
-    "box.addEventListener('input', function () { list.innerHTML = ''; chosen = null; var q = box.value.toLowerCase(); if (!q) return;"
+    "box.addEventListener('input', function () { list.innerHTML = ''; chosen = null; "
+    "var q = box.value.toLowerCase(); if (!q) return;"
     " p.people.filter(function (n) { return n.toLowerCase().indexOf(q) >= 0; }).forEach(function (n) {"
-    " list.appendChild(h('div', {role: 'option', onclick: function () { box.value = n; chosen = n; list.innerHTML = ''; }}, n)); }); });"
+    " list.appendChild(h('div', {role: 'option', onclick: function () { box.value = n; chosen = n; "
+    "list.innerHTML = ''; }}, n)); }); });"
     "CG.show(h('button', {onclick: function () { CG.set('sent_to', chosen); }}, 'Send'));")
 
 
@@ -89,8 +110,10 @@ def _password_gen(rng):
 def _form_gen(rng):
     first, last = choice(rng, FIRST), choice(rng, LAST)
     cities = sample(rng, CITIES, 5)
-    person = {"name": f"{first} {last}", "email": f"{first.lower()}.{last.lower()}@example.com", "city": choice(rng, cities)}
-    return {"prompt": f"Fill in the form for {person['name']}, email {person['email']}, city {person['city']}, then submit.",
+    person = {"name": f"{first} {last}", "email": f"{first.lower()}.{last.lower()}@example.com",
+              "city": choice(rng, cities)}
+    return {"prompt": f"Fill in the form for {person['name']}, email {person['email']}, city "
+                      f"{person['city']}, then submit.",
             "cities": cities, "person": person}
 
 
@@ -140,7 +163,8 @@ def _copy_gen(rng):
 def _auto_gen(rng):
     people = names(rng, 12)
     target = choice(rng, people)
-    return {"prompt": f"Choose {target} as the recipient using the search box suggestions, then press Send.", "people": people, "target": target}
+    return {"prompt": f"Choose {target} as the recipient using the search box suggestions, then press Send.",
+            "people": people, "target": target}
 
 
 # ---------------------------------------------------------------- oracles that read the page
@@ -188,9 +212,12 @@ def _sum_is_right(p, s, a):
 # ---------------------------------------------------------------- the table: id, pages, generate, check, solve
 TEXT_FORM = form_page(field("Text", "text"))
 TASKS = [
-    PageTask("enter-text", TEXT_FORM, _text_gen, submitted_has(text="$text"), then_submit(typed("textbox", "Text", "$text"))),
-    PageTask("enter-text-upper", TEXT_FORM, _upper_gen, submitted_has(text="$text"), then_submit(typed("textbox", "Text", "$text"))),
-    PageTask("enter-password", form_page(field("Password", "pw", "password"), field("Repeat password", "pw2", "password")), _password_gen,
+    PageTask("enter-text", TEXT_FORM, _text_gen, submitted_has(text="$text"),
+             then_submit(typed("textbox", "Text", "$text"))),
+    PageTask("enter-text-upper", TEXT_FORM, _upper_gen, submitted_has(text="$text"),
+             then_submit(typed("textbox", "Text", "$text"))),
+    PageTask("enter-password",
+             form_page(field("Password", "pw", "password"), field("Repeat password", "pw2", "password")), _password_gen,
              submitted_has(pw="$password", pw2="$password"),
              then_submit(typed("textbox", "Password", "$password"), typed("textbox", "Repeat password", "$password"))),
     PageTask("form-fill", CITY_FORM, _form_gen, state_is("submitted", "$person"),
@@ -199,18 +226,24 @@ TASKS = [
     PageTask("form-options", SIGNUP_FORM, _options_gen, state_is("submitted", "$want"),
              then_submit(typed("textbox", "Nickname", "$want.nick"), ("check", "radio", "$want.plan"),
                          ("check", "checkbox", "Send me the newsletter", {"checked": "$want.news"}))),
-    PageTask("choose-list", LIST_FORM, one_of(CITIES, (5, 10), 'Select "{target}" from the list and press Submit.', "options"),
+    PageTask("choose-list", LIST_FORM,
+             one_of(CITIES, (5, 10), 'Select "{target}" from the list and press Submit.', "options"),
              submitted_has(choice="$target"), then_submit(("select", "combobox", None, {"option": "$target"}))),
     PageTask("choose-date", form_page(field("Date", "date", "date")), _date_gen, submitted_has(date="$iso"),
              then_submit(typed("textbox", "Date", "$iso"))),
     PageTask("date-picker", {"index.html": CALENDAR}, _picker_gen, state_is("submitted", "$iso"), _picker_solve),
     PageTask("enter-number", form_page(field("Quantity", "qty", "number", ", value: 1, min: 0, max: 100")), _number_gen,
              submitted_has(qty="{n}"), then_submit(typed("spinbutton", "Quantity", "{n}"))),
-    PageTask("use-slider", form_page(field("Volume", "vol", "range", ", min: 0, max: 100, step: 5, value: 50")), _slider_gen,
+    PageTask("use-slider",
+             form_page(field("Volume", "vol", "range", ", min: 0, max: 100, step: 5, value: 50")), _slider_gen,
              submitted_has(vol="{n}"), then_submit(typed("slider", "Volume", "{n}"))),
-    PageTask("enter-sum", form_page("CG.show(h('p', {}, 'What is ' + p.a + ' + ' + p.b + '?'));", field("Answer", "answer")), _sum_gen,
+    PageTask("enter-sum",
+             form_page("CG.show(h('p', {}, 'What is ' + p.a + ' + ' + p.b + '?'));",
+                       field("Answer", "answer")), _sum_gen,
              _sum_is_right, _sum_solve),
-    PageTask("copy-text", form_page("CG.show(h('p', {role: 'blockquote', style: 'background:#eee'}, p.quote));", field("Text", "text")),
+    PageTask("copy-text",
+             form_page("CG.show(h('p', {role: 'blockquote', style: 'background:#eee'}, p.quote));",
+                       field("Text", "text")),
              _copy_gen, submitted_has(text="$quote"), _copy_solve),
     PageTask("autocomplete", {"index.html": AUTOCOMPLETE}, _auto_gen, state_is("sent_to", "$target"), _auto_solve),
 ]
