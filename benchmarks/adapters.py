@@ -22,9 +22,9 @@ import time
 import torch
 
 from clawgym.core.policy import SamplingParams
-from clawgym.rl.policy.hf import HFPolicy
-from clawgym.rl.policy.models import load_model
-from clawgym.rl.policy.multi_adapter import MultiAdapterHFPolicy
+from clawgym.inference.hf import HFPolicy
+from clawgym.inference.models import load_model
+from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
 
 USERS = 8
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")

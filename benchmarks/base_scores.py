@@ -29,8 +29,8 @@ from pathlib import Path
 import torch
 
 from clawgym.core.policy import SamplingParams
+from clawgym.inference.hf import HFPolicy
 from clawgym.rl.evaluate import eval_rows, play_tasks
-from clawgym.rl.policy.hf import HFPolicy
 
 RESULTS = Path(__file__).resolve().parent / "results" / "base_scores.jsonl"
 READINGS = ("strict", "lenient")

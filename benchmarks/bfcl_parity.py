@@ -165,8 +165,8 @@ def perturbed_actions(env: Any, task: Any, actions: list[Any], rng_index: int) -
 
 
 async def smollm2_actions(env: Any, task_ids: list[str], max_tokens: int) -> dict[str, list[Any]]:
-    from clawgym.rl.policy.base import SamplingParams
-    from clawgym.rl.policy.hf import HFPolicy
+    from clawgym.inference.base import SamplingParams
+    from clawgym.inference.hf import HFPolicy
 
     policy = HFPolicy.from_pretrained("smollm2-135m")
     sampling = SamplingParams(temperature=0.0, max_tokens=max_tokens)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from clawgym.rl.policy.models import load_model
+from clawgym.inference.models import load_model
 
 TEXTS = ["GPL-3", "Apache-2.0", "LGPL-3", "GFDL-1.3", "MPL-2.0", "GPL-2", "Artistic", "CC0-1.0"]
 LENGTHS = (512, 6000, 12000)

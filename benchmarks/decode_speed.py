@@ -7,8 +7,8 @@ alike:
 
 - ``dynamic``: transformers' ``DynamicCache`` rebuilt from the batch's tensors at every step and grown
   by ``torch.cat``, transformers' SDPA (what ``HFPolicy`` did before): the cache is copied twice a token;
-- ``buffer``: :class:`clawgym.rl.policy.kv_buffer.KVBuffer`: a step writes only the new column;
-- ``buffer+gqa``: the buffer plus :mod:`clawgym.rl.policy.attention` (attention on the key/value heads
+- ``buffer``: :class:`clawgym.inference.kv_buffer.KVBuffer`: a step writes only the new column;
+- ``buffer+gqa``: the buffer plus :mod:`clawgym.inference.attention` (attention on the key/value heads
   without repeating them): what ``HFPolicy`` does now.
 
 All produce the same logits (checked here). Prints ms per decoding step (median over rounds).
@@ -26,9 +26,9 @@ import time
 import torch
 from transformers import DynamicCache
 
-from clawgym.rl.policy.attention import GQA_DECODE
-from clawgym.rl.policy.kv_buffer import CACHE_KWARG, KVBuffer
-from clawgym.rl.policy.models import load_model
+from clawgym.inference.attention import GQA_DECODE
+from clawgym.inference.kv_buffer import CACHE_KWARG, KVBuffer
+from clawgym.inference.models import load_model
 
 
 def decode(model, keys, values, mask, steps: int, use_buffer: bool) -> tuple[float, torch.Tensor]:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import httpx
 
-from clawgym.rl.policy.scripted import ScriptedPolicy
-from clawgym.rl.server import BackgroundServer, build_app
+from clawgym.inference.scripted import ScriptedPolicy
+from clawgym.inference.server import BackgroundServer, build_app
 from clawgym.serve.app import build_gateway_app
 from clawgym.serve.gateway import ChatGateway, PolicyResponder
 from clawgym.serve.turn_log import TurnLog

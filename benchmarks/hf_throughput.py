@@ -16,7 +16,7 @@ import time
 import torch
 
 from clawgym.core.policy import SamplingParams
-from clawgym.rl.policy.hf import HFPolicy
+from clawgym.inference.hf import HFPolicy
 
 
 async def measure(policy: HFPolicy, concurrency: int, max_tokens: int, rounds: int) -> tuple[float, float]:
@@ -39,7 +39,7 @@ async def measure(policy: HFPolicy, concurrency: int, max_tokens: int, rounds: i
 def hf_generate_baseline(policy: HFPolicy, concurrency: int, max_tokens: int) -> float:
     """Peer baseline: transformers' own ``model.generate`` on a static left-padded batch (tokens/s)."""
     messages = [{"role": "user", "content": "Write a short story about a robot learning to paint."}]
-    from clawgym.rl.policy.chat_template import encode_prompt
+    from clawgym.inference.chat_template import encode_prompt
 
     ids = torch.tensor([encode_prompt(policy.tokenizer, messages)] * concurrency, device=policy.device)
     with torch.inference_mode():

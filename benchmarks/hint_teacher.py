@@ -73,7 +73,7 @@ async def measure(personas: list[str], n_tasks: int, max_tokens: int, model: str
                   teacher_model: str | None = None, only: list[str] | None = None) -> dict[str, dict[str, float]]:
     from clawgym.core.policy import SamplingParams
     from clawgym.envs.openclaw_chat.personas import PERSONAS
-    from clawgym.rl.policy.hf import HFPolicy
+    from clawgym.inference.hf import HFPolicy
     from clawgym.serve import rehearsal
 
     policy = HFPolicy.from_pretrained(model, seed=0)

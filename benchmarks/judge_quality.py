@@ -148,9 +148,9 @@ async def run(kind: str, policy, items) -> dict:  # noqa: ANN001
 
 def tune(model: str) -> int:
     """Margins of the model alone on the tuning set, the cue verdicts, and the threshold that fits best."""
+    from clawgym.inference.hf import HFPolicy
     from clawgym.rl.judge import ProbScorer, cue_verdict
     from clawgym.rl.judge.probe import prompt_for
-    from clawgym.rl.policy.hf import HFPolicy
 
     policy = HFPolicy.from_pretrained(model)
     scorer = ProbScorer(policy)
@@ -184,7 +184,7 @@ def main() -> int:
     kinds = [k.strip() for k in args.judges.split(",") if k.strip()]
     policy = None
     if any(k != "cues" for k in kinds):
-        from clawgym.rl.policy.hf import HFPolicy
+        from clawgym.inference.hf import HFPolicy
 
         policy = HFPolicy.from_pretrained(args.model)
     rows = [asyncio.run(run(kind, policy, items)) for kind in kinds]

@@ -116,7 +116,7 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
         row.update(recipe=RECIPE, baseline=config.serve.get("baseline", "batch"),
                    hint_format=config.trainer.hint_format)
     if method in UNTRAINED:
-        from clawgym.rl.policy.hf import HFPolicy
+        from clawgym.inference.hf import HFPolicy
 
         policy = HFPolicy.from_pretrained(config.policy.model, seed=seed)
         system = SYSTEM_PROMPT if method == "base" else f"{SYSTEM_PROMPT}\nThe user's wishes: {P[persona].description}"
@@ -149,7 +149,7 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
             row["user_voice"] = user_voice
         if user_model:  # a language model plays the person (OpenClaw-RL's setup); its own rows
             from clawgym.envs.openclaw_chat.simulator import RolePlayedUser
-            from clawgym.rl.policy.hf import HFPolicy
+            from clawgym.inference.hf import HFPolicy
 
             simulator = RolePlayedUser(HFPolicy.from_pretrained(user_model, seed=seed, name=f"user:{user_model}"))
             row["user_model"] = user_model

@@ -41,9 +41,9 @@ def one_row(prompt_tokens: int, lora: bool, checkpointing: bool, method: str, st
     """Build the trainer as `clawgym serve` does and time ``steps`` train steps on one long turn."""
     import torch
 
-    from clawgym.rl.policy.catalog import MODELS
-    from clawgym.rl.policy.chat_template import encode_prompt
-    from clawgym.rl.policy.models import load_model
+    from clawgym.inference.catalog import MODELS
+    from clawgym.inference.chat_template import encode_prompt
+    from clawgym.inference.models import load_model
     from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
     from clawgym.rl.types import Sample
 

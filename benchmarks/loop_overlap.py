@@ -56,10 +56,10 @@ import torch
 
 import clawgym  # noqa: F401  (registers the env ids)
 from clawgym.core.policy import SamplingParams
+from clawgym.inference.hf import HFPolicy
+from clawgym.inference.models import TINY_SEED, load_tokenizer, tiny_random_config
 from clawgym.rl.judge import PRMJudge
 from clawgym.rl.loop import AsyncRLLoop, LoopConfig
-from clawgym.rl.policy.hf import HFPolicy
-from clawgym.rl.policy.models import TINY_SEED, load_tokenizer, tiny_random_config
 from clawgym.rl.trainer import TorchTrainer, TrainerConfig
 
 ENV = "clawgym/OpenClawChat-v0"

@@ -30,8 +30,8 @@ from pathlib import Path
 import torch
 
 from clawgym.core.policy import SamplingParams
-from clawgym.rl.policy.catalog import MODELS
-from clawgym.rl.policy.hf import HFPolicy
+from clawgym.inference.catalog import MODELS
+from clawgym.inference.hf import HFPolicy
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
@@ -94,8 +94,8 @@ async def logprob_gap(policy: HFPolicy, trainer_model: torch.nn.Module) -> tuple
 
 
 async def measure(spec: str, args: argparse.Namespace) -> dict:
-    from clawgym.rl.policy.int8 import quantize_linears
-    from clawgym.rl.policy.models import load_model
+    from clawgym.inference.int8 import quantize_linears
+    from clawgym.inference.models import load_model
 
     model, _, quantize = spec.partition(":")
     served, tokenizer = load_model(model)

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from clawgym.rl.policy.catalog import DEFAULT_MODEL  # noqa: E402
+from clawgym.inference.catalog import DEFAULT_MODEL  # noqa: E402
 from tests.openclaw_harness import openclaw_gateway, readme_config  # noqa: E402
 
 
@@ -61,9 +61,9 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")  # shows fitting
 
+    from clawgym.inference.server import BackgroundServer
     from clawgym.launchers import resolve
     from clawgym.rl.launch import load_config
-    from clawgym.rl.server import BackgroundServer
     from clawgym.serve.main import build_serving
     from clawgym.serve.turn_log import TurnLog
 

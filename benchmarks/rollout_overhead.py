@@ -39,7 +39,7 @@ from typing import Any
 from clawgym.core.env import AgentEnv
 from clawgym.core.messages import Message
 from clawgym.core.tasks import Task
-from clawgym.rl.policy.scripted import ScriptedPolicy
+from clawgym.inference.scripted import ScriptedPolicy
 from clawgym.rl.rollout import RolloutPool, make_groups
 from clawgym.sandbox.procs import children_of, stat_fields
 

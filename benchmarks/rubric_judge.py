@@ -129,8 +129,8 @@ def main() -> int:
 
     import torch
 
-    from clawgym.rl.policy.catalog import default_dtype
-    from clawgym.rl.policy.hf import HFPolicy
+    from clawgym.inference.catalog import default_dtype
+    from clawgym.inference.hf import HFPolicy
 
     if args.threads:
         torch.set_num_threads(args.threads)

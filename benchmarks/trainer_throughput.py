@@ -8,7 +8,7 @@ backward + optimiser) for the torch trainer and, on a GPU, the megatron trainer.
 
 Models are catalog names (``clawgym models``) or checkpoint directories. ``--random-init`` (or one model
 spelled ``shape:qwen2.5-coder-0.5b``) builds the catalog entry's architecture
-(:func:`clawgym.rl.policy.models.shape_config`) with seeded random weights instead of loading them,
+(:func:`clawgym.inference.models.shape_config`) with seeded random weights instead of loading them,
 so a machine without the checkpoint (or a network) measures the real shapes; no tokenizer is used.
 
 Each row trains ``--steps`` timed steps (after one warm-up step) on a fixed synthetic batch:
@@ -62,8 +62,8 @@ from typing import Any
 
 import torch
 
-from clawgym.rl.policy.catalog import MODELS
-from clawgym.rl.policy.models import load_model, shape_config
+from clawgym.inference.catalog import MODELS
+from clawgym.inference.models import load_model, shape_config
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
 from clawgym.rl.types import Sample
 

@@ -17,7 +17,7 @@ import gymnasium as gym
 import clawgym
 from clawgym.commands import models
 from clawgym.errors import UsageError
-from clawgym.rl.policy.catalog import DEFAULT_MODEL
+from clawgym.inference.catalog import DEFAULT_MODEL
 
 
 # ------------------------------------------------------------------------------------ envs
@@ -61,7 +61,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_policy(args: argparse.Namespace) -> int:
-    from clawgym.rl.server import main_serve_policy
+    from clawgym.inference.server import main_serve_policy
 
     return main_serve_policy(args)
 

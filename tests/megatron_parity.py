@@ -17,7 +17,7 @@ warnings.filterwarnings("ignore")
 import torch  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
-from clawgym.rl.policy.models import load_tokenizer  # noqa: E402
+from clawgym.inference.models import load_tokenizer  # noqa: E402
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig  # noqa: E402
 from tests.megatron_cpu import allow_float64, init_gloo, parity_batch, redirect_cuda_to_cpu  # noqa: E402
 

@@ -22,12 +22,12 @@ import pytest
 import torch
 import yaml
 
+from clawgym.inference.models import load_model, load_tokenizer
+from clawgym.inference.server import BackgroundServer
+from clawgym.inference.sglang import SGLangError, SGLangPolicy, launch_command
 from clawgym.rl.launch import load_config
 from clawgym.rl.launch.build import build_stack
 from clawgym.rl.loop.training import publish_weights
-from clawgym.rl.policy.models import load_model, load_tokenizer
-from clawgym.rl.policy.sglang import SGLangError, SGLangPolicy, launch_command
-from clawgym.rl.server import BackgroundServer
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
 from clawgym.rl.trainer.transport import AdapterTransport, TransportError, make_transport, served_weights
 from tests.sglang_fake import fake_sglang

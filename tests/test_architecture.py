@@ -2,11 +2,14 @@
 
 - ``clawgym.core`` imports nothing else of clawgym; ``clawgym.errors`` nothing at all;
 - ``clawgym.sandbox`` imports only core;
-- a setting (``clawgym.envs.<name>``) imports core, sandbox and itself: never ``rl``, ``serve`` or
-  another setting;
-- ``clawgym.rl`` never imports a setting, ``serve``, the CLI or its commands (it may import the
-  top-level ``clawgym`` package, which registers the ids by name without importing any setting);
-- ``serve`` (the deployed product) composes settings and rl; nothing below it imports it;
+- ``clawgym.inference`` (the serving engine, model catalog, clients, the OpenAI server) imports core,
+  errors and itself: never ``rl``, ``serve``, a setting or the top-level package;
+- a setting (``clawgym.envs.<name>``) imports core, sandbox and itself: never ``inference``, ``rl``,
+  ``serve`` or another setting;
+- ``clawgym.rl`` (which may import inference) never imports a setting, ``serve``, the CLI or its
+  commands (it may import the top-level ``clawgym`` package, which registers the ids by name without
+  importing any setting);
+- ``serve`` (the deployed product) composes settings, inference and rl; nothing below it imports it;
 - no import cycles between clawgym modules.
 """
 
@@ -71,7 +74,8 @@ ALLOWED = {
     "errors": set(),
     "core": {"core"},
     "sandbox": {"core", "sandbox"},
-    "rl": {"core", "sandbox", "rl", "errors"},
+    "inference": {"core", "errors", "inference"},
+    "rl": {"core", "sandbox", "inference", "rl", "errors"},
 }
 
 
@@ -81,7 +85,7 @@ def violations() -> list[str]:
         mine = layer(module)
         for target in targets:
             theirs = layer(target)
-            if (target == "clawgym" and mine in ("core", "sandbox", "errors")
+            if (target == "clawgym" and mine in ("core", "sandbox", "errors", "inference")
                 or (target == "clawgym" and mine.startswith("envs."))):
                 problems.append(f"{module} imports the top-level clawgym package (it registers the settings)")
             elif mine in ALLOWED and theirs not in ALLOWED[mine] and target != "clawgym":
@@ -134,6 +138,8 @@ def cycles() -> list[list[str]]:
 def test_the_import_graph_is_read():
     assert "clawgym.rl.loop.runner" in GRAPH and "clawgym.rl.judge" in GRAPH["clawgym.rl.loop.runner"]
     assert "clawgym.core.env" in GRAPH["clawgym.envs.toolcall.env"]
+    assert "clawgym.inference.kv_buffer" in GRAPH["clawgym.inference.hf"]
+    assert "clawgym.inference.streaming" in GRAPH["clawgym.inference.server"]
 
 
 def test_layers_import_only_what_the_architecture_allows():
@@ -148,6 +154,12 @@ def test_no_import_cycles():
     ("a setting importing rl", "clawgym.envs.toolcall.env", "clawgym.rl.loop"),
     ("rl importing a setting", "clawgym.rl.loop", "clawgym.envs.gui.env"),
     ("core importing rl", "clawgym.core.env", "clawgym.rl.types"),
+    ("core importing inference", "clawgym.core.policy", "clawgym.inference.hf"),
+    ("inference importing rl", "clawgym.inference.hf", "clawgym.rl.types"),
+    ("inference importing serve", "clawgym.inference.server", "clawgym.serve.gateway"),
+    ("inference importing a setting", "clawgym.inference.models", "clawgym.envs.toolcall.env"),
+    ("inference importing the top-level package", "clawgym.inference.catalog", "clawgym"),
+    ("a setting importing inference", "clawgym.envs.openclaw_chat.env", "clawgym.inference.hf"),
     ("rl importing serve", "clawgym.rl.judge", "clawgym.serve.gateway"),
     ("a setting importing another", "clawgym.envs.swe.env", "clawgym.envs.terminal.env"),
 ])

@@ -5,7 +5,7 @@ import pytest
 
 import clawgym  # noqa: F401
 from clawgym.envs.openclaw_chat.personas import PERSONAS, bundled_tasks, oracle_reply
-from clawgym.rl.policy.scripted import ScriptedPolicy
+from clawgym.inference.scripted import ScriptedPolicy
 
 
 def test_every_bundled_task_is_solvable_and_persona_checks_are_real():
@@ -100,8 +100,8 @@ def test_serve_hybrid_with_only_a_hint_judge_keeps_the_rl_term():
 
 def test_opd_teacher_prompt_keeps_the_tool_schemas_through_the_template_fallback():
     """Templates without tool support get the schemas as text; the hinted teacher prompt must too."""
-    from clawgym.rl.policy.chat_template import encode_prompt, supports_tools
-    from clawgym.rl.policy.models import load_model
+    from clawgym.inference.chat_template import encode_prompt, supports_tools
+    from clawgym.inference.models import load_model
     from clawgym.rl.trainer.samples import render_prompt_ids
 
     _, tokenizer = load_model("tiny-random")

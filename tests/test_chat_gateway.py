@@ -9,10 +9,10 @@ import openai
 import pytest
 
 from clawgym.core.policy import Generation
+from clawgym.inference.scripted import ScriptedPolicy
+from clawgym.inference.server import BackgroundServer
+from clawgym.inference.streaming import TextDelta
 from clawgym.rl.judge import JudgeStage, RuleJudge
-from clawgym.rl.policy.scripted import ScriptedPolicy
-from clawgym.rl.policy.streaming import TextDelta
-from clawgym.rl.server import BackgroundServer
 from clawgym.serve.app import build_gateway_app
 from clawgym.serve.gateway import ChatGateway, PolicyResponder
 from clawgym.serve.turn_log import TurnLog

@@ -83,7 +83,7 @@ def test_the_short_check_can_fail_at_the_demos_token_cap():
     """A comment of more than 80 words fits in the demo's max_tokens (rollouts and held-out evals), and the
     teacher's short check fails on it. Under the old cap of 48 tokens no reply could exceed 80 words (the
     SmolLM2 tokenizer never puts two space-separated words in one token), so the check could not fail."""
-    from clawgym.rl.policy.models import load_tokenizer
+    from clawgym.inference.models import load_tokenizer
 
     tokenizer = load_tokenizer("tiny-random")  # the SmolLM2 tokenizer
     cap = demo_config()["rollout"]["max_tokens"]

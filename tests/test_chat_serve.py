@@ -7,9 +7,9 @@ import time
 import openai
 import yaml
 
+from clawgym.inference.server import BackgroundServer
 from clawgym.rl.judge import RuleJudge
 from clawgym.rl.launch import ConfigError, load_config
-from clawgym.rl.server import BackgroundServer
 from clawgym.rl.types import read_jsonl
 from clawgym.serve.main import ServeSettings, build_serving
 
@@ -210,8 +210,8 @@ def test_turns_train_only_at_the_trainers_temperature(tmp_path):
 async def test_stale_turns_are_dropped_before_a_batch_is_taken(tmp_path):
     """Every step trains a full batch of fresh turns: stale ones are dropped first instead of leaving a
     step on the fresh remainder of a batch (which under Adam moves the weights as far as a full one)."""
-    from clawgym.rl.policy.hf import HFPolicy
-    from clawgym.rl.policy.models import load_model
+    from clawgym.inference.hf import HFPolicy
+    from clawgym.inference.models import load_model
     from clawgym.rl.trainer import TorchTrainer, TrainerConfig
     from clawgym.serve.personal_trainer import PersonalTrainer
 

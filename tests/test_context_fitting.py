@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from clawgym.rl.policy.chat_template import encode_prompt
-from clawgym.rl.policy.models import load_tokenizer
+from clawgym.inference.chat_template import encode_prompt
+from clawgym.inference.models import load_tokenizer
 from clawgym.serve.fitting import ContextFitter, ContextTooLong
 from clawgym.serve.protocol import INTERNAL_CONTEXT_MARKER
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import httpx
 
 from clawgym.core.policy import SamplingParams  # noqa: F401  (the gateway's sampling type)
+from clawgym.inference.scripted import ScriptedPolicy
+from clawgym.inference.server import BackgroundServer
 from clawgym.rl.judge import JudgeStage, RuleJudge
-from clawgym.rl.policy.scripted import ScriptedPolicy
-from clawgym.rl.server import BackgroundServer
 from clawgym.serve.app import build_gateway_app
 from clawgym.serve.gateway import ChatGateway, PolicyResponder
 from clawgym.serve.turn_log import TurnLog

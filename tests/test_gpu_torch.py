@@ -19,8 +19,8 @@ import pytest
 import torch
 
 from clawgym.core.policy import SamplingParams
-from clawgym.rl.policy.hf import HFPolicy
-from clawgym.rl.policy.models import build_tiny_random, load_tokenizer
+from clawgym.inference.hf import HFPolicy
+from clawgym.inference.models import build_tiny_random, load_tokenizer
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
 from clawgym.rl.trainer.batching import collate, gather_logprobs, response_logits
 from clawgym.rl.trainer.samples import render_prompt_ids

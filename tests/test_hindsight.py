@@ -7,9 +7,9 @@ import openai
 import pytest
 
 from clawgym.core.policy import Generation
+from clawgym.inference.server import BackgroundServer
 from clawgym.rl.judge import RubricJudge
 from clawgym.rl.launch import ConfigError, load_config
-from clawgym.rl.server import BackgroundServer
 from clawgym.rl.types import JudgeResult, Sample, Turn, read_jsonl
 from clawgym.serve.hindsight import HindsightGroups, HindsightSettings, real_reward
 from clawgym.serve.main import ServeSettings, build_serving

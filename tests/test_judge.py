@@ -10,6 +10,7 @@ import pytest
 
 from clawgym.core.messages import Message
 from clawgym.core.policy import SamplingParams
+from clawgym.inference.scripted import ScriptedPolicy
 from clawgym.rl.judge import (
     AnswerRule,
     CompositeJudge,
@@ -28,7 +29,6 @@ from clawgym.rl.judge import (
     select_hints,
     setting_for,
 )
-from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.types import JudgeResult, Turn
 
 
@@ -443,7 +443,7 @@ def test_end_to_end_toolcall_with_tiny_model_as_policy_and_prm(tmp_path: Path) -
     from clawgym.rl.rollout import run_rollout_cli
     from clawgym.rl.types import read_jsonl
 
-    hf = pytest.importorskip("clawgym.rl.policy.hf")
+    hf = pytest.importorskip("clawgym.inference.hf")
     env_id = "clawgym/ToolCall-v0"
     started = time.perf_counter()
     policy = hf.HFPolicy.from_pretrained("tiny-random")
@@ -519,8 +519,8 @@ def test_prob_judge_cues_decide_clear_replies_and_hint_restates_the_correction(r
 
 
 def test_prob_judge_reads_label_probabilities_in_batches_keyed_by_version() -> None:
+    from clawgym.inference.hf import HFPolicy
     from clawgym.rl.judge import ProbJudge, ProbScorer
-    from clawgym.rl.policy.hf import HFPolicy
 
     policy = HFPolicy.from_pretrained("tiny-random")
     scorer = ProbScorer(policy, batch_size=8)
@@ -539,7 +539,7 @@ def test_prob_judge_reads_label_probabilities_in_batches_keyed_by_version() -> N
     asyncio.run(judge_all())
     assert scorer.forward_passes == 2  # new weights: judged again
     with pytest.raises(TypeError, match="no HF model"):
-        from clawgym.rl.policy.scoring import label_margins
+        from clawgym.inference.scoring import label_margins
 
         label_margins(Script(["x"]).policy, [[{"role": "user", "content": "hi"}]])
     with pytest.raises(ValueError, match="cues=True"):
@@ -591,8 +591,8 @@ async def test_a_slow_judge_counts_as_down_and_close_does_not_hang() -> None:
 
 def test_judge_backend_openai_config_is_checked_and_built(tmp_path: Path) -> None:
     from clawgym import launchers
+    from clawgym.inference.openai import OpenAIPolicy
     from clawgym.rl.launch import ConfigError, build_judges, load_config
-    from clawgym.rl.policy.openai import OpenAIPolicy
 
     config = load_config(launchers.resolve("chat"), ["judge.type=prm,hint", "judge.backend=openai",
                                                      "judge.model=qwen3-8b", "judge.base_url=http://127.0.0.1:9/v1",

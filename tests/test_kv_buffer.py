@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from clawgym.rl.policy import kv_buffer
-from clawgym.rl.policy.kv_buffer import CACHE_KWARG, KVBuffer
-from clawgym.rl.policy.models import load_model
+from clawgym.inference import kv_buffer
+from clawgym.inference.kv_buffer import CACHE_KWARG, KVBuffer
+from clawgym.inference.models import load_model
 
 torch.set_num_threads(1)
 
@@ -51,7 +51,7 @@ def test_merge_left_pads_and_select_drops_shared_padding():
 
 
 def test_gqa_decode_attention_equals_transformers_sdpa_with_padding():
-    from clawgym.rl.policy.attention import GQA_DECODE, use_gqa_decode
+    from clawgym.inference.attention import GQA_DECODE, use_gqa_decode
 
     model, _ = load_model("tiny-random")
     assert model.config.num_key_value_heads < model.config.num_attention_heads  # the grouped case is exercised

@@ -210,7 +210,7 @@ def test_check_shows_lora_adapter_export_and_the_context_window_sglang_gets():
     override = json.loads(args[3])
     from transformers import LlamaConfig
 
-    from clawgym.rl.policy.models import extend_context
+    from clawgym.inference.models import extend_context
 
     hf = extend_context(LlamaConfig(max_position_embeddings=8192,
                                     rope_parameters={"rope_type": "default", "rope_theta": 100000.0}), 32768)

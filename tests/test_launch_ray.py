@@ -78,7 +78,7 @@ def test_rollouts_run_on_an_existing_ray_head():
     pytest.importorskip("ray")
     import ray
 
-    from clawgym.rl.policy.scripted import ScriptedPolicy
+    from clawgym.inference.scripted import ScriptedPolicy
     from clawgym.rl.rollout import RolloutPool, make_groups
     from tests.test_rollout import ENV_ID, AdderEnv, adder_responder
 

@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from clawgym.inference.hf import HFPolicy
+from clawgym.inference.models import load_model
+from clawgym.inference.scripted import ScriptedPolicy
 from clawgym.rl.buffer import SampleBuffer, SampleGroup, logged_sample_ids
 from clawgym.rl.judge import make_judges
 from clawgym.rl.loop import (
@@ -28,9 +31,6 @@ from clawgym.rl.loop import (
     apply_staleness,
     build_group,
 )
-from clawgym.rl.policy.hf import HFPolicy
-from clawgym.rl.policy.models import load_model
-from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.trainer import TorchTrainer, TrainerConfig
 from clawgym.rl.types import JudgeResult, Sample, Trajectory, Turn
 from tests.loop_envs import PARITY_SPEC, make_parity_env
@@ -261,7 +261,7 @@ async def test_loop_trains_publishes_and_logs(tmp_path):
     assert len(trained) == len(set(trained)) and set(trained) <= set(logged_sample_ids(out / PENDING_FILE))
     state = json.loads((out / CHECKPOINT_DIR / LOOP_STATE).read_text())
     assert state["step"] == 3 and set(trained) <= set(state["consumed"])
-    from clawgym.rl.policy.models import load_model  # the served weights, exported as an HF checkpoint
+    from clawgym.inference.models import load_model  # the served weights, exported as an HF checkpoint
 
     final, _ = load_model(str(out / "final"))
     assert all(torch.equal(v, policy.model.state_dict()[k]) for k, v in final.state_dict().items())

@@ -9,11 +9,11 @@ import collections
 import pytest
 
 import clawgym.rl.loop.collector as collector_module
+from clawgym.inference.scripted import ScriptedPolicy
 from clawgym.rl.buffer import SampleBuffer
 from clawgym.rl.judge import JudgeStage
 from clawgym.rl.loop import LoopConfig
 from clawgym.rl.loop.collector import BatchCollector
-from clawgym.rl.policy.scripted import ScriptedPolicy
 from clawgym.rl.rollout import RolloutPool
 from clawgym.rl.types import JudgeResult
 from tests.loop_envs import make_parity_env

@@ -135,7 +135,7 @@ def _free_port() -> int:
 def _run_parity(tmp_path: Path, tp: int, pp: int) -> dict:
     from transformers import AutoModelForCausalLM
 
-    from clawgym.rl.policy.models import load_tokenizer, tiny_random_config
+    from clawgym.inference.models import load_tokenizer, tiny_random_config
 
     tokenizer = load_tokenizer("tiny-random")  # cached before two processes want it
     with torch.random.fork_rng(devices=[]):

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from clawgym.cli import main
+from clawgym.inference import packaged
+from clawgym.inference.catalog import MODELS, QWEN_05B, PartWheels
+from clawgym.inference.models import checkpoint_dir, load_model, load_tokenizer
 from clawgym.rl.launch.placement import Shape
-from clawgym.rl.policy import packaged
-from clawgym.rl.policy.catalog import MODELS, QWEN_05B, PartWheels
-from clawgym.rl.policy.models import checkpoint_dir, load_model, load_tokenizer
 
 
 def _wheel(folder: Path, parts: PartWheels, index: int, data: bytes) -> Path:

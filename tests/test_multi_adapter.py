@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from clawgym.core.policy import SamplingParams
-from clawgym.rl.policy.models import build_tiny_random, load_tokenizer
-from clawgym.rl.policy.multi_adapter import MultiAdapterHFPolicy
-from clawgym.rl.policy.multi_lora import AdapterBank
+from clawgym.inference.models import build_tiny_random, load_tokenizer
+from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
+from clawgym.inference.multi_lora import AdapterBank
 
 TARGETS = ("q_proj", "v_proj", "down_proj")
 PROMPTS = [[{"role": "user", "content": f"Tell me about item {i}."}] for i in range(3)]
@@ -57,7 +57,7 @@ async def answers(pol, prompts):
 
 
 def test_mixed_adapter_batch_equals_each_users_merged_model(tokenizer):
-    from clawgym.rl.policy.hf import HFPolicy
+    from clawgym.inference.hf import HFPolicy
 
     served = policy(tokenizer)
     alice, bob = random_adapter(1), random_adapter(2)

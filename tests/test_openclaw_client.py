@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from clawgym.rl.policy.scripted import ScriptedPolicy
-from clawgym.rl.server import BackgroundServer
+from clawgym.inference.scripted import ScriptedPolicy
+from clawgym.inference.server import BackgroundServer
 from clawgym.serve.app import build_gateway_app
 from clawgym.serve.gateway import ChatGateway, PolicyResponder
 from clawgym.serve.protocol import INTERNAL_CONTEXT_MARKER, user_text

@@ -11,9 +11,9 @@ import httpx
 import pytest
 import torch
 
+from clawgym.inference.server import BackgroundServer
 from clawgym.launchers import resolve
 from clawgym.rl.launch import load_config
-from clawgym.rl.server import BackgroundServer
 from clawgym.serve.main import build_serving
 from clawgym.serve.turn_log import TurnLog
 from tests.openclaw_harness import OpenClawUnavailable, openclaw_gateway, readme_config

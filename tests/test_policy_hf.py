@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from clawgym.core.policy import Generation, Policy, SamplingParams
-from clawgym.rl.policy.chat_template import encode_prompt, fallback_messages, render_prompt, supports_tools
-from clawgym.rl.policy.hf import HFPolicy, _draw
-from clawgym.rl.policy.models import build_tiny_random, load_model, load_tokenizer
-from clawgym.rl.policy.streaming import TextDelta
-from clawgym.rl.policy.testing import teach
+from clawgym.inference.chat_template import encode_prompt, fallback_messages, render_prompt, supports_tools
+from clawgym.inference.hf import HFPolicy, _draw
+from clawgym.inference.models import build_tiny_random, load_model, load_tokenizer
+from clawgym.inference.streaming import TextDelta
+from clawgym.inference.testing import teach
 
 torch.set_num_threads(1)  # a 2-layer model gains nothing from threads; on a shared CPU they thrash
 

@@ -14,10 +14,10 @@ import math
 import pytest
 
 from clawgym.core.policy import SamplingParams
-from clawgym.rl.policy.chat_template import encode_prompt
-from clawgym.rl.policy.models import load_tokenizer, smollm2_checkpoint_dir
-from clawgym.rl.policy.sglang import SGLangError, SGLangPolicy, sglang_unavailable_reason
-from clawgym.rl.server import BackgroundServer
+from clawgym.inference.chat_template import encode_prompt
+from clawgym.inference.models import load_tokenizer, smollm2_checkpoint_dir
+from clawgym.inference.server import BackgroundServer
+from clawgym.inference.sglang import SGLangError, SGLangPolicy, sglang_unavailable_reason
 from tests.sglang_fake import TOOL_TEXT, fake_sglang
 
 

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from clawgym.core.policy import SamplingParams
-from clawgym.rl.policy.hf import HFPolicy
-from clawgym.rl.policy.models import build_tiny_random, load_tokenizer
-from clawgym.rl.policy.multi_adapter import MultiAdapterHFPolicy
-from clawgym.rl.policy.prefix_cache import PrefixCache, common_prefix
+from clawgym.inference.hf import HFPolicy
+from clawgym.inference.models import build_tiny_random, load_tokenizer
+from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
+from clawgym.inference.prefix_cache import PrefixCache, common_prefix
 
 SYSTEM = "You are a careful assistant. " * 40  # a long, stable system prompt (as OpenClaw's is)
 GREEDY = SamplingParams(temperature=0.0, max_tokens=10)

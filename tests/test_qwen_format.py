@@ -13,8 +13,8 @@ import pytest
 
 import clawgym  # noqa: F401  (registers the ids)
 from clawgym.core.messages import parse_action, parse_bare_json_calls
-from clawgym.rl.policy.chat_template import encode_prompt, render_prompt, supports_tools
-from clawgym.rl.policy.models import load_tokenizer
+from clawgym.inference.chat_template import encode_prompt, render_prompt, supports_tools
+from clawgym.inference.models import load_tokenizer
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
                                              "parameters": {"type": "object",

@@ -15,7 +15,7 @@ from clawgym.core.messages import Message, text_of
 from clawgym.core.policy import Policy
 from clawgym.core.tasks import Task, TaskSet
 from clawgym.core.tools import FunctionTool, Tool
-from clawgym.rl.policy.scripted import ScriptedPolicy
+from clawgym.inference.scripted import ScriptedPolicy
 from clawgym.rl.rollout import EpisodeSpec, RolloutPool, make_groups, run_rollout_cli
 from clawgym.rl.types import Trajectory, Turn, read_jsonl
 
@@ -408,7 +408,7 @@ def test_local_and_ray_give_the_same_trajectories() -> None:
 
 
 async def test_scripted_policy() -> None:
-    from clawgym.rl.policy.scripted import DEFAULT_REPLY, replay
+    from clawgym.inference.scripted import DEFAULT_REPLY, replay
 
     policy = ScriptedPolicy(["first",
                              '<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2}}</tool_call>'], byte_tokens=True)

@@ -7,8 +7,8 @@ import pytest
 from clawgym.cli import main
 from clawgym.core.messages import text_of
 from clawgym.core.tasks import TaskSet
-from clawgym.rl.policy.scripted import ScriptedPolicy
-from clawgym.rl.server import BackgroundServer, build_app
+from clawgym.inference.scripted import ScriptedPolicy
+from clawgym.inference.server import BackgroundServer, build_app
 
 TASKS = {t.prompt: t for t in TaskSet.from_bundled("clawgym.envs.toolcall", "tasks.jsonl")}
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from clawgym.inference.hf import HFPolicy
+from clawgym.inference.scoring import label_margins
 from clawgym.rl.judge.rubric import RubricJudge, WishCheck, prompt_for, request_of, reward_of
 from clawgym.rl.judge.rubric_cues import cue_check
-from clawgym.rl.policy.hf import HFPolicy
-from clawgym.rl.policy.scoring import label_margins
 
 CONTEXT = [{"role": "system", "content": "You are helpful."},
            {"role": "user", "content": "Grade Ava's answer 48 to: 6 packs of 8 pencils?"}]
@@ -105,7 +105,7 @@ def test_the_model_checks_every_open_wish_of_a_batch_in_one_pass_and_caches(tiny
 
 
 def test_grouped_margins_fall_back_to_plain_scoring_when_little_is_shared(tiny_qwen):
-    from clawgym.rl.policy.scoring import grouped_label_margins
+    from clawgym.inference.scoring import grouped_label_margins
 
     prompts = [prompt_for("req", PROSE, wish) for wish in ("be brief", "be warm")]
     plain = label_margins(tiny_qwen, prompts, ("Yes", "No"))

@@ -21,9 +21,9 @@ import torch
 import yaml
 
 from clawgym import cli
+from clawgym.inference.models import load_tokenizer
+from clawgym.inference.server import BackgroundServer
 from clawgym.rl.launch import ConfigError, load_config
-from clawgym.rl.policy.models import load_tokenizer
-from clawgym.rl.server import BackgroundServer
 from clawgym.rl.trainer.transport import NcclTransport
 from clawgym.rl.types import Sample, read_jsonl
 from clawgym.serve.main import build_serving

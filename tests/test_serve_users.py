@@ -7,8 +7,8 @@ import httpx
 import pytest
 import torch
 
+from clawgym.inference.server import BackgroundServer
 from clawgym.rl.launch import load_config
-from clawgym.rl.server import BackgroundServer
 from clawgym.serve.main import build_serving
 from tests.test_chat_serve import ThanksIsGood, config_file
 from tests.waiting import wait_for

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from clawgym.core.policy import SamplingParams
-from clawgym.rl.policy.hf import HFPolicy
-from clawgym.rl.policy.models import load_model
-from clawgym.rl.policy.openai import OpenAIPolicy
-from clawgym.rl.policy.testing import teach
-from clawgym.rl.server import BackgroundServer, build_app
+from clawgym.inference.hf import HFPolicy
+from clawgym.inference.models import load_model
+from clawgym.inference.openai import OpenAIPolicy
+from clawgym.inference.server import BackgroundServer, build_app
+from clawgym.inference.testing import teach
 
 torch.set_num_threads(1)
 

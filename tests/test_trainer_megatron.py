@@ -21,7 +21,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig
 
-from clawgym.rl.policy.models import tiny_random_config
+from clawgym.inference.models import tiny_random_config
 from clawgym.rl.trainer import megatron as M
 
 HAS_MEGATRON = (importlib.util.find_spec("megatron") is not None
@@ -188,7 +188,7 @@ PARITY_SCRIPT = ('import contextlib, json, os, sys, warnings\n'
                  'from megatron.core.models.gpt import GPTModel\n'
                  'from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec\n'
                  'from transformers import AutoModelForCausalLM, LlamaConfig\n'
-                 'from clawgym.rl.policy.models import tiny_random_config\n'
+                 'from clawgym.inference.models import tiny_random_config\n'
                  'from clawgym.rl.trainer import megatron as M\n'
                  'family = os.environ.get("FAMILY", "qwen2")\n'
                  'if family == "qwen2":\n'
@@ -282,7 +282,7 @@ import json, sys, warnings
 warnings.filterwarnings("ignore")
 import torch
 from transformers import AutoModelForCausalLM
-from clawgym.rl.policy.models import load_tokenizer
+from clawgym.inference.models import load_tokenizer
 from clawgym.rl.trainer import TorchTrainer, TrainerConfig
 from clawgym.rl.trainer import megatron as M
 from clawgym.rl.trainer.torch_trainer import _collate, gather_logprobs, render_prompt_ids, response_logits
@@ -342,7 +342,7 @@ def test_megatron_trainer_step_equals_torch_trainer_step(tmp_path):
     The HF model has no pad_token_id: HF's nn.Embedding(padding_idx=...) drops the input-side gradient
     of that row (here <|im_end|>, which appears in prompts), which megatron's embedding does not.
     """
-    from clawgym.rl.policy.models import load_tokenizer
+    from clawgym.inference.models import load_tokenizer
 
     tokenizer = load_tokenizer("tiny-random")
     with torch.random.fork_rng(devices=[]):
@@ -384,7 +384,7 @@ def test_megatron_trainer_refuses_to_start_without_gpu():
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
 def test_megatron_trainer_trains_and_exports_under_torchrun(tmp_path, lora):
     """Runs on a GPU, full and LoRA (``bash scripts/gpu_checks.sh``; what ran on an H200: docs/scaling.md)."""
-    from clawgym.rl.policy.models import load_tokenizer
+    from clawgym.inference.models import load_tokenizer
     from clawgym.rl.types import Sample, write_jsonl
 
     tokenizer = load_tokenizer("tiny-random")
@@ -425,7 +425,7 @@ warnings.filterwarnings("ignore")
 import torch
 from megatron.core import parallel_state, tensor_parallel
 from transformers import AutoModelForCausalLM
-from clawgym.rl.policy.models import load_tokenizer
+from clawgym.inference.models import load_tokenizer
 from clawgym.rl.trainer import TrainerConfig
 from clawgym.rl.trainer import megatron as M
 
@@ -454,7 +454,7 @@ def test_pipeline_parallel_export_streams_every_stage_to_rank_0(tmp_path):
         model = AutoModelForCausalLM.from_config(
             tiny_random_config(500, tie_word_embeddings=False, num_hidden_layers=4))
     model.save_pretrained(tmp_path / "hf")
-    from clawgym.rl.policy.models import load_tokenizer
+    from clawgym.inference.models import load_tokenizer
 
     load_tokenizer("tiny-random")  # cached before two processes want it
     result = _run_script(tmp_path, PP_EXPORT_SCRIPT, 2, str(tmp_path / "hf"))

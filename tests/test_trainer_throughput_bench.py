@@ -7,8 +7,8 @@ import argparse
 import pytest
 import torch
 
-from clawgym.rl.policy.catalog import MODELS, QWEN_05B, TINY_RANDOM
-from clawgym.rl.policy.models import shape_config
+from clawgym.inference.catalog import MODELS, QWEN_05B, TINY_RANDOM
+from clawgym.inference.models import shape_config
 from tests.scripts import load_script
 
 

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from clawgym.rl.policy.models import build_tiny_random, load_tokenizer
+from clawgym.inference.models import build_tiny_random, load_tokenizer
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
 from clawgym.rl.trainer import checkpoint as ckpt
 from clawgym.rl.trainer.batching import collate, gather_logprobs, response_logits
@@ -396,7 +396,7 @@ def test_padded_batch_gives_each_row_the_logprobs_it_has_alone(tokenizer):
 def test_int8_serving_weights_track_published_weights_and_tis_corrects_the_gap():
     """policy.quantize=int8: the served copy quantises what the trainer publishes; with
     behavior_correction=tis the ratio's old policy is the trainer's own, the sampler's gap weighs tokens."""
-    from clawgym.rl.policy.int8 import Int8Linear, quantize_linears
+    from clawgym.inference.int8 import Int8Linear, quantize_linears
     from clawgym.rl.trainer import TorchTrainer, TrainerConfig
     from clawgym.rl.types import Sample
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from clawgym.core.policy import SamplingParams
-from clawgym.rl.policy.models import build_tiny_random, load_tokenizer
-from clawgym.rl.policy.multi_adapter import MultiAdapterHFPolicy
+from clawgym.inference.models import build_tiny_random, load_tokenizer
+from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
 from clawgym.rl.types import JudgeResult, Turn
 from clawgym.serve.user_adapters import UserAdapters, UserAdapterTrainer

@@ -17,10 +17,10 @@ import httpx
 import pytest
 import torch
 
-from clawgym.rl.policy.hf import HFPolicy
-from clawgym.rl.policy.models import load_model
-from clawgym.rl.policy.sglang import SGLangError, SGLangPolicy, free_port
-from clawgym.rl.server import BackgroundServer
+from clawgym.inference.hf import HFPolicy
+from clawgym.inference.models import load_model
+from clawgym.inference.server import BackgroundServer
+from clawgym.inference.sglang import SGLangError, SGLangPolicy, free_port
 from clawgym.rl.trainer import TorchTrainer, TrainerConfig
 from clawgym.rl.trainer.transport import (
     InProcessTransport,

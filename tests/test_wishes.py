@@ -8,10 +8,10 @@ import httpx
 import pytest
 
 from clawgym.envs.openclaw_chat.personas import PERSONAS
+from clawgym.inference.scripted import ScriptedPolicy
+from clawgym.inference.server import BackgroundServer
 from clawgym.rl.judge import JudgeStage, RuleJudge
 from clawgym.rl.judge.wishes import aspects, relation, wish_from_correction, wishes_from_correction
-from clawgym.rl.policy.scripted import ScriptedPolicy
-from clawgym.rl.server import BackgroundServer
 from clawgym.rl.types import JudgeResult, Turn
 from clawgym.serve.app import build_gateway_app
 from clawgym.serve.dashboard import Dashboard

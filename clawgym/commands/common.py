@@ -67,18 +67,18 @@ def list_hint(env_kwargs: dict[str, Any]) -> str:
 def build_policy(kind: str, model: str | None, base_url: str | None, api_key: str | None) -> Any:
     """``scripted`` (the do-nothing baseline), ``openai`` (any compatible server) or ``hf`` (a local model)."""
     if kind == "scripted":
-        from clawgym.rl.policy.scripted import ScriptedPolicy
+        from clawgym.inference.scripted import ScriptedPolicy
 
         return ScriptedPolicy()
     if kind == "openai":
         if not base_url or not model:
             raise UsageError("--policy openai needs --base-url and --model")
-        from clawgym.rl.policy.openai import OpenAIPolicy
+        from clawgym.inference.openai import OpenAIPolicy
 
         return OpenAIPolicy(model=model, base_url=base_url, api_key=api_key)
     if kind == "hf":
-        from clawgym.rl.policy.catalog import DEFAULT_MODEL, MODELS, known_names
-        from clawgym.rl.policy.hf import HFPolicy
+        from clawgym.inference.catalog import DEFAULT_MODEL, MODELS, known_names
+        from clawgym.inference.hf import HFPolicy
 
         name = model or DEFAULT_MODEL
         if name not in MODELS and not Path(name).is_dir():

@@ -22,8 +22,8 @@ def cmd_models(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from clawgym.rl.policy.catalog import DEFAULT_MODEL, MODELS
-    from clawgym.rl.policy.models import cache_dir, is_cached
+    from clawgym.inference.catalog import DEFAULT_MODEL, MODELS
+    from clawgym.inference.models import cache_dir, is_cached
 
     table = Table(title=f"clawgym models (cache: {cache_dir()})")
     for column in ("name", "model", "params", "context", "tokenizer", "from", "cached"):
@@ -37,9 +37,9 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_models_fetch(args: argparse.Namespace) -> int:
-    from clawgym.rl.policy.catalog import MODELS
-    from clawgym.rl.policy.models import fetch
-    from clawgym.rl.policy.packaged import ModelFetchError
+    from clawgym.inference.catalog import MODELS
+    from clawgym.inference.models import fetch
+    from clawgym.inference.packaged import ModelFetchError
 
     names = args.names or list(FETCHED_BY_SETUP)
     unknown = [n for n in names if n not in FETCHED_BY_SETUP]

@@ -2,7 +2,7 @@
 
 ``/v1/chat/completions`` (SSE streaming and not, tools and ``tool_calls``), ``/v1/models``,
 ``/health``, an optional bearer key. Request validation and OpenAI rendering are the policy
-server's (:mod:`clawgym.rl.server`); this module adds the gateway's rules: a body-size limit, and
+server's (:mod:`clawgym.inference.server`); this module adds the gateway's rules: a body-size limit, and
 recording only what was fully delivered (a client that disconnects mid-stream leaves no turn).
 
 With a :class:`~clawgym.serve.users.UserDirectory` the request's user comes from its API key (or its
@@ -24,7 +24,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from clawgym.core.policy import Generation
-from clawgym.rl.server import BadRequest, PolicyServer, error_response, parse_chat_request, require_bearer_key
+from clawgym.inference.server import BadRequest, PolicyServer, error_response, parse_chat_request, require_bearer_key
 from clawgym.rl.types import new_id
 from clawgym.serve.dashboard import Dashboard
 from clawgym.serve.feedback import FeedbackError, parse_feedback

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Mapping, Protocol
 
 from clawgym.core.policy import Generation, SamplingParams
-from clawgym.rl.policy.streaming import StreamItem, TextDelta, stream_or_generate
+from clawgym.inference.streaming import StreamItem, TextDelta, stream_or_generate
 from clawgym.rl.types import Turn
 from clawgym.serve.feedback import Feedback, FeedbackError, apply_feedback, feedback_only
 from clawgym.serve.protocol import conversation

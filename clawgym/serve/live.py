@@ -16,7 +16,7 @@ from typing import Any, AsyncIterator
 
 from clawgym.core.policy import Generation, SamplingParams
 from clawgym.envs.openclaw_chat.live import PendingRequest
-from clawgym.rl.policy.streaming import StreamItem, TextDelta, stream_or_generate
+from clawgym.inference.streaming import StreamItem, TextDelta, stream_or_generate
 from clawgym.serve.gateway import ChatGateway
 from clawgym.serve.sessions import RequestView
 from clawgym.serve.turn_log import TurnLog
@@ -66,7 +66,7 @@ class LiveGateway:
 
     def __init__(self, log_path: str | Path, *, host: str = "127.0.0.1", port: int | None = None,
                  api_key: str | None = None, side_policy: Any = None, judge_stage: Any = None) -> None:
-        from clawgym.rl.server import BackgroundServer
+        from clawgym.inference.server import BackgroundServer
         from clawgym.serve.app import build_gateway_app
 
         self.responder = EnvResponder(side_policy)

@@ -126,8 +126,8 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     from an SGLang server placed by the same builder as ``clawgym train`` (``device``: see
     :func:`~clawgym.rl.launch.build.build_stack`).
     """
+    from clawgym.inference.chat_template import encode_prompt
     from clawgym.rl.judge import JudgeStage
-    from clawgym.rl.policy.chat_template import encode_prompt
     from clawgym.rl.types import read_jsonl
     from clawgym.serve.app import build_gateway_app
     from clawgym.serve.dashboard import Dashboard
@@ -202,7 +202,7 @@ def _in_process(config: RunConfig, settings: ServeSettings, out: Path) -> tuple:
     """policy.backend hf: the policy (one or per-user adapters), its trainer and the judges in this process."""
     import torch
 
-    from clawgym.rl.policy.models import load_model
+    from clawgym.inference.models import load_model
 
     window = config.policy.context_window
     dtype = getattr(torch, config.policy.dtype)
@@ -245,7 +245,7 @@ def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Any, j
 
 def _shared(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: Any, trainer: Any, out: Path) -> tuple:
     """One set of weights for everyone: the served policy is the trained one."""
-    from clawgym.rl.policy.hf import HFPolicy
+    from clawgym.inference.hf import HFPolicy
     from clawgym.serve.gateway import PolicyResponder
     from clawgym.serve.personal_trainer import PersonalTrainer
 
@@ -265,7 +265,7 @@ def _shared(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: A
 
 def _per_user(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: Any, trainer: Any, out: Path) -> tuple:
     """One adapter per user on one base model; the judge is the base model (slot 0)."""
-    from clawgym.rl.policy.multi_adapter import MultiAdapterHFPolicy
+    from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
     from clawgym.serve.gateway import UserResponder
     from clawgym.serve.user_adapters import UserAdapters, UserAdapterTrainer
 

@@ -1,7 +1,7 @@
 """Many people, one base model: one LoRA adapter per user, trained only on that user's turns.
 
 :class:`UserAdapters` owns the mapping user → adapter slot of the served
-:class:`~clawgym.rl.policy.multi_adapter.MultiAdapterHFPolicy` and each user's training state on disk
+:class:`~clawgym.inference.multi_adapter.MultiAdapterHFPolicy` and each user's training state on disk
 (``<root>/<user>/checkpoint``: the LoRA weights, the optimiser state, steps). A user's slot is created
 on first use from the base weights (an empty adapter answers exactly as the base model).
 

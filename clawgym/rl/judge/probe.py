@@ -130,7 +130,7 @@ class ProbScorer:
         return await future
 
     async def _flush(self) -> None:
-        from clawgym.rl.policy.scoring import label_margins
+        from clawgym.inference.scoring import label_margins
 
         await asyncio.sleep(0)  # let the turns that arrive together join one batch
         while self._pending:

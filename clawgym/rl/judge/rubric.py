@@ -11,7 +11,7 @@ Each wish is checked by a model: one short question per (reply, wish) whose answ
 ``log p("Yes") - log p("No")`` at the next token (like :class:`~clawgym.rl.judge.probe.ProbJudge`),
 cached by (model, version, wish, request, reply). The wish comes last in the question, so the wishes
 of one reply share everything before it: that part is read once and only the wishes run as a batch
-(:func:`~clawgym.rl.policy.scoring.grouped_label_margins`). Wishes
+(:func:`~clawgym.inference.scoring.grouped_label_margins`). Wishes
 that state something measurable (a format, a word or sentence count) are decided by
 :mod:`clawgym.rl.judge.rubric_cues` first when ``cues=True``; the model decides the rest.
 
@@ -208,7 +208,7 @@ class RubricJudge:
     def _margins(self, keyed: list[tuple[int, str, list[Message]]]) -> list[float]:
         """Margins of ``(job, cache key, prompt)`` triples; a job's prompts share their reply, so each job
         is one group whose shared beginning is read once (:func:`grouped_label_margins`)."""
-        from clawgym.rl.policy.scoring import grouped_label_margins
+        from clawgym.inference.scoring import grouped_label_margins
 
         with self._lock:
             known = {key: self._cache[key] for _, key, _ in keyed if key in self._cache}

@@ -96,7 +96,7 @@ def build_judges(config: RunConfig, policy: Any) -> tuple[list[Any], Any]:
     judge_policy = None
     if uses_llm_judge(config):
         if config.judge.backend == "openai":  # a bigger local model or an API behind any OpenAI endpoint
-            from clawgym.rl.policy.openai import OpenAIPolicy
+            from clawgym.inference.openai import OpenAIPolicy
 
             if not config.judge.base_url or config.judge.model == "policy":
                 raise ConfigError("judge.backend openai needs judge.base_url and judge.model (the served model's name)")
@@ -105,7 +105,7 @@ def build_judges(config: RunConfig, policy: Any) -> tuple[list[Any], Any]:
         elif config.judge.model == "policy":
             judge_policy = policy
         else:
-            from clawgym.rl.policy.hf import HFPolicy
+            from clawgym.inference.hf import HFPolicy
 
             model = resolve_model(config, config.judge.model)
             judge_policy = HFPolicy.from_pretrained(model, device=config.policy.device, name=f"judge:{model}")
@@ -146,15 +146,15 @@ def _make_judges(config: RunConfig, parts: list[str], judge_policy: Any, make_ju
 def quantize_served(config: RunConfig, model: Any) -> None:
     """``policy.quantize: int8``: the served copy gets int8 weights; the trainer's copy keeps its own."""
     if config.policy.quantize == "int8":
-        from clawgym.rl.policy.int8 import quantize_linears
+        from clawgym.inference.int8 import quantize_linears
 
         quantize_linears(model)
 
 
 def _in_process(config: RunConfig, p: Plan) -> Stack:
+    from clawgym.inference.hf import HFPolicy
+    from clawgym.inference.models import load_model
     from clawgym.rl.launch.convert import trainer_config
-    from clawgym.rl.policy.hf import HFPolicy
-    from clawgym.rl.policy.models import load_model
     from clawgym.rl.trainer import TorchTrainer
 
     dtype = _dtype(config.policy.dtype)
@@ -174,7 +174,7 @@ def _in_process(config: RunConfig, p: Plan) -> Stack:
 
 def _sglang_server(model: str, gpus: Sequence[tuple[int, int]], args: Sequence[str],
                    base_url: str | None = None) -> Any:
-    from clawgym.rl.policy.sglang import SGLangPolicy
+    from clawgym.inference.sglang import SGLangPolicy
 
     if base_url:
         return SGLangPolicy(model, base_url, tokenizer=model)
@@ -184,9 +184,9 @@ def _sglang_server(model: str, gpus: Sequence[tuple[int, int]], args: Sequence[s
 
 def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
     from clawgym.core.policy import SamplingParams
+    from clawgym.inference.models import load_tokenizer
     from clawgym.rl.judge import make_judges
     from clawgym.rl.launch.convert import trainer_config
-    from clawgym.rl.policy.models import load_tokenizer
     from clawgym.rl.trainer.transport import make_transport
 
     gpu = config.gpu
@@ -207,7 +207,7 @@ def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
         judge_policy = _sglang_server(sglang_model_path(resolve_model(config, config.judge.model)),
                                       judge.gpus, gpu.sglang_args)
     if gpu.backend == "torch+sglang":
-        from clawgym.rl.policy.models import load_model
+        from clawgym.inference.models import load_model
         from clawgym.rl.trainer import TorchTrainer
 
         train_model, tokenizer = load_model(model_dir, device=f"{device}:0" if device == "cuda" else device,

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clawgym.inference.catalog import DEFAULT_MODEL, MODELS
 from clawgym.rl.launch.schema import ConfigError, RunConfig, uses_llm_judge
-from clawgym.rl.policy.catalog import DEFAULT_MODEL, MODELS
 
 GIB = 1024**3
 
-# The published configs of the names clawgym.rl.policy.models knows (no file needed to size them).
+# The published configs of the names clawgym.inference.models knows (no file needed to size them).
 KNOWN_SHAPES: dict[str, dict[str, Any]] = {name: dict(info.shape) for name, info in MODELS.items()}
 
 
@@ -95,7 +95,7 @@ def rope_of(model: str) -> tuple[int, float]:
 def sglang_policy_args(config: RunConfig) -> list[str]:
     """What the policy server's launch adds to ``gpu.sglang_args`` (SGLang 0.5.23's server arguments):
     LoRA serving when ``trainer.lora.export`` is adapter, and the YaRN window of ``policy.context_window``
-    (the same rope settings the hf policy uses, :func:`~clawgym.rl.policy.models.extend_context`)."""
+    (the same rope settings the hf policy uses, :func:`~clawgym.inference.models.extend_context`)."""
     args: list[str] = []
     lora = config.trainer.lora
     if lora.enabled and lora.export == "adapter":
@@ -109,7 +109,7 @@ def sglang_policy_args(config: RunConfig) -> list[str]:
                               "which the megatron trainer does not apply (its logprobs would not match the server's): "
                               "use gpu.backend torch+sglang, or drop policy.context_window")
         if window > native:  # within the native window there is nothing to stretch (as for the hf policy)
-            from clawgym.rl.policy.models import yarn_rope_parameters
+            from clawgym.inference.models import yarn_rope_parameters
 
             override = {"max_position_embeddings": int(window),
                         "rope_scaling": yarn_rope_parameters(theta, native, window)}
@@ -159,7 +159,7 @@ def resolve_model(config: RunConfig, name: str) -> str:
 def sglang_model_path(name: str) -> str:
     """What SGLang's ``--model-path`` gets for a model name: a checkpoint directory."""
     if name in MODELS and MODELS[name].has_checkpoint:
-        from clawgym.rl.policy.models import checkpoint_dir
+        from clawgym.inference.models import checkpoint_dir
 
         return str(checkpoint_dir(name))
     if name in MODELS:

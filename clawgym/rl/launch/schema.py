@@ -14,9 +14,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clawgym.errors import UsageError
+from clawgym.inference.catalog import DEFAULT_MODEL, default_dtype
 from clawgym.rl.launch.teacher import canonical_teacher, teacher_problems
 from clawgym.rl.methods import METHODS, USES_HINTS, canonical_method
-from clawgym.rl.policy.catalog import DEFAULT_MODEL, default_dtype
 
 
 class ConfigError(UsageError):
@@ -53,7 +53,7 @@ class PolicySection(Section):
     base_url: str | None = None  # sglang: an already running server (else one is launched)
     seed: int = 0
     context_window: int | None = None  # above the model's own: extended with YaRN (models.extend_context)
-    quantize: str = "none"  # none | int8: int8 weight-only serving weights on the CPU (clawgym/rl/policy/int8.py)
+    quantize: str = "none"  # none | int8: int8 weight-only serving weights on the CPU (clawgym/inference/int8.py)
 
 
     @model_validator(mode="after")

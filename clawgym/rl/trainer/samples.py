@@ -44,7 +44,7 @@ def render_prompt_ids(tokenizer: Any, messages: Sequence[Message],
                       tools: list[dict[str, Any]] | None = None) -> list[int]:
     """The prompt ids exactly as the policy renders them: the chat template, with its tool fallback
     (templates without tool support get the schemas as text, so the teacher sees the tools too)."""
-    from clawgym.rl.policy.chat_template import encode_prompt
+    from clawgym.inference.chat_template import encode_prompt
 
     return encode_prompt(tokenizer, list(messages), tools or None)
 

@@ -284,7 +284,7 @@ def make_transport(kind: str, policy: Any, bucket_bytes: int = 512 << 20, sglang
     if kind == "tensor":
         return TensorTransport(policy.post, device=device, tp_ranks=sglang_ranks, bucket_bytes=bucket_bytes)
     if kind == "nccl":
-        from clawgym.rl.policy.sglang import free_port
+        from clawgym.inference.sglang import free_port
 
         return NcclTransport(policy.post, master_address, master_port or free_port(), sglang_ranks,
                              backend="nccl" if device == "cuda" else "gloo", device=device, bucket_bytes=bucket_bytes)

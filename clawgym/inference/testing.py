@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from clawgym.core.messages import Message
-from clawgym.rl.policy.chat_template import encode_prompt
+from clawgym.inference.chat_template import encode_prompt
 
 
 def teach(

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from clawgym.rl.policy.catalog import ModelInfo, PartWheels
+from clawgym.inference.catalog import ModelInfo, PartWheels
 
 logger = logging.getLogger(__name__)
 

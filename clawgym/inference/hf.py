@@ -29,7 +29,7 @@ a seed from the policy's own RNG. The same seed and the same batch composition g
 across different batch compositions results agree up to float round-off in the logits.
 
 Prefix reuse: prompts of at least ``PrefixCache.min_prefix`` tokens keep their keys and values
-(:mod:`clawgym.rl.policy.prefix_cache`); a later request that shares a long prefix with one of them
+(:mod:`clawgym.inference.prefix_cache`); a later request that shares a long prefix with one of them
 (the next turn of a chat, or any request with the same system prompt) prefills only the tokens after
 it. Its logprobs are those of the tokens actually sampled, as always.
 
@@ -57,12 +57,12 @@ from transformers import DynamicCache
 
 from clawgym.core.messages import Message, parse_action
 from clawgym.core.policy import Generation, SamplingParams, VersionedPolicy
-from clawgym.rl.policy.attention import use_gqa_decode
-from clawgym.rl.policy.chat_template import encode_prompt, stop_token_ids
-from clawgym.rl.policy.kv_buffer import CACHE_KWARG, KVBuffer
-from clawgym.rl.policy.models import load_model
-from clawgym.rl.policy.prefix_cache import PrefixCache
-from clawgym.rl.policy.streaming import StreamItem, TextDelta, streamable_prefix
+from clawgym.inference.attention import use_gqa_decode
+from clawgym.inference.chat_template import encode_prompt, stop_token_ids
+from clawgym.inference.kv_buffer import CACHE_KWARG, KVBuffer
+from clawgym.inference.models import load_model
+from clawgym.inference.prefix_cache import PrefixCache
+from clawgym.inference.streaming import StreamItem, TextDelta, streamable_prefix
 
 logger = logging.getLogger(__name__)
 

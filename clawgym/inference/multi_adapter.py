@@ -2,7 +2,7 @@
 
 ``policy.adapter(slot)`` is an ordinary :class:`~clawgym.core.policy.Policy` whose requests decode with
 adapter ``slot`` (0 is the base model). Requests of different adapters join the same continuous batch:
-before each forward pass the engine tells the :class:`~clawgym.rl.policy.multi_lora.AdapterBank` which
+before each forward pass the engine tells the :class:`~clawgym.inference.multi_lora.AdapterBank` which
 slot every row uses. Publishing a user's newly trained adapter (:meth:`MultiAdapterHFPolicy.load_adapter`)
 copies it into its slot between two decoding steps and bumps that adapter's version only.
 """
@@ -17,10 +17,10 @@ import torch
 
 from clawgym.core.messages import Message
 from clawgym.core.policy import Generation, SamplingParams
-from clawgym.rl.policy.hf import HFPolicy
-from clawgym.rl.policy.models import load_model
-from clawgym.rl.policy.multi_lora import AdapterBank
-from clawgym.rl.policy.streaming import StreamItem
+from clawgym.inference.hf import HFPolicy
+from clawgym.inference.models import load_model
+from clawgym.inference.multi_lora import AdapterBank
+from clawgym.inference.streaming import StreamItem
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 

@@ -35,7 +35,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from clawgym.core.messages import ROLES, ToolCall, parse_bare_json_calls
 from clawgym.core.policy import Generation, Policy, SamplingParams
-from clawgym.rl.policy.streaming import TextDelta, stream_or_generate
+from clawgym.inference.streaming import TextDelta, stream_or_generate
 
 logger = logging.getLogger(__name__)
 
@@ -401,7 +401,7 @@ def serve(policy: Policy, host: str = "127.0.0.1", port: int = 8000, api_key: st
 
 def main_serve_policy(args: Any) -> None:
     """``clawgym serve-policy --model M [--host H] [--port P] [--api-key K] [--device D] [--max-batch-size N]``."""
-    from clawgym.rl.policy.hf import HFPolicy
+    from clawgym.inference.hf import HFPolicy
 
     policy = HFPolicy.from_pretrained(
         args.model,

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import torch
 
 from clawgym.core.messages import Message
-from clawgym.rl.policy.kv_buffer import CACHE_KWARG
+from clawgym.inference.kv_buffer import CACHE_KWARG
 
 
 def _label_id(tokenizer: Any, label: str) -> int:
