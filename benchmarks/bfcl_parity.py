@@ -165,7 +165,7 @@ def perturbed_actions(env: Any, task: Any, actions: list[Any], rng_index: int) -
 
 
 async def smollm2_actions(env: Any, task_ids: list[str], max_tokens: int) -> dict[str, list[Any]]:
-    from clawgym.inference.base import SamplingParams
+    from clawgym.core.policy import SamplingParams
     from clawgym.inference.hf import HFPolicy
 
     policy = HFPolicy.from_pretrained("smollm2-135m")

@@ -85,10 +85,6 @@ class SampleBuffer:
     def __len__(self) -> int:
         return len(self._groups)
 
-    @property
-    def num_samples(self) -> int:
-        return sum(len(g.samples) for g in self._groups)
-
     # ---- producer side ---------------------------------------------------------------------
 
     async def reserve(self) -> None:

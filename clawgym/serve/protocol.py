@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any
@@ -67,14 +66,6 @@ def normal_form(message: Message) -> tuple:
     if role == "user":
         text = user_text(message)
     return role, text, calls
-
-
-def history_key(messages: list[Message]) -> str:
-    """A content hash of a conversation's normal form (for dedupe and fast prefix lookups)."""
-    digest = hashlib.sha256()
-    for message in messages:
-        digest.update(json.dumps(normal_form(message)).encode())
-    return digest.hexdigest()
 
 
 def is_prefix(prefix: list[Message], messages: list[Message]) -> bool:
