@@ -34,7 +34,7 @@ def forms(wishes: list[str] | None = None) -> dict:
     """hint form -> (hint text from the correction, messages with the hint placed); ``wishes`` adds the
     wish-memory forms, whose hint holds every remembered wish (their correction may be None: a task the
     student already satisfied)."""
-    from clawgym.rl.judge.probe import hint_from_reply
+    from clawgym.rl.judge.prob import hint_from_reply
     from clawgym.rl.trainer.samples import hinted_messages
     from clawgym.serve.personal_trainer import hint_with_wishes
 

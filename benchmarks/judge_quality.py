@@ -3,7 +3,7 @@
 The evaluation set below is labelled by hand: every scripted persona's feedback and thanks, plus
 paraphrases written for this benchmark (wrong units, wrong language, "that's not what I asked",
 "perfect, thanks", a terse "ok", ...). It is kept apart from everything used to tune the judge (the
-few-shot examples and threshold in ``clawgym/rl/judge/probe.py`` were chosen without it).
+few-shot examples and threshold in ``clawgym/rl/judge/prob.py`` were chosen without it).
 
     .venv/bin/python benchmarks/judge_quality.py                       # cues, prob, prob+cues on smollm2-135m
     .venv/bin/python benchmarks/judge_quality.py --judges prm --limit 12   # the generated-vote PRM (slow)
@@ -150,7 +150,7 @@ def tune(model: str) -> int:
     """Margins of the model alone on the tuning set, the cue verdicts, and the threshold that fits best."""
     from clawgym.inference.hf import HFPolicy
     from clawgym.rl.judge import ProbScorer, cue_verdict
-    from clawgym.rl.judge.probe import prompt_for
+    from clawgym.rl.judge.prob import prompt_for
 
     policy = HFPolicy.from_pretrained(model)
     scorer = ProbScorer(policy)

@@ -1,6 +1,6 @@
 """Label-token probabilities from a policy's HF model: a verdict in one forward pass, no generation.
 
-Used by :class:`clawgym.rl.judge.probe.ProbJudge`. Kept apart from ``hf.py`` (the serving engine):
+Used by :class:`clawgym.rl.judge.prob.ProbJudge`. Kept apart from ``hf.py`` (the serving engine):
 it only reads ``policy.model`` / ``policy.tokenizer`` and holds the policy's weight lock, if any, so a
 weight swap never lands in the middle of a scoring pass.
 """

@@ -34,7 +34,7 @@ A judge looks at one :class:`Turn` — context, action, next state — and retur
 
 from clawgym.rl.judge.llm import HintJudge, Judge, JudgeStats, JudgeUnavailable, LLMJudge, PRMJudge, Vote
 from clawgym.rl.judge.parsing import chosen_hint, majority, normalise_hint, parse_boxed, parse_hint, select_hints
-from clawgym.rl.judge.probe import ProbJudge, ProbScorer, cue_verdict, hint_from_reply
+from clawgym.rl.judge.prob import ProbJudge, ProbScorer, cue_verdict, hint_from_reply
 from clawgym.rl.judge.prompts import (
     PROMPT_DIR,
     SETTING_NAMES,

@@ -8,7 +8,7 @@ scores *any* reply to a context against the wishes the person expressed before (
     results = rubric.score_many([(user, context, reply), ...])     # one batched forward pass
 
 Each wish is checked by a model: one short question per (reply, wish) whose answer is read as
-``log p("Yes") - log p("No")`` at the next token (like :class:`~clawgym.rl.judge.probe.ProbJudge`),
+``log p("Yes") - log p("No")`` at the next token (like :class:`~clawgym.rl.judge.prob.ProbJudge`),
 cached by (model, version, wish, request, reply). The wish comes last in the question, so the wishes
 of one reply share everything before it: that part is read once and only the wishes run as a batch
 (:func:`~clawgym.inference.scoring.grouped_label_margins`). Wishes

@@ -10,7 +10,7 @@ from typing import Any, Awaitable, Callable, Sequence, Union
 
 from clawgym.core.policy import Policy
 from clawgym.rl.judge.llm import HintJudge, Judge, JudgeUnavailable, PRMJudge
-from clawgym.rl.judge.probe import ProbJudge, ProbScorer
+from clawgym.rl.judge.prob import ProbJudge, ProbScorer
 from clawgym.rl.judge.rules import CompositeJudge, default_rules
 from clawgym.rl.types import JudgeResult, Turn
 
