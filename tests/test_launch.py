@@ -364,3 +364,24 @@ def test_int8_serving_weights_validate_and_turn_on_the_behavior_correction():
                                (["trainer.behavior_correction=magic"], "must be none or tis")):
         with pytest.raises(ConfigError, match=message):
             load_config(chat, overrides)
+
+
+@pytest.mark.parametrize("model", ["tiny-random", "tiny-random-qwen"])
+def test_lora_top_layers_name_modules_that_exist_in_the_model(model):
+    from peft import LoraConfig, get_peft_model
+
+    from clawgym.inference.models import load_model
+    from clawgym.rl.launch.convert import lora_targets
+    from clawgym.rl.launch.schema import LoraSection
+    from clawgym.rl.trainer.megatron_lora import parse_targets
+
+    hf, _ = load_model(model)
+    layers = hf.config.num_hidden_layers
+    targets = lora_targets(LoraSection(enabled=True, top_layers=1), layers)
+    wrapped = get_peft_model(hf, LoraConfig(r=2, lora_alpha=4, target_modules=list(targets)))
+    adapted = {name.split(".layers.")[1].split(".lora_A")[0]
+               for name, _ in wrapped.named_parameters() if "lora_A" in name}
+    top = layers - 1
+    assert adapted == {f"{top}.self_attn.{p}" for p in ("q_proj", "k_proj", "v_proj", "o_proj")} | {
+        f"{top}.mlp.{p}" for p in ("gate_proj", "up_proj", "down_proj")}  # all seven projections of the top layer only
+    assert parse_targets(targets) == {p: {top} for p in LoraSection().target_modules}  # the megatron trainer agrees

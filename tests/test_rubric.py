@@ -9,7 +9,7 @@ import pytest
 from clawgym.inference.hf import HFPolicy
 from clawgym.inference.scoring import label_margins
 from clawgym.rl.judge.rubric import RubricJudge, WishCheck, prompt_for, request_of, reward_of
-from clawgym.rl.judge.rubric_cues import cue_check
+from clawgym.rl.judge.rubric_cues import cue_check, name_check, names_in
 
 CONTEXT = [{"role": "system", "content": "You are helpful."},
            {"role": "user", "content": "Grade Ava's answer 48 to: 6 packs of 8 pencils?"}]
@@ -41,13 +41,37 @@ def test_the_cues_decide_only_what_code_can_measure(wish, reply, met):
     assert cue_check(wish, reply) is met
 
 
+REQUEST = ("Please write a grading comment for Ava, who answered 42 to this problem: Ben has 30 apples and buys 3 "
+           "packs of 4. How many apples does Ben have now?")
+
+
+@pytest.mark.parametrize("wish, reply, met", [
+    ("address the student by name", "Great work! The answer is 42.", False),  # no name of the request at all
+    ("address the student by name", "Great work, Ava! The answer is 42.", None),  # a name: is it the right one?
+    ("address the student by name", "Ben has 42 apples now.", None),  # ... the model decides
+    ("call me Sam", "Sure, Sam, here it is.", True),  # the wish names the name
+    ("call me Sam", "Sure, here it is.", False),
+    ("call me Sam and keep it brief", "Sure, Sam.", None),  # the rest is the model's
+    ("address me as Dr. Ng", "Hello Dr. Ng, the report is attached.", True),
+    ("make it friendlier", "Great work!", None),  # not about a name
+])
+def test_names_decide_a_name_wish_where_the_names_alone_can(wish, reply, met):
+    assert name_check(wish, REQUEST, reply) is met
+
+
+def test_the_names_of_a_request_are_its_capitalised_words_inside_sentences():
+    assert names_in(REQUEST) == {"Ava", "Ben"}
+    assert names_in("Grade Ava's answer. Thanks! Please be kind, I said.") == {"Ava"}
+    assert names_in("what is two plus two") == set()
+
+
 def test_without_a_model_what_the_cues_leave_open_is_unsure_and_the_reward_counts_only_decided_wishes():
     wishes = {"ann": ["no numbered or bulleted lists", "address the student by name", "keep it under 80 words"],
               "bob": [], "cy": ["address the student by name"]}
     rubric = RubricJudge(None, wishes.get)
     reward, checks = rubric.score("ann", CONTEXT, LISTED)
-    assert [c.met for c in checks] == [False, None, True] and [c.source for c in checks] == ["cues", "unsure", "cues"]
-    assert reward == 0.5
+    assert [c.met for c in checks] == [False, False, True]  # no Ava in LISTED: clearly not addressed by name
+    assert [c.source for c in checks] == ["cues", "cues", "cues"] and reward == 1 / 3
     # a person who never corrected anything: nothing to train on
     assert rubric.score("bob", CONTEXT, PROSE) == (None, [])
     reward, checks = rubric.score("cy", CONTEXT, PROSE)  # a wish nobody here can check: no reward, not a guess
@@ -84,7 +108,7 @@ def tiny_qwen():
 def test_the_model_checks_every_open_wish_of_a_batch_in_one_pass_and_caches(tiny_qwen):
     wishes = {"ann": ["address the student by name", "make it friendlier", "no lists"]}
     rubric = RubricJudge(tiny_qwen, wishes.get)
-    items = [("ann", CONTEXT, PROSE), ("ann", CONTEXT, "Nine out of ten."), ("ann", CONTEXT, PROSE)]
+    items = [("ann", CONTEXT, PROSE), ("ann", CONTEXT, "Nine out of ten, Ava."), ("ann", CONTEXT, PROSE)]
     results = rubric.score_many(items)
     assert len(results) == 3 and results[0] == results[2]  # the same reply, the same checks
     # 2 replies x 2 open wishes; the repeat is one prompt, "no lists" the cues'

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from clawgym.core.messages import Message, text_of
-from clawgym.rl.judge.rubric_cues import checkable, cue_check
+from clawgym.rl.judge.rubric_cues import checkable, cue_check, name_check
 from clawgym.rl.judge.wishes import wish_question
 
 SYSTEM = ("You check an AI assistant's reply against one wish of the user. Answer Yes if the reply does what the "
@@ -172,7 +172,10 @@ class RubricJudge:
                     row.append(WishCheck(wish, False, "cues"))  # saying nothing meets no wish
                     self.stats["empty_reply"] += 1
                     continue
-                cue = cue_check(wish, reply) if self.cues else None
+                cue = None
+                if self.cues:  # the formats and counts, then the names; a violation of either decides
+                    decided = [c for c in (cue_check(wish, reply), name_check(wish, request, reply)) if c is not None]
+                    cue = all(decided) if decided else None
                 if cue is not None:
                     row.append(WishCheck(wish, cue, "cues"))
                     self.stats["by_cues"] += 1

@@ -8,6 +8,11 @@ student by name", "make it friendlier", "state the correct result") goes to the 
 it decides only a violation ("no lists; and be warm" with a list in the reply is not met; without
 one, the model decides).
 
+Names are the other clear case. A wish that names the name ("call me Sam", "address me as Dr. Ng") is
+met exactly when the reply says it; a wish to be addressed "by name" without saying which ("address the
+student by name") is clearly *not* met by a reply that contains none of the names in the request
+(:func:`name_check`); whether a reply that does contain one addresses the right person is the model's call.
+
 Some wishes no reply can show: how fast the answer came, being reminded or emailed, remembering
 something for later (:data:`UNCHECKABLE`). :func:`checkable` says so; the rubric leaves such a wish
 out of every reward (unsure) instead of letting the model guess, and the dashboard marks it.
@@ -84,3 +89,36 @@ def cue_check(wish: str, reply: str) -> bool | None:
         return False  # a clear violation decides the wish, whatever else it asks
     rest = _MEASURED.sub(" ", wish)
     return True if not re.search(r"[A-Za-z]{3,}", rest) else None
+
+
+# ------------------------------------------------------------------ names
+_GIVEN_NAME = re.compile(r"(?:call me|address me as|refer to me as|my name is|sign (?:it )?(?:with|as))\s+"
+                         r"((?:Dr|Mr|Mrs|Ms|Prof)\.?\s+)?([A-Z][\w'-]*)", re.IGNORECASE)
+_BY_NAME = re.compile(r"(?i)\bby (?:\w+\s+){0,2}name\b|\b(?:use|say|include|mention|add)\s+"
+                      r"(?:my|his|her|their|the \w+(?:'s)?)\s+name\b|\bname the \w+\b")
+_NOT_NAMES = frozenset("I I'm I'll Please Thanks Thank Hi Hello Dear Yes No OK Okay Mr Mrs Ms Dr Prof AI".split())
+
+
+def names_in(text: str) -> set[str]:
+    """Capitalised words that are not at the start of a sentence: the names a request mentions."""
+    found = set()
+    for match in re.finditer(r"\b[A-Z][a-z]+\b", text):  # "Ava's" is Ava
+        before = text[:match.start()].rstrip()
+        if before and before[-1] not in ".!?:;\"(" and match.group() not in _NOT_NAMES:
+            found.add(match.group())
+    return found
+
+
+def name_check(wish: str, request: str, reply: str) -> bool | None:
+    """True / False when a wish about a name is decided by the names alone, None when the model must
+    decide (or the wish is not about a name)."""
+    given = _GIVEN_NAME.search(wish)
+    if given and given.group(2)[0].isupper():
+        said = re.search(rf"(?i)\b{re.escape(given.group(2))}\b", reply) is not None
+        only_the_name = len(_GIVEN_NAME.sub(" ", wish).split()) == 0
+        return said if not said or only_the_name else None  # "call me Sam and be brief": the rest is the model's
+    if _BY_NAME.search(wish):
+        names = names_in(request)
+        if names and not any(re.search(rf"\b{re.escape(n)}\b", reply) for n in names):
+            return False  # no name of the request anywhere in the reply: clearly not addressed by name
+    return None

@@ -24,18 +24,25 @@ def from_sections(target: type, *sections: Any, **given: Any) -> Any:
     return target(**values)
 
 
+# the sub-block of a Llama / Qwen2 decoder layer each projection lives in (model.layers.N.<block>.<name>)
+LAYER_BLOCK = {**{name: "self_attn" for name in ("q_proj", "k_proj", "v_proj", "o_proj")},
+               **{name: "mlp" for name in ("gate_proj", "up_proj", "down_proj")}}
+
+
 def lora_targets(lora: LoraSection, num_layers: int | None) -> tuple[str, ...]:
     """The module names LoRA wraps: the given suffixes, restricted to the top ``top_layers`` layers if set.
 
-    peft matches a target against the end of each module name, so ``layers.29.self_attn.q_proj``
-    selects that one projection in layer 29.
+    peft matches a target against the end of each module name (the whole name, or after a "."), so
+    ``layers.29.self_attn.q_proj`` selects that one projection in layer 29; ``layers.29.q_proj`` would
+    match nothing. A name outside :data:`LAYER_BLOCK` is taken to sit directly in the layer.
     """
     if lora.top_layers <= 0:
         return tuple(lora.target_modules)
     if num_layers is None:
         raise ConfigError("trainer.lora.top_layers needs the model's layer count")
     first = max(0, num_layers - lora.top_layers)
-    return tuple(f"layers.{i}.{module}" for i in range(first, num_layers) for module in lora.target_modules)
+    return tuple(f"layers.{i}.{LAYER_BLOCK[m] + '.' if m in LAYER_BLOCK else ''}{m}"
+                 for i in range(first, num_layers) for m in lora.target_modules)
 
 
 def trainer_config(config: RunConfig, num_layers: int | None = None) -> Any:
