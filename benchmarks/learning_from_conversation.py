@@ -60,6 +60,9 @@ RECIPE = 3
 SUPERSEDED = {1: "A = r without a baseline, hint wrapped under a header",
               2: "a step could train the fresh remainder (1-7 turns) of a batch whose other turns were stale"}
 JUDGE_ONLY = tuple(JUDGE_FOR)
+# The rubric judge of the hindsight rows: 2 decides name wishes by the names (rubric_cues.name_check);
+# hindsight rows of rubric 1 (every name wish to the model) are rows of their own, ``hindsight/rubric1``.
+RUBRIC = 2
 LEGACY_MODEL = "smollm2-135m"  # rows written before rows named their model: the chat launcher's policy then
 
 
@@ -98,7 +101,7 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     from clawgym.serve import rehearsal
 
     variant = {"method": method, "temperature": temperature, "sets": list(sets), "user_model": user_model,
-               "user_voice": user_voice}
+               "user_voice": user_voice, "rubric": RUBRIC}
     cell = label(variant).replace("=", "_").replace("/", "_")
     out = Path(f"runs/lfc/{model or 'default'}-{persona}-{cell}-{seed}")
     if out.exists():  # a previous run of this cell (an earlier recipe): the gateway would resume its weights
@@ -115,6 +118,8 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     if method in JUDGE_ONLY:
         row.update(recipe=RECIPE, baseline=config.serve.get("baseline", "batch"),
                    hint_format=config.trainer.hint_format)
+    if method == "hindsight":
+        row["rubric"] = RUBRIC
     if method in UNTRAINED:
         from clawgym.inference.hf import HFPolicy
 
@@ -176,6 +181,8 @@ def label(row: dict) -> str:
         name += f"/user={row['user_model']}"
     if row.get("user_voice", "first") != "first":
         name += f"/voice={row['user_voice']}"
+    if row["method"] == "hindsight" and row.get("rubric", 1) != RUBRIC:
+        name += f"/rubric{row.get('rubric', 1)}"
     return name + "".join(f"[{s}]" for s in row.get("sets", []))
 
 
@@ -294,7 +301,7 @@ def main() -> int:
         if args.user_model and args.user_voice != "first":
             parser.error("--user-voice is the scripted person's; a --user-model person speaks for itself")
         cell = label({"method": args.method, "temperature": args.temperature, "sets": args.sets,
-                      "user_model": args.user_model, "user_voice": args.user_voice})
+                      "user_model": args.user_model, "user_voice": args.user_voice, "rubric": RUBRIC})
         if (args.persona, cell, args.seed) in done_cells(args.results, args.model):
             print(f"{args.persona} x {cell} x seed {args.seed} is already in {args.results}; skipped")
         else:
