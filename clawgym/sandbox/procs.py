@@ -9,6 +9,9 @@ Why not psutil: it has no API for pid namespaces, sessions, clock-tick start tim
 substance of this module), and on the generic queries it is 2-100x slower on the timeout path
 (``benchmarks/procs_scan.py``: children of a pid 0.03 ms here vs 3.1 ms, a parent/zombie pass over
 every process 1.9 vs 3.9 ms).
+
+The GUI setting's browser uses ``process_tree`` and ``cmdline`` to find and kill its own Chromium's
+renderers when a page hangs.
 """
 
 from __future__ import annotations
@@ -84,6 +87,29 @@ def children_of(pid: int) -> list[int]:
     except OSError:
         pass
     return _pids_where(PPID, pid)
+
+
+def process_tree(root: int) -> list[int]:
+    """``root`` and all its descendants, reading the children of each of a process's threads (a
+    multi-threaded parent, such as Chromium's browser process, forks from more than its main thread)."""
+    stack, found = [root], []
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                stack += [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                pass
+    return found
+
+
+def cmdline(pid: int) -> str:
+    """The command line of ``pid``, its arguments joined by spaces ("" if it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def namespace_members(namespace: str) -> list[int]:

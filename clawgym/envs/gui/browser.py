@@ -40,6 +40,7 @@ from clawgym.envs.gui.observe import LISTEN_JS, SNAPSHOT_JS, PageView
 from clawgym.envs.gui.origins import blocked_pattern, origin_of
 from clawgym.envs.gui.task import STATE_JS
 from clawgym.envs.gui.wipe import wipe_page
+from clawgym.sandbox import procs
 
 log = logging.getLogger(__name__)
 
@@ -80,23 +81,6 @@ def _release_playwright() -> None:
             driver.stop()
         except Exception as exc:  # the driver may already be gone
             log.debug("playwright stop failed: %s", exc)
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            out += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            pass
-    return out
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 class Browser:
@@ -366,8 +350,8 @@ class Browser:
 
     def _browser_pid(self) -> int | None:
         for entry in Path("/proc").iterdir():
-            if entry.name.isdigit() and f"--clawgym-browser={self.marker}" in _cmdline(int(entry.name)):
-                if "--type=" not in _cmdline(int(entry.name)):
+            if entry.name.isdigit() and f"--clawgym-browser={self.marker}" in procs.cmdline(int(entry.name)):
+                if "--type=" not in procs.cmdline(int(entry.name)):
                     return int(entry.name)
         return None
 
@@ -375,13 +359,8 @@ class Browser:
         root = self._browser_pid()
         if root is None:
             return
-        stack, found = [root], []
-        while stack:
-            pid = stack.pop()
-            found.append(pid)
-            stack += _children(pid)
-        for pid in found:
-            if not renderers_only or "--type=renderer" in _cmdline(pid):
+        for pid in procs.process_tree(root):
+            if not renderers_only or "--type=renderer" in procs.cmdline(pid):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
