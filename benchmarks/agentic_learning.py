@@ -64,7 +64,6 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -72,6 +71,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from learning_from_conversation import seed_cell  # noqa: E402  (the method table's cell)
 
 ENVS = ("toolcall", "bfcl", "terminal", "miniwob")
 METHODS = ("base", "outcome", "outcome_prm")
@@ -368,17 +370,8 @@ def table(path: Path, model: str, budget: str) -> str:
     lines = [f"{model}, budget {budget}: held-out success after, mean ± std over seeds [n], after − before",
              f"{'method':<{width}}" + "".join(f"{e:>24}" for e in ENVS)]
     for method in names:
-        cells = []
-        for env in ENVS:
-            got = [r for r in rows if label(r) == method and r["env"] == env and r["after"] is not None]
-            if not got:
-                cells.append(f"{'missing':>24}")
-                continue
-            after = [r["after"] for r in got]
-            gain = [r["after"] - r["before"] for r in got]
-            std = statistics.stdev(after) if len(after) > 1 else 0.0
-            cells.append(f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(got)}] "
-                         f"{round(statistics.mean(gain), 2) + 0.0:+.2f}")
+        cells = [seed_cell([r for r in rows if label(r) == method and r["env"] == env and r["after"] is not None])
+                 for env in ENVS]
         lines.append(f"{method:<{width}}" + "".join(cells))
     for r in rows:
         if r["method"] not in UNTRAINED and r["steps"] < r["steps_budget"]:

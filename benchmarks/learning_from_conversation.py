@@ -201,6 +201,18 @@ def read_rows(path: Path, model: str) -> tuple[list[dict], int, list[dict]]:
     return current, len(rows) - len(scored), superseded
 
 
+def seed_cell(rows: list[dict]) -> str:
+    """One cell of a method table (also benchmarks/agentic_learning.py's), 24 wide: the held-out score
+    after training, mean ± std over the rows (its seeds) [their count], and the mean gain after − before."""
+    if not rows:
+        return f"{'missing':>24}"
+    after = [r["after"] for r in rows]
+    gain = [r["after"] - r["before"] for r in rows]
+    std = statistics.stdev(after) if len(after) > 1 else 0.0
+    return (f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(rows)}] "
+            f"{round(statistics.mean(gain), 2) + 0.0:+.2f}")  # + 0.0: never "-0.00"
+
+
 def table(path: Path, model: str) -> str:
     rows, void, superseded = read_rows(path, model)
     names = [m for m in METHODS] + sorted({label(r) for r in rows} - set(METHODS))
@@ -208,17 +220,7 @@ def table(path: Path, model: str) -> str:
     lines = [f"{model}:", f"{'method':<{width}}" + "".join(f"{p:>24}" for p in PERSONAS)
              + "   (held-out score after, mean ± std over seeds [n], after − before)"]
     for method in names:
-        cells = []
-        for persona in PERSONAS:
-            got = [r for r in rows if label(r) == method and r["persona"] == persona]
-            if not got:
-                cells.append(f"{'missing':>24}")
-                continue
-            after = [r["after"] for r in got]
-            gain = [r["after"] - r["before"] for r in got]
-            std = statistics.stdev(after) if len(after) > 1 else 0.0
-            cells.append(f"{statistics.mean(after):>8.2f} ± {std:.2f} [{len(got)}] "
-                         f"{round(statistics.mean(gain), 2) + 0.0:+.2f}")  # + 0.0: never "-0.00"
+        cells = [seed_cell([r for r in rows if label(r) == method and r["persona"] == persona]) for persona in PERSONAS]
         lines.append(f"{method:<{width}}" + "".join(cells))
     for r in superseded:
         recipe = r.get("recipe", 1)
