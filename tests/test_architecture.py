@@ -10,7 +10,8 @@
   commands (it may import the top-level ``clawgym`` package, which registers the ids by name without
   importing any setting);
 - ``serve`` (the deployed product) composes settings, inference and rl; nothing below it imports it;
-- no import cycles between clawgym modules.
+- no import cycles between clawgym modules;
+- no clawgym module over 500 lines (docs/design.md).
 """
 
 from __future__ import annotations
@@ -148,6 +149,11 @@ def test_layers_import_only_what_the_architecture_allows():
 
 def test_no_import_cycles():
     assert cycles() == []
+
+
+def test_no_module_is_over_500_lines():
+    lengths = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in source_modules().items()}
+    assert {name: n for name, n in lengths.items() if n > 500} == {}
 
 
 @pytest.mark.parametrize("rule, module, target", [
