@@ -61,8 +61,9 @@ SUPERSEDED = {1: "A = r without a baseline, hint wrapped under a header",
               2: "a step could train the fresh remainder (1-7 turns) of a batch whose other turns were stale"}
 JUDGE_ONLY = tuple(JUDGE_FOR)
 # The rubric judge of the hindsight rows: 2 decides name wishes by the names (rubric_cues.name_check);
-# hindsight rows of rubric 1 (every name wish to the model) are rows of their own, ``hindsight/rubric1``.
-RUBRIC = 2
+# 3 also decides result wishes by solving the request (result_check) and warmth by words of encouragement
+# (rubric_cues.warmth_check). Rows of an earlier rubric are rows of their own, ``hindsight/rubric1``, ...
+RUBRIC = 3
 LEGACY_MODEL = "smollm2-135m"  # rows written before rows named their model: the chat launcher's policy then
 
 

@@ -8,9 +8,11 @@ prompt, so that both labels occur for most wishes. They are generated once and k
 ``--replies`` (JSONL), so the judge can be measured again without generating.
 
 Printed: per persona and wish, how many replies, how many pass the hidden check, the agreement of
-the rubric judge as deployed (cues for measurable wishes, the model for the rest), of the model
-alone (every wish to the model; an empty reply meets no wish either way), the share decided without
-the model (measurable wishes, empty replies), and the model-alone AUC (does the margin rank replies
+the rubric judge as deployed (cues for measurable wishes, names and warmth, the request's facts for
+result and by-name wishes, the model for the rest; an unsure check counts as a disagreement), of the model alone (every wish to the model; an empty reply meets no wish either
+way), the share decided by the cues (measurable wishes, empty replies) and by the request's facts (result
+and by-name wishes),
+and the model-alone AUC (does the margin rank replies
 that pass above replies that fail?). Then how an unsure band trades wishes decided for agreement.
 
     .venv/bin/python benchmarks/rubric_judge.py --model qwen2.5-coder-0.5b --tasks 4
@@ -31,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT  # noqa: E402
 from clawgym.envs.openclaw_chat.personas import PERSONAS, bundled_tasks  # noqa: E402
-from clawgym.rl.judge.rubric import THRESHOLD, RubricJudge  # noqa: E402
-from clawgym.rl.judge.rubric_cues import cue_check  # noqa: E402
+from clawgym.rl.judge.request_facts import RequestFacts  # noqa: E402
+from clawgym.rl.judge.rubric import THRESHOLD, RubricJudge, WishCheck  # noqa: E402
 from clawgym.rl.judge.wishes import wish_from_correction  # noqa: E402
 
 REPLIES = Path(__file__).resolve().parent / "results" / "rubric_replies.jsonl"
@@ -122,6 +124,7 @@ def main() -> int:
     parser.add_argument("--threshold", type=float, default=THRESHOLD)
     parser.add_argument("--no-few-shot", action="store_true")
     parser.add_argument("--style", default="wish", choices=("question", "wish"))
+    parser.add_argument("--show-misses", action="store_true", help="print each reply the deployed judge gets wrong")
     parser.add_argument("--tune", action="store_true", help="print the model-alone threshold that agrees best here")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--seed", type=int, default=0)
@@ -144,7 +147,9 @@ def main() -> int:
         asyncio.run(policy.close())
         policy = HFPolicy.from_pretrained(judge_name, dtype=getattr(torch, default_dtype(judge_name)), seed=args.seed)
 
-    judge = RubricJudge(policy, cues=False, threshold=args.threshold, few_shot=not args.no_few_shot, style=args.style)
+    judge = RubricJudge(policy, cues=False, read_facts=False, threshold=args.threshold,
+                        few_shot=not args.no_few_shot, style=args.style)
+    facts = RequestFacts(policy)
     rows, jobs = [], []
     for row in replies:
         task = by_id[row["task_id"]]
@@ -158,42 +163,66 @@ def main() -> int:
     seconds = time.perf_counter() - started
     prompts = judge.stats["forward_prompts"]
 
-    # (hidden label, model-alone verdict, its margin, the cues' verdict); an empty reply meets no wish (margin -inf)
-    table: dict[tuple[str, str], list[tuple[bool, bool, float, bool | None]]] = {}
-    for (persona, row, labelled), row_checks in zip(rows, checks):
-        for (name, wish, label), check in zip(labelled, row_checks):
+    # the rubric judge as deployed: the cues (formats, counts, names, warmth), the request's facts, then the model
+    deployed = RubricJudge(policy, facts=facts, threshold=args.threshold, few_shot=not args.no_few_shot,
+                           style=args.style)
+    solving = time.perf_counter()
+    deployed_checks = deployed.check_many(jobs)
+    solving = time.perf_counter() - solving
+    # (hidden label, model-alone verdict, its margin, the deployed check); an empty reply meets no wish (margin -inf)
+    table: dict[tuple[str, str], list[tuple[bool, bool, float, WishCheck]]] = {}
+    for (persona, row, labelled), row_checks, row_deployed in zip(rows, checks, deployed_checks):
+        for (name, wish, label), check, used in zip(labelled, row_checks, row_deployed):
             margin = check.margin if check.margin is not None else float("-inf")
-            cue = cue_check(wish, row["reply"]) if row["reply"].strip() else False
-            table.setdefault((persona, name), []).append((label, bool(check.met), margin, cue))
+            table.setdefault((persona, name), []).append((label, bool(check.met), margin, used))
+    if args.show_misses:
+        for (persona, row, labelled), row_deployed in zip(rows, deployed_checks):
+            for (name, _, label), used in zip(labelled, row_deployed):
+                if used.met != label:
+                    print(f"miss {persona}/{name} hidden={label} judge={used.met} ({used.source}) "
+                          f"answer={by_id[row['task_id']].answer}: {' '.join(row['reply'].split())[:160]}")
+    solutions = {t.id: facts.result(PERSONAS[t.data["persona"]].opener(t)) for t in tasks}  # cached: no new calls
+    right = sum(v is not None and abs(v - float(by_id[i].answer)) < 1e-6 for i, v in solutions.items())
+    refused = sum(v is None for v in solutions.values())
 
     print(f"\nrubric judge on {len(replies)} {args.split}-split replies of {args.model} "
           f"({len(tasks)} tasks x {len(VARIANTS)} variants), judge {judge_name}, threshold {args.threshold:+.2f}"
           f", {args.style} style{', zero-shot' if args.no_few_shot else ''}")
     print(f"{'persona':8} {'wish (check)':22} {'n':>3} {'pass':>5} {'judge':>6} {'model':>6} "
-          f"{'cues':>5} {'AUC':>5}   wish")
-    totals = {"n": 0, "judge": 0, "model": 0, "cues": 0}
+          f"{'cues':>5} {'facts':>6} {'AUC':>5}   wish")
+    totals = {"n": 0, "judge": 0, "model": 0, "cues": 0, "facts": 0}
     all_margins, all_labels = [], []
     for (persona, name), items in table.items():
         wish = dict(wishes_of(persona))[name]
         n = len(items)
-        model_ok = sum(met == y for y, met, _, _ in items)
-        judge_ok = sum(((c if c is not None else met) == y) for y, met, _, c in items)
-        cued = sum(c is not None for *_, c in items)
-        area = auc([m for _, _, m, _ in items], [y for y, *_ in items])
+        model_ok = sum(met == y for y, met, *_ in items)
+        judge_ok = sum(used.met == y for y, _, _, used in items)
+        cued = sum(used.source == "cues" for *_, used in items)
+        solved = sum(used.source == "facts" for *_, used in items)
+        area = auc([m for _, _, m, *_ in items], [y for y, *_ in items])
         print(f"{persona:8} {name:22} {n:3d} {sum(y for y, *_ in items):5d} {judge_ok / n:6.0%} {model_ok / n:6.0%} "
-              f"{cued / n:5.0%} {'  -  ' if area is None else f'{area:5.2f}'}   {wish}")
+              f"{cued / n:5.0%} {solved / n:6.0%} {'  -  ' if area is None else f'{area:5.2f}'}   {wish}")
         totals["n"] += n
         totals["judge"] += judge_ok
         totals["model"] += model_ok
         totals["cues"] += cued
-        all_margins += [m for _, _, m, _ in items]
+        totals["facts"] += solved
+        all_margins += [m for _, _, m, *_ in items]
         all_labels += [y for y, *_ in items]
     n = max(totals["n"], 1)
     area = auc(all_margins, all_labels)
     print(f"{'all':31} {totals['n']:3d} {sum(all_labels):5d} {totals['judge'] / n:6.0%} {totals['model'] / n:6.0%} "
-          f"{totals['cues'] / n:5.0%} {'  -  ' if area is None else f'{area:5.2f}'}")
+          f"{totals['cues'] / n:5.0%} {totals['facts'] / n:6.0%} {'  -  ' if area is None else f'{area:5.2f}'}")
     print(f"model: {prompts} prompts in {seconds:.0f} s ({prompts / max(seconds, 1e-9):.2f} prompts/s, "
-          f"{torch.get_num_threads()} threads)")
+          f"{torch.get_num_threads()} threads); as deployed: {deployed.stats['forward_prompts']} prompts, "
+          f"facts {dict(facts.stats)}, {solving:.0f} s")
+    print(f"solver: {len(solutions)} requests, {right} solved right, {len(solutions) - right - refused} wrong, "
+          f"{refused} refused (left to the model)")
+    named = {t.id: facts.name(PERSONAS["teacher"].opener(t), wish) for t in tasks if t.data["persona"] == "teacher"
+             for name, wish in wishes_of("teacher") if name == "names_student"}
+    if named:
+        print(f"names: {len(named)} teacher requests, {sum(n == by_id[i].data['student'] for i, n in named.items())} "
+              f"named the student, {sum(n is None for n in named.values())} refused")
     for band in (0.5, 1.0, 2.0):  # an unsure band: fewer wishes decided, are those more often right?
         decided = [(m > args.threshold) == y for m, y in zip(all_margins, all_labels)
                    if abs(m - args.threshold) >= band]

@@ -9,7 +9,7 @@ import pytest
 from clawgym.inference.hf import HFPolicy
 from clawgym.inference.scoring import label_margins
 from clawgym.rl.judge.rubric import RubricJudge, WishCheck, prompt_for, request_of, reward_of
-from clawgym.rl.judge.rubric_cues import cue_check, name_check, names_in
+from clawgym.rl.judge.rubric_cues import cue_check, name_check, names_in, warmth_check
 
 CONTEXT = [{"role": "system", "content": "You are helpful."},
            {"role": "user", "content": "Grade Ava's answer 48 to: 6 packs of 8 pencils?"}]
@@ -59,6 +59,18 @@ def test_names_decide_a_name_wish_where_the_names_alone_can(wish, reply, met):
     assert name_check(wish, REQUEST, reply) is met
 
 
+@pytest.mark.parametrize("wish, reply, met", [
+    ("make it friendlier and more encouraging", "Great effort, Ava! The answer is 42.", True),
+    ("make it friendlier and more encouraging", "Ava, you're on the right track.", True),
+    ("make it friendlier and more encouraging", "The answer is 42. Ava answered 41.", False),  # no warm word at all
+    ("be warmer and mention the total", "Nice work! It is 42.", None),  # the rest is the model's
+    ("be warmer and mention the total", "It is 42.", False),
+    ("make it shorter", "Great!", None),  # not about warmth
+])
+def test_warmth_is_decided_by_words_of_encouragement(wish, reply, met):
+    assert warmth_check(wish, reply) is met
+
+
 def test_the_names_of_a_request_are_its_capitalised_words_inside_sentences():
     assert names_in(REQUEST) == {"Ava", "Ben"}
     assert names_in("Grade Ava's answer. Thanks! Please be kind, I said.") == {"Ava"}
@@ -106,7 +118,7 @@ def tiny_qwen():
 
 
 def test_the_model_checks_every_open_wish_of_a_batch_in_one_pass_and_caches(tiny_qwen):
-    wishes = {"ann": ["address the student by name", "make it friendlier", "no lists"]}
+    wishes = {"ann": ["address the student by name", "explain the method", "no lists"]}
     rubric = RubricJudge(tiny_qwen, wishes.get)
     items = [("ann", CONTEXT, PROSE), ("ann", CONTEXT, "Nine out of ten, Ava."), ("ann", CONTEXT, PROSE)]
     results = rubric.score_many(items)
@@ -115,7 +127,7 @@ def test_the_model_checks_every_open_wish_of_a_batch_in_one_pass_and_caches(tiny
     assert rubric.stats["forward_prompts"] == 4
     for reward, checks in results:
         assert [c.source for c in checks] == ["model", "model", "cues"] and 0.0 <= reward <= 1.0
-    direct = label_margins(tiny_qwen, [prompt_for(request_of(CONTEXT), PROSE, "make it friendlier")], ("Yes", "No"))[0]
+    direct = label_margins(tiny_qwen, [prompt_for(request_of(CONTEXT), PROSE, "explain the method")], ("Yes", "No"))[0]
     assert results[0][1][1].margin == pytest.approx(direct, abs=1e-3)
     rubric.score_many(items)
     assert rubric.stats["forward_prompts"] == 4 and rubric.stats["cached_prompts"] >= 6  # all from the cache

@@ -12,8 +12,11 @@ Each wish is checked by a model: one short question per (reply, wish) whose answ
 cached by (model, version, wish, request, reply). The wish comes last in the question, so the wishes
 of one reply share everything before it: that part is read once and only the wishes run as a batch
 (:func:`~clawgym.inference.scoring.grouped_label_margins`). Wishes
-that state something measurable (a format, a word or sentence count) are decided by
-:mod:`clawgym.rl.judge.rubric_cues` first when ``cues=True``; the model decides the rest.
+that state something measurable (a format, a word or sentence count, a name, warmth) are decided by
+:mod:`clawgym.rl.judge.rubric_cues` first when ``cues=True``; a wish for the correct result, or to be
+addressed by a name it does not say, is decided by a fact the judge model reads off the request once
+(:mod:`clawgym.rl.judge.request_facts`, ``read_facts=True``: the problem's result, the name meant) and
+looks for in the reply; the model decides the rest.
 
 The reward is the fraction of decided wishes that are met. A margin within ``band`` of the
 threshold is *unsure* (``met=None``) and leaves the wish out, as does a wish no reply can show
@@ -33,7 +36,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from clawgym.core.messages import Message, text_of
-from clawgym.rl.judge.rubric_cues import checkable, cue_check, name_check
+from clawgym.rl.judge.request_facts import RequestFacts
+from clawgym.rl.judge.rubric_cues import checkable, cue_check, name_check, warmth_check
 from clawgym.rl.judge.wishes import wish_question
 
 SYSTEM = ("You check an AI assistant's reply against one wish of the user. Answer Yes if the reply does what the "
@@ -59,7 +63,7 @@ class WishCheck:
 
     wish: str
     met: bool | None
-    source: str  # "cues", "model", "unsure", "uncheckable"
+    source: str  # "cues", "facts", "model", "unsure", "uncheckable"
     margin: float | None = None  # the model's log p(Yes) - log p(No); None when the cues decided
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,9 +81,19 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 15].rstrip() + " …[cut]… " + text[-10:]
 
 
+def _user_texts(context: Sequence[Message]) -> list[str]:
+    return [text_of(m) for m in context if m.get("role") == "user" and text_of(m).strip()]
+
+
+def first_request(context: Sequence[Message]) -> str:
+    """The conversation's first user message (the task), whole; empty when there is none."""
+    users = _user_texts(context)
+    return users[0] if users else ""
+
+
 def request_of(context: Sequence[Message]) -> str:
     """What the reply answers: the conversation's first user message and, if later, its last one."""
-    users = [text_of(m) for m in context if m.get("role") == "user" and text_of(m).strip()]
+    users = _user_texts(context)
     if not users:
         return "(no request)"
     first = _clip(users[0], MAX_REQUEST_CHARS)
@@ -112,7 +126,8 @@ class RubricJudge:
     """Scores replies against a person's wishes; see the module docstring.
 
     ``policy``: an in-process HF policy (``.model`` / ``.tokenizer``) whose label probabilities are
-    read; None leaves only the cues (every wish they cannot decide is unsure). ``wishes_of(user)``
+    read; None leaves only the cues (every wish they cannot decide is unsure). ``facts`` decides the
+    result and by-name wishes (default: :class:`RequestFacts` on ``policy`` when ``read_facts``). ``wishes_of(user)``
     returns the person's current wishes (texts), e.g. :meth:`WishMemory.texts`. ``conversation``
     maps the context to the conversation proper (the gateway strips OpenClaw's internal blocks).
     Thread-safe; ``score``/``score_many`` block (call them from a worker thread, never the event loop).
@@ -120,7 +135,7 @@ class RubricJudge:
 
     def __init__(self, policy: Any = None, wishes_of: Callable[[str], list[str]] | None = None, *, cues: bool = True,
                  threshold: float = THRESHOLD, band: float = BAND, few_shot: bool = True, style: str = "wish",
-                 cache_size: int = 50_000,
+                 cache_size: int = 50_000, read_facts: bool = True, facts: RequestFacts | None = None,
                  conversation: Callable[[list[Message]], list[Message]] | None = None) -> None:
         if policy is None and not cues:
             raise ValueError("a rubric judge without a model needs cues=True")
@@ -136,6 +151,7 @@ class RubricJudge:
             raise ValueError(f"style must be one of {STYLES}, got {style!r}")
         self.style = style
         self.cache_size = cache_size
+        self.facts = facts if facts is not None or not read_facts or policy is None else RequestFacts(policy)
         self.conversation = conversation
         self.stats: collections.Counter[str] = collections.Counter()
         self._cache: collections.OrderedDict[str, float] = collections.OrderedDict()
@@ -162,7 +178,8 @@ class RubricJudge:
         for j, (wishes, context, reply) in enumerate(jobs):
             row: list[WishCheck | None] = []
             reply = reply or ""
-            request = request_of(self.conversation(context) if self.conversation else context)
+            conversation = self.conversation(context) if self.conversation else context
+            request, task = request_of(conversation), first_request(conversation)
             for w, wish in enumerate(wishes):
                 if not checkable(wish):  # no reply can show it: left out, never guessed
                     row.append(WishCheck(wish, None, "uncheckable"))
@@ -173,12 +190,18 @@ class RubricJudge:
                     self.stats["empty_reply"] += 1
                     continue
                 cue = None
-                if self.cues:  # the formats and counts, then the names; a violation of either decides
-                    decided = [c for c in (cue_check(wish, reply), name_check(wish, request, reply)) if c is not None]
+                if self.cues:  # the formats and counts, the names, warmth; a violation of any decides
+                    decided = [c for c in (cue_check(wish, reply), name_check(wish, request, reply),
+                                           warmth_check(wish, reply)) if c is not None]
                     cue = all(decided) if decided else None
                 if cue is not None:
                     row.append(WishCheck(wish, cue, "cues"))
                     self.stats["by_cues"] += 1
+                    continue
+                met = self.facts.check(wish, task, reply)[0] if self.facts is not None else None
+                if met is not None:
+                    row.append(WishCheck(wish, met, "facts"))
+                    self.stats["by_facts"] += 1
                     continue
                 row.append(None)
                 if self.policy is not None:

@@ -13,6 +13,11 @@ met exactly when the reply says it; a wish to be addressed "by name" without say
 student by name") is clearly *not* met by a reply that contains none of the names in the request
 (:func:`name_check`); whether a reply that does contain one addresses the right person is the model's call.
 
+Warmth is the third: a wish for a friendlier, more encouraging or warmer reply is met by a reply with
+words of encouragement or praise (:data:`ENCOURAGEMENT`, general phrases, not any persona's list) and
+missed by one without any (:func:`warmth_check`). Both the 0.5B and the 1.5B judge say Yes to "make it
+friendlier" for every reply, praise or not, so the model part carries nothing here.
+
 Some wishes no reply can show: how fast the answer came, being reminded or emailed, remembering
 something for later (:data:`UNCHECKABLE`). :func:`checkable` says so; the rubric leaves such a wish
 out of every reward (unsure) instead of letting the model guess, and the dashboard marks it.
@@ -91,10 +96,33 @@ def cue_check(wish: str, reply: str) -> bool | None:
     return True if not re.search(r"[A-Za-z]{3,}", rest) else None
 
 
+# ------------------------------------------------------------------ warmth
+WARMTH_WISH = re.compile(r"(?i)\b(?:friendl(?:y|ier)|encourag(?:e|ing)|warm(?:er)?|kind(?:er)?|positive|supportive|"
+                         r"nicer|praise|upbeat|cheerful)\b")
+ENCOURAGEMENT = re.compile(r"(?i)\b(?:great|good (?:job|work|effort|try|thinking|start)|well done|nice|excellent|"
+                           r"awesome|fantastic|wonderful|brilliant|amazing|terrific|superb|impressive|proud|bravo|"
+                           r"congrat\w*|keep (?:it )?up|keep going|keep (?:on )?practi[cs]ing|you(?:'re| are) "
+                           r"(?:close|almost there|on the right track|doing well)|don'?t worry|you can do it)\b")
+_WARMTH_ONLY = re.compile(r"(?i)\b(?:make|be|it|more|a|bit|little|lot|much|and|please|sound|the|comment|reply|"
+                          r"tone|to|student|them|him|her|me|friendl(?:y|ier)|encourag(?:e|ing)|warm(?:er)?|"
+                          r"kind(?:er)?|positive|supportive|nicer|upbeat|cheerful|more)\b")
+
+
+def warmth_check(wish: str, reply: str) -> bool | None:
+    """True / False for a wish that asks only for warmth ("make it friendlier and more encouraging"):
+    whether the reply has any word of encouragement; a wish with more in it is decided only when there is
+    none; None when the wish is not about warmth."""
+    if not WARMTH_WISH.search(wish):
+        return None
+    warm = ENCOURAGEMENT.search(reply) is not None
+    only_warmth = not re.search(r"[A-Za-z]{3,}", _WARMTH_ONLY.sub(" ", wish))
+    return warm if not warm or only_warmth else None
+
+
 # ------------------------------------------------------------------ names
 _GIVEN_NAME = re.compile(r"(?:call me|address me as|refer to me as|my name is|sign (?:it )?(?:with|as))\s+"
                          r"((?:Dr|Mr|Mrs|Ms|Prof)\.?\s+)?([A-Z][\w'-]*)", re.IGNORECASE)
-_BY_NAME = re.compile(r"(?i)\bby (?:\w+\s+){0,2}name\b|\b(?:use|say|include|mention|add)\s+"
+BY_NAME = re.compile(r"(?i)\bby (?:\w+\s+){0,2}name\b|\b(?:use|say|include|mention|add)\s+"
                       r"(?:my|his|her|their|the \w+(?:'s)?)\s+name\b|\bname the \w+\b")
 _NOT_NAMES = frozenset("I I'm I'll Please Thanks Thank Hi Hello Dear Yes No OK Okay Mr Mrs Ms Dr Prof AI".split())
 
@@ -117,7 +145,7 @@ def name_check(wish: str, request: str, reply: str) -> bool | None:
         said = re.search(rf"(?i)\b{re.escape(given.group(2))}\b", reply) is not None
         only_the_name = len(_GIVEN_NAME.sub(" ", wish).split()) == 0
         return said if not said or only_the_name else None  # "call me Sam and be brief": the rest is the model's
-    if _BY_NAME.search(wish):
+    if BY_NAME.search(wish):
         names = names_in(request)
         if names and not any(re.search(rf"\b{re.escape(n)}\b", reply) for n in names):
             return False  # no name of the request anywhere in the reply: clearly not addressed by name
