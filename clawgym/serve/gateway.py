@@ -22,15 +22,20 @@ import logging
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Protocol
 
-from clawgym.core.policy import Generation, SamplingParams
+from clawgym.core.policy import Generation, Policy, SamplingParams
 from clawgym.inference.streaming import StreamItem, TextDelta, stream_or_generate
 from clawgym.rl.types import Turn
 from clawgym.serve.feedback import Feedback, FeedbackError, apply_feedback, feedback_only
 from clawgym.serve.protocol import conversation
 from clawgym.serve.sessions import RequestView, SessionTracker
 from clawgym.serve.turn_log import TurnLog
+
+if TYPE_CHECKING:
+    from clawgym.rl.judge import JudgeStage
+    from clawgym.serve.fitting import ContextFitter
+    from clawgym.serve.user_adapters import UserAdapters
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +50,7 @@ class Responder(Protocol):
 class PolicyResponder:
     """Deployed mode: the served policy answers (streaming real tokens where the backend can)."""
 
-    def __init__(self, policy: Any) -> None:
+    def __init__(self, policy: Policy) -> None:
         self.policy = policy
 
     async def respond(self, view: RequestView, body: dict[str, Any],
@@ -57,7 +62,7 @@ class PolicyResponder:
 class UserResponder:
     """Per-user mode: each user's own adapter answers (one base model, one batch for everyone)."""
 
-    def __init__(self, adapters: Any) -> None:
+    def __init__(self, adapters: UserAdapters) -> None:
         self.adapters = adapters
         self.policy = adapters.policy  # for the HTTP layer's token rendering
 
@@ -86,11 +91,11 @@ class ChatGateway:
         log: TurnLog,
         *,
         tracker: SessionTracker | None = None,
-        judge_stage: Any = None,  # clawgym.rl.judge.JudgeStage, started by the gateway
+        judge_stage: JudgeStage | None = None,  # started by the gateway
         on_judged: Callable[[Turn], Any] | None = None,
         on_recorded: Callable[[Turn], Any] | None = None,
         model_name: str = "clawgym-policy",
-        fitter: Any = None,  # clawgym.serve.fitting.ContextFitter: requests longer than the window
+        fitter: ContextFitter | None = None,  # requests longer than the window
     ) -> None:
         self.responder = responder
         self.log = log

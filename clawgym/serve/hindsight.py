@@ -30,7 +30,7 @@ import torch
 from clawgym.core.messages import text_of
 from clawgym.core.policy import SamplingParams
 from clawgym.rl import losses
-from clawgym.rl.judge.rubric import reward_of
+from clawgym.rl.judge.rubric import RubricJudge, reward_of
 from clawgym.rl.types import Sample, Turn
 from clawgym.serve.protocol import conversation
 
@@ -74,7 +74,7 @@ class HindsightGroups:
     ``wishes_of`` reads the wish memory (set by the server once the memory exists).
     """
 
-    def __init__(self, policy: Any, rubric: Any, settings: HindsightSettings, temperature: float) -> None:
+    def __init__(self, policy: Any, rubric: RubricJudge, settings: HindsightSettings, temperature: float) -> None:
         self.policy = policy
         self.rubric = rubric
         self.settings = settings

@@ -12,7 +12,7 @@ import asyncio
 import queue
 import threading
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from clawgym.core.policy import Generation, SamplingParams
 from clawgym.envs.openclaw_chat.live import PendingRequest
@@ -20,6 +20,9 @@ from clawgym.inference.streaming import StreamItem, TextDelta, stream_or_generat
 from clawgym.serve.gateway import ChatGateway
 from clawgym.serve.sessions import RequestView
 from clawgym.serve.turn_log import TurnLog
+
+if TYPE_CHECKING:
+    from clawgym.rl.judge import JudgeStage
 
 SILENT_REPLY = "NO_REPLY"
 
@@ -65,7 +68,8 @@ class LiveGateway:
     """A gateway whose answers come from LiveChatEnv.step, served on 127.0.0.1 in a background thread."""
 
     def __init__(self, log_path: str | Path, *, host: str = "127.0.0.1", port: int | None = None,
-                 api_key: str | None = None, side_policy: Any = None, judge_stage: Any = None) -> None:
+                 api_key: str | None = None, side_policy: Any = None,
+                 judge_stage: JudgeStage | None = None) -> None:
         from clawgym.inference.server import BackgroundServer
         from clawgym.serve.app import build_gateway_app
 

@@ -24,11 +24,26 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from clawgym.rl.launch import ConfigError, RunConfig, build_judges, load_config, trainer_config
 from clawgym.rl.launch.build import judge_teacher, quantize_served
 from clawgym.rl.methods import USES_HINTS
+
+if TYPE_CHECKING:  # the builder imports torch, the judges, the app and the trainers only when it builds
+    from fastapi import FastAPI
+
+    from clawgym.core.policy import Policy, SamplingParams
+    from clawgym.inference.streaming import StreamItem
+    from clawgym.rl.trainer import TorchTrainer, Trainer
+    from clawgym.rl.types import Turn
+    from clawgym.serve.dashboard import Dashboard
+    from clawgym.serve.gateway import ChatGateway, PolicyResponder
+    from clawgym.serve.hindsight import HindsightGroups, HindsightSettings
+    from clawgym.serve.personal_trainer import PersonalTrainer
+    from clawgym.serve.sessions import RequestView
+    from clawgym.serve.user_adapters import UserAdapters, UserAdapterTrainer
+    from clawgym.serve.wish_memory import WishMemory
 
 ADAPTER_MODES = ("shared", "per_user")
 
@@ -86,7 +101,7 @@ class ServeSettings:
             raise ConfigError("serve.teacher_wishes works with serve.adapters: shared")
         return settings
 
-    def hindsight(self, config: RunConfig) -> Any:
+    def hindsight(self, config: RunConfig) -> HindsightSettings | None:
         """The :class:`HindsightSettings` of ``serve.hindsight_*`` (None when off); ConfigError when it cannot run."""
         if not self.hindsight_k:
             return None
@@ -110,13 +125,13 @@ class ServeSettings:
 
 @dataclass
 class Serving:
-    app: Any
-    gateway: Any
-    policy: Any
-    trainer: Any = None  # PersonalTrainer (shared) or UserAdapterTrainer (per_user) when serve.train
-    adapters: Any = None  # UserAdapters (per_user)
-    dashboard: Any = None
-    wishes: Any = None  # WishMemory: what each user asked for (clawgym.serve.wish_memory)
+    app: FastAPI
+    gateway: ChatGateway
+    policy: Policy
+    trainer: PersonalTrainer | UserAdapterTrainer | None = None  # shared | per_user adapters, when serve.train
+    adapters: UserAdapters | None = None  # per_user
+    dashboard: Dashboard | None = None
+    wishes: WishMemory | None = None  # what each user asked for (clawgym.serve.wish_memory)
 
 
 def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
@@ -157,7 +172,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     if settings.teacher_wishes and personal is not None:
         personal.wishes_of = wishes.texts
 
-    def on_judged(turn: Any) -> None:
+    def on_judged(turn: Turn) -> None:
         dashboard.observe_judged(turn)
         wishes.observe_judged(turn)  # a correction (judged, or sent as feedback) becomes a wish
         if personal is not None:
@@ -230,8 +245,8 @@ def _in_process(config: RunConfig, settings: ServeSettings, out: Path) -> tuple:
     return policy, responder, tokenizer, judges, personal, adapters
 
 
-def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Any, judge_policy: Any,
-                      temperature: float) -> Any:
+def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Policy, judge_policy: Any,
+                      temperature: float) -> HindsightGroups:
     """Siblings from the served policy, scored by a rubric judge on the judge's model (the wishes are
     attached by :func:`build_serving` once the wish memory exists)."""
     from clawgym.rl.judge import RubricJudge
@@ -243,7 +258,8 @@ def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Any, j
     return HindsightGroups(policy, RubricJudge(judge_policy), settings.hindsight(config), temperature=temperature)
 
 
-def _shared(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: Any, trainer: Any, out: Path) -> tuple:
+def _shared(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: Any, trainer: TorchTrainer | None,
+            out: Path) -> tuple:
     """One set of weights for everyone: the served policy is the trained one."""
     from clawgym.inference.hf import HFPolicy
     from clawgym.serve.gateway import PolicyResponder
@@ -263,7 +279,8 @@ def _shared(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: A
     return policy, PolicyResponder(policy), policy, personal, None
 
 
-def _per_user(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: Any, trainer: Any, out: Path) -> tuple:
+def _per_user(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: Any, trainer: TorchTrainer,
+              out: Path) -> tuple:
     """One adapter per user on one base model; the judge is the base model (slot 0)."""
     from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
     from clawgym.serve.gateway import UserResponder
@@ -333,14 +350,15 @@ class PublishFirst:
     """After a restart: publish the restored trainer's weights, at the trainer's version, to the SGLang
     server (on the serving loop, where its HTTP client and weight transport live) before the first answer."""
 
-    def __init__(self, responder: Any, trainer: Any) -> None:
+    def __init__(self, responder: PolicyResponder, trainer: Trainer) -> None:
         import asyncio
 
         self.responder, self.trainer, self.policy = responder, trainer, responder.policy
         self._lock = asyncio.Lock()
         self.published = False
 
-    async def respond(self, view: Any, body: dict[str, Any], sampling: Any) -> Any:
+    async def respond(self, view: RequestView, body: dict[str, Any],
+                      sampling: SamplingParams) -> AsyncIterator[StreamItem]:
         import asyncio
 
         async with self._lock:

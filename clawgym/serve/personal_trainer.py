@@ -30,13 +30,17 @@ import asyncio
 import collections
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from clawgym.rl.judge import chosen_hint
 from clawgym.rl.loop import prm_score, refuse_reason
 from clawgym.rl.methods import NEEDS_HINT, USES_HINTS
+from clawgym.rl.trainer import Trainer
 from clawgym.rl.types import Sample, Turn, read_jsonl, write_jsonl
 from clawgym.serve.protocol import is_internal_context
+
+if TYPE_CHECKING:
+    from clawgym.serve.hindsight import HindsightGroups
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +136,7 @@ class BackgroundTrainer:
 
     task_name = "clawgym-trainer"
 
-    def __init__(self, trainer: Any, *, batch_size: int, max_staleness: int, output_dir: str | Path,
+    def __init__(self, trainer: Trainer, *, batch_size: int, max_staleness: int, output_dir: str | Path,
                  baseline: str = "batch") -> None:
         if baseline not in BASELINES:
             raise ValueError(f"unknown baseline {baseline!r}; expected one of {BASELINES}")
@@ -143,8 +147,8 @@ class BackgroundTrainer:
         self.batch_size = batch_size
         self.max_staleness = max_staleness
         self.out = Path(output_dir)
-        self.on_step: Any = None
-        self.on_error: Any = None  # (user, message) of a failed step: the dashboard
+        self.on_step: Callable[[dict[str, Any]], Any] | None = None
+        self.on_error: Callable[[str, str], Any] | None = None  # (user, message) of a failed step: the dashboard
         self.errors = 0  # steps that raised
         self.last_error: str | None = None
         self.stopped = False  # set by stop(): no step starts any more
@@ -220,9 +224,9 @@ class PersonalTrainer(BackgroundTrainer):
 
     task_name = "clawgym-personal-trainer"
 
-    def __init__(self, trainer: Any, policy: Any, *, batch_size: int = 8, max_staleness: int = 2,
+    def __init__(self, trainer: Trainer, policy: Any, *, batch_size: int = 8, max_staleness: int = 2,
                  output_dir: str | Path = "runs/chat", baseline: str = "batch", max_steps: int | None = None,
-                 hindsight: Any = None) -> None:
+                 hindsight: HindsightGroups | None = None) -> None:
         self.policy = policy
         self.max_steps = max_steps
         super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir,
@@ -236,7 +240,8 @@ class PersonalTrainer(BackgroundTrainer):
         self.steps = 0
         self.busy = False  # a train step (or a weight swap) is running now
         self.hindsight = hindsight  # HindsightGroups (clawgym.serve.hindsight) or None
-        self.wishes_of: Any = None  # serve.teacher_wishes: user -> remembered wishes, for the OPD teacher's hint
+        # serve.teacher_wishes: user -> remembered wishes, for the OPD teacher's hint
+        self.wishes_of: Callable[[str], list[str]] | None = None
         self.awaiting_group: collections.deque[Turn] = collections.deque()  # judged turns waiting for their group
         self._grouping: asyncio.Task | None = None
         self._group_wake = asyncio.Event()

@@ -26,10 +26,14 @@ import logging
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawgym.rl.types import Sample, Turn, read_jsonl
 from clawgym.serve.personal_trainer import BackgroundTrainer, sample_from_turn
+
+if TYPE_CHECKING:
+    from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
+    from clawgym.rl.trainer import TorchTrainer
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +52,7 @@ def check_user_id(user: str) -> str:
 
 
 class UserAdapters:
-    def __init__(self, policy: Any, root: str | Path) -> None:
+    def __init__(self, policy: MultiAdapterHFPolicy, root: str | Path) -> None:
         self.policy = policy
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -79,7 +83,7 @@ class UserAdapters:
         self.policy.adapter_versions[slot] = version
         return version
 
-    def restore(self, trainer: Any) -> dict[str, str]:
+    def restore(self, trainer: TorchTrainer) -> dict[str, str]:
         """After a restart: load every user's saved adapter into their slot. Returns user -> outcome."""
         outcomes = {}
         for user in sorted(self.slots):
@@ -119,7 +123,7 @@ class UserAdapters:
 class UserAdapterTrainer(BackgroundTrainer):
     """The per-user personal trainer; see the module docstring."""
 
-    def __init__(self, trainer: Any, adapters: UserAdapters, *, batch_size: int = 8, max_staleness: int = 2,
+    def __init__(self, trainer: TorchTrainer, adapters: UserAdapters, *, batch_size: int = 8, max_staleness: int = 2,
                  output_dir: str | Path = "runs/chat", baseline: str = "batch") -> None:
         self.adapters = adapters
         super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir,

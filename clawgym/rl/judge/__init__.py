@@ -1,7 +1,8 @@
 """The shared judge: one PRM / hint judge for every setting, plus free rule judges.
 
-A judge looks at one :class:`Turn` — context, action, next state — and returns a
-:class:`JudgeResult` (or ``None`` when it has nothing to say). Results land in ``turn.judge[name]``.
+A :class:`Judge` (``base``) looks at one :class:`Turn` — context, action, next state — and returns a
+:class:`JudgeResult` (or ``None`` when it has nothing to say). Results land in ``turn.judge[name]``; a judge
+whose backend is down raises :class:`JudgeUnavailable` and the turn is judged again later.
 
 - :class:`PRMJudge`: m votes from any Policy backend (often the frozen base model). Each vote must end
   with ``\\boxed{1}``, ``\\boxed{-1}`` or ``\\boxed{0}``; the *last* ``\\boxed{...}`` counts and anything
@@ -32,7 +33,8 @@ A judge looks at one :class:`Turn` — context, action, next state — and retur
   enqueue (``on_turn=stage.submit``) and never wait for a verdict.
 """
 
-from clawgym.rl.judge.llm import HintJudge, Judge, JudgeStats, JudgeUnavailable, LLMJudge, PRMJudge, Vote
+from clawgym.rl.judge.base import Judge, JudgeUnavailable
+from clawgym.rl.judge.llm import HintJudge, JudgeStats, LLMJudge, PRMJudge, Vote
 from clawgym.rl.judge.parsing import chosen_hint, majority, normalise_hint, parse_boxed, parse_hint, select_hints
 from clawgym.rl.judge.prob import ProbJudge, ProbScorer, cue_verdict, hint_from_reply
 from clawgym.rl.judge.prompts import (

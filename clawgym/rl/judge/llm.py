@@ -10,27 +10,16 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Sequence
 
 from clawgym.core.messages import Message
 from clawgym.core.policy import Policy, SamplingParams
+from clawgym.rl.judge.base import JudgeUnavailable
 from clawgym.rl.judge.parsing import majority, parse_boxed, parse_hint, select_hints
 from clawgym.rl.judge.prompts import SETTINGS, PromptTemplates, setting_for, turn_fields
 from clawgym.rl.types import JudgeResult, Turn
 
 logger = logging.getLogger(__name__)
-
-
-class Judge(Protocol):
-    """Anything that can judge a turn. ``None`` means "no opinion" (e.g. a rule that does not apply)."""
-
-    name: str
-
-    async def judge(self, turn: Turn) -> JudgeResult | None: ...
-
-
-class JudgeUnavailable(RuntimeError):
-    """The judge's backend is down or too slow: the stage retries the turn later (it is not a verdict)."""
 
 
 @dataclass

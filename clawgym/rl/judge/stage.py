@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence, Union
 
 from clawgym.core.policy import Policy
-from clawgym.rl.judge.llm import HintJudge, Judge, JudgeUnavailable, PRMJudge
+from clawgym.rl.judge.base import Judge, JudgeUnavailable
+from clawgym.rl.judge.llm import HintJudge, PRMJudge
 from clawgym.rl.judge.prob import ProbJudge, ProbScorer
 from clawgym.rl.judge.rules import CompositeJudge, default_rules
 from clawgym.rl.types import JudgeResult, Turn

@@ -12,12 +12,18 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from clawgym.rl.launch.placement import Plan, Shape, plan, resolve_model, sglang_model_path
 from clawgym.rl.launch.schema import ConfigError, RunConfig, judge_parts, uses_llm_judge
 from clawgym.rl.launch.teacher import trainer_teacher
 from clawgym.rl.methods import USES_HINTS
+
+if TYPE_CHECKING:  # the builder imports torch, the judges and the loop only when it builds
+    from clawgym.core.policy import Policy
+    from clawgym.rl.judge import Judge
+    from clawgym.rl.loop import AsyncRLLoop
+    from clawgym.rl.trainer import Trainer
 
 
 @dataclass
@@ -25,10 +31,10 @@ class Stack:
     """What serves, what trains, what judges, and how weights travel between them."""
 
     plan: Plan
-    policy: Any
-    trainer: Any
-    judges: list[Any]
-    judge_policy: Any = None
+    policy: Policy
+    trainer: Trainer
+    judges: list[Judge]
+    judge_policy: Policy | None = None
 
     async def close(self) -> None:
         await self.policy.close()
@@ -40,9 +46,9 @@ class Stack:
 class Components:
     """A :class:`Stack` plus the loop; :meth:`close` releases the policies."""
 
-    loop: Any
-    policy: Any
-    judge_policy: Any = None
+    loop: AsyncRLLoop
+    policy: Policy
+    judge_policy: Policy | None = None
 
     async def close(self) -> None:
         await self.policy.close()
@@ -87,7 +93,7 @@ def require_gpus(p: Plan, available: int | None = None) -> None:
                           "lower gpu.actor_gpus / rollout_gpus / judge_gpus")
 
 
-def build_judges(config: RunConfig, policy: Any) -> tuple[list[Any], Any]:
+def build_judges(config: RunConfig, policy: Policy | None) -> tuple[list[Judge], Policy | None]:
     """Judges for the CPU / one-device placement: the serving policy, or a frozen hf copy of judge.model."""
     from clawgym.core.policy import SamplingParams
     from clawgym.rl.judge import make_judges
@@ -127,10 +133,10 @@ def judge_teacher(config: Any, judge_policy: Any, tokenizer: Any) -> Any:
     return module
 
 
-def _make_judges(config: RunConfig, parts: list[str], judge_policy: Any, make_judges: Any,
-                 sampling_cls: Any) -> list[Any]:
+def _make_judges(config: RunConfig, parts: list[str], judge_policy: Policy | None, make_judges: Any,
+                 sampling_cls: Any) -> list[Judge]:
     sampling = sampling_cls(temperature=config.judge.temperature, max_tokens=config.judge.max_tokens)
-    judges: list[Any] = []
+    judges: list[Judge] = []
     for part in parts:
         if part == "rules":
             judges += make_judges("rules")

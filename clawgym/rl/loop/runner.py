@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 from clawgym.core.policy import Policy, SamplingParams
 from clawgym.rl.buffer import SampleBuffer
 from clawgym.rl.groups import apply_staleness
-from clawgym.rl.judge import JudgeStage
+from clawgym.rl.judge import Judge, JudgeStage
 from clawgym.rl.loop import state as loop_state
 from clawgym.rl.loop.collector import BatchCollector
 from clawgym.rl.loop.config import PENDING_FILE, LoopConfig, LoopResult
@@ -28,6 +28,7 @@ from clawgym.rl.loop.training import publish_weights, step_row
 from clawgym.rl.methods import USES_HINTS
 from clawgym.rl.metrics import MetricsLogger
 from clawgym.rl.rollout import EnvSpec, RolloutPool
+from clawgym.rl.trainer import Trainer
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +36,7 @@ logger = logging.getLogger(__name__)
 class AsyncRLLoop:
     """Wires policy, env rollouts, judges and a trainer; ``await loop.run()``. See :mod:`clawgym.rl.loop`.
 
-    ``trainer`` is a :class:`~clawgym.rl.trainer.TorchTrainer` (or anything with ``train_step``,
-    ``export_weights``, ``save_checkpoint``, ``load_checkpoint``, ``version`` and ``config.method``);
+    ``trainer`` is a :class:`~clawgym.rl.trainer.Trainer` (e.g. :class:`~clawgym.rl.trainer.TorchTrainer`);
     ``policy`` must have ``update_weights`` (hf, sglang). ``on_step(step, metrics)`` runs after each
     checkpoint (tests use it to inject a crash).
     """
@@ -45,10 +45,10 @@ class AsyncRLLoop:
         self,
         env: EnvSpec,
         policy: Policy,
-        trainer: Any,
+        trainer: Trainer,
         config: LoopConfig | None = None,
         *,
-        judges: Sequence[Any] | None = None,
+        judges: Sequence[Judge] | None = None,
         env_kwargs: dict[str, Any] | None = None,
         eval_env_kwargs: dict[str, Any] | None = None,
         task_ids: Sequence[str] | None = None,

@@ -12,17 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from clawgym.rl.loop.config import CHECKPOINT_DIR, LOOP_STATE, TRAINED_FILE
+from clawgym.rl.trainer import Trainer
 from clawgym.rl.trainer import checkpoint as ckpt
 
 
-def save_checkpoint(out: Path, trainer: Any, state: dict[str, Any]) -> None:
+def save_checkpoint(out: Path, trainer: Trainer, state: dict[str, Any]) -> None:
     """The trainer's state and the loop's ``state`` in one atomically replaced directory."""
     with ckpt.atomic_directory(out / CHECKPOINT_DIR) as tmp:
         trainer.save_checkpoint(tmp / "trainer")
         ckpt.write_json(tmp / LOOP_STATE, state)
 
 
-def load_checkpoint(out: Path, trainer: Any) -> tuple[Path, dict[str, Any]] | None:
+def load_checkpoint(out: Path, trainer: Trainer) -> tuple[Path, dict[str, Any]] | None:
     """Load the last checkpoint into ``trainer``; its directory and loop state, or None without one."""
     try:
         directory = ckpt.resolve(out / CHECKPOINT_DIR)

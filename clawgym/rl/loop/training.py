@@ -12,10 +12,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from clawgym.rl.buffer import SampleGroup
+from clawgym.rl.trainer import Trainer
 from clawgym.rl.types import Sample
 
 
-async def publish_weights(trainer: Any, policy: Any) -> int:
+async def publish_weights(trainer: Trainer, policy: Any) -> int:
     """Export the trainer's weights (off the event loop) and load them into the served policy.
 
     Returns the version offset (trainer version - served version) that new samples are stamped with.

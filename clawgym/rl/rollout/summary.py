@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import os
 import time
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from clawgym.core.policy import Policy, SamplingParams
 from clawgym.rl.rollout.episode import EnvSpec, TrajectorySink, make_groups
 from clawgym.rl.rollout.pool import RolloutPool
 from clawgym.rl.types import Trajectory, Turn
+
+if TYPE_CHECKING:
+    from clawgym.rl.judge.base import Judge
 
 
 def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
@@ -35,7 +38,7 @@ async def rollout_and_judge(
     n: int,
     *,
     out_path: str | os.PathLike | None = None,
-    judge: Any = None,
+    judge: Judge | Sequence[Judge] | None = None,
     group_size: int = 1,
     num_workers: int = 4,
     executor: str = "local",
@@ -102,8 +105,8 @@ async def rollout_and_judge(
     return trajectories, summary
 
 
-def run_rollout_cli(env: EnvSpec, policy: Policy, n: int, *, out_path: str | os.PathLike, judge: Any = None,
-                    **options: Any) -> dict[str, Any]:
+def run_rollout_cli(env: EnvSpec, policy: Policy, n: int, *, out_path: str | os.PathLike,
+                    judge: Judge | Sequence[Judge] | None = None, **options: Any) -> dict[str, Any]:
     """The body of ``clawgym rollout [--judge ...]``: a fresh ``out_path`` of judged turns; returns the summary.
 
     ``options`` are those of :func:`rollout_and_judge` (group_size, num_workers, executor, seed, ...).

@@ -32,6 +32,8 @@ from typing import Any, Awaitable, Callable, Iterable, Iterator, Mapping, Protoc
 
 import torch
 
+from clawgym.rl.trainer.base import Trainer
+
 logger = logging.getLogger(__name__)
 
 Named = Sequence[tuple[str, torch.Tensor]]
@@ -86,7 +88,7 @@ def _check(result: dict[str, Any], what: str) -> None:
         raise TransportError(f"SGLang {what} failed: {result.get('message') or result.get('error_message') or result}")
 
 
-def served_weights(trainer: Any, policy: Any) -> Callable[[], Any]:
+def served_weights(trainer: Trainer, policy: Any) -> Callable[[], Any]:
     """The trainer export the policy's transport takes: ``export_adapters`` for :class:`AdapterTransport`,
     else ``export_weights`` (the full state dict, LoRA merged). Call it off the event loop."""
     if getattr(getattr(policy, "transport", None), "takes", "weights") == "adapters":
