@@ -10,6 +10,8 @@
   commands (it may import the top-level ``clawgym`` package, which registers the ids by name without
   importing any setting);
 - ``serve`` (the deployed product) composes settings, inference and rl; nothing below it imports it;
+- ``clawgym.commands`` (every subcommand's flags and body) may import everything; only the entry points a
+  user runs import it: ``cli.py`` (``clawgym ...``) and ``demo/__main__.py`` (``python -m clawgym.demo``);
 - no import cycles between clawgym modules;
 - no clawgym module over 500 lines (docs/design.md).
 """
@@ -71,6 +73,9 @@ def layer(module: str) -> str:
     return parts[1] if len(parts) > 1 else "clawgym"
 
 
+# the modules a user runs: only they import clawgym.commands
+ENTRY_POINTS = {"clawgym.cli", "clawgym.demo.__main__"}
+
 ALLOWED = {
     "errors": set(),
     "core": {"core"},
@@ -98,6 +103,8 @@ def violations() -> list[str]:
                 problems.append(f"{module} ({mine}) imports {target}: nothing below {theirs} may import it")
             elif theirs == "cli" and mine != "cli":
                 problems.append(f"{module} imports the CLI")
+            elif theirs == "commands" and mine != "commands" and module not in ENTRY_POINTS:
+                problems.append(f"{module} imports {target}: only the entry points {sorted(ENTRY_POINTS)} may")
     return sorted(problems)
 
 
@@ -141,6 +148,8 @@ def test_the_import_graph_is_read():
     assert "clawgym.core.env" in GRAPH["clawgym.envs.toolcall.env"]
     assert "clawgym.inference.kv_buffer" in GRAPH["clawgym.inference.hf"]
     assert "clawgym.inference.streaming" in GRAPH["clawgym.inference.server"]
+    assert "clawgym.commands.serve" in GRAPH["clawgym.cli"] and "clawgym.demo" in GRAPH["clawgym.commands.demo"]
+    assert GRAPH["clawgym.demo.__main__"] == {"clawgym.commands.demo"}
 
 
 def test_layers_import_only_what_the_architecture_allows():
@@ -168,6 +177,8 @@ def test_no_module_is_over_500_lines():
     ("a setting importing inference", "clawgym.envs.openclaw_chat.env", "clawgym.inference.hf"),
     ("rl importing serve", "clawgym.rl.judge", "clawgym.serve.gateway"),
     ("a setting importing another", "clawgym.envs.swe.env", "clawgym.envs.terminal.env"),
+    ("serve importing a command", "clawgym.serve.main", "clawgym.commands.serve"),
+    ("the demo importing a command", "clawgym.demo", "clawgym.commands.demo"),
 ])
 def test_the_checker_catches_each_rule(rule, module, target, monkeypatch):
     monkeypatch.setitem(GRAPH, module, GRAPH[module] | {target})

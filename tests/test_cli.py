@@ -1,17 +1,19 @@
-"""The clawgym command: envs table, play in a terminal (scripted stdin), argument errors."""
+"""The clawgym command: envs table, play in a terminal (scripted stdin), argument errors; cli.py only dispatches."""
 
+import argparse
 import io
 import subprocess
 import sys
 
-from clawgym.cli import build_parser, cmd_play, main
+from clawgym.cli import build_parser, main
+from clawgym.commands.play import run_play
 from tests.test_core_env import Sum  # noqa: F401  (registers clawgym-test/Sum-v0)
 
 
 def play(lines, *extra, env_id="clawgym-test/Sum-v0"):
     args = build_parser().parse_args(["play", env_id, *(extra or ("--task-id", "t2"))])
     out = io.StringIO()
-    code = cmd_play(args, stdin=io.StringIO("".join(line + "\n" for line in lines)), out=out)
+    code = run_play(args, stdin=io.StringIO("".join(line + "\n" for line in lines)), out=out)
     return code, out.getvalue()
 
 
@@ -80,3 +82,19 @@ def test_envs_command_lists_every_registered_id():
     import clawgym
     for env_id in clawgym.ENVS:
         assert env_id in result.stdout
+
+
+def test_every_command_body_is_in_commands():
+    """cli.py parses and dispatches; each subcommand's body is a function of a clawgym.commands module."""
+    def bodies(parser):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    fn = sub.get_default("fn")
+                    yield name, fn.__module__ if fn else None
+                    yield from bodies(sub)
+
+    found = dict(bodies(build_parser()))
+    assert set(found) == {"envs", "play", "rollout", "eval", "serve-policy", "serve", "train", "launchers", "models",
+                          "fetch", "demo"}
+    assert {name: module for name, module in found.items() if not module.startswith("clawgym.commands.")} == {}

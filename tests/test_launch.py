@@ -33,7 +33,7 @@ LAUNCHERS = sorted((REPO / "clawgym" / "launchers").glob("*.yaml"))
 def one_torch_thread():
     before = torch.get_num_threads()
     yield
-    torch.set_num_threads(before)  # main_train sets loop.torch_threads process-wide
+    torch.set_num_threads(before)  # run_config (clawgym train) sets loop.torch_threads process-wide
 
 
 def test_there_is_a_launcher_per_setting_and_a_gpu_section():
@@ -318,7 +318,7 @@ loop: {{steps: 2, batch_groups: 2, buffer_groups: 4, eval_after: true, eval_epis
 
 
 def test_demo_oracle_tour_and_training_path(tmp_path, capsys):
-    from clawgym import demo
+    from clawgym.commands import demo
 
     assert demo.main(["--oracle", "--env", "clawgym/OpenClawChat-v0"]) == 0
     assert "reward=1.0 success=True" in capsys.readouterr().out

@@ -15,6 +15,23 @@ from typing import Sequence
 from clawgym.commands.common import build_policy, check_env_args, parse_env_args
 
 
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    evaluate = sub.add_parser("eval", help="mean reward / success of a policy on every task of a split")
+    evaluate.add_argument("env_id")
+    evaluate.add_argument("--policy", default="hf", help="scripted | openai | hf")
+    evaluate.add_argument("--model", action="append", help="repeat to compare models (e.g. before and after training)")
+    evaluate.add_argument("--base-url", default=None)
+    evaluate.add_argument("--api-key", default=None)
+    evaluate.add_argument("--split", default="test")
+    evaluate.add_argument("--by", default=None, help="group by this final-info key, e.g. persona")
+    evaluate.add_argument("--limit", type=int, default=None, help="only the first N tasks of the split")
+    evaluate.add_argument("--max-tokens", type=int, default=256)
+    evaluate.add_argument("--temperature", type=float, default=0.0)
+    evaluate.add_argument("--concurrency", type=int, default=4)
+    evaluate.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE")
+    evaluate.set_defaults(fn=run_eval_command)
+
+
 def run_eval_command(args: argparse.Namespace) -> int:
     from clawgym.rl.evaluate import evaluate, format_table
 

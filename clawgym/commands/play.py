@@ -66,6 +66,15 @@ def ends_with_text(action: Any, tools: list[dict[str, Any]]) -> bool:
         return False
 
 
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    play = sub.add_parser("play", help="play an environment in the terminal")
+    play.add_argument("env_id")
+    play.add_argument("--seed", type=int, default=None)
+    play.add_argument("--task-id", default=None)
+    play.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="gym.make keyword argument")
+    play.set_defaults(fn=run_play)
+
+
 def run_play(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
     stdin = stdin or sys.stdin
     out = out or sys.stdout

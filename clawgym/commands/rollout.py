@@ -12,10 +12,33 @@ import argparse
 import json
 from typing import Any
 
-from tqdm import tqdm
-
 from clawgym.commands.common import build_policy, check_env_args, check_judge_spec, parse_env_args
 from clawgym.core.policy import SamplingParams
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    rollout = sub.add_parser("rollout", help="run N episodes with a policy and write trajectories as JSONL")
+    rollout.add_argument("env_id")
+    rollout.add_argument("--policy", default="scripted", help="scripted | openai | hf")
+    rollout.add_argument("--base-url", default=None, help="OpenAI-compatible server (policy openai)")
+    rollout.add_argument("--api-key", default=None)
+    rollout.add_argument("--model", default=None, help="model name (openai) or path / alias (hf)")
+    rollout.add_argument("-n", "--episodes", type=int, default=10)
+    rollout.add_argument("--group-size", type=int, default=1, help="G rollouts per task (a GRPO group)")
+    rollout.add_argument("--concurrency", type=int, default=4)
+    rollout.add_argument("--seed", type=int, default=0)
+    rollout.add_argument("--split", default=None)
+    rollout.add_argument("--max-tokens", type=int, default=512)
+    rollout.add_argument("--temperature", type=float, default=0.7)
+    rollout.add_argument("--judge", default=None,
+                         help="rules | prm | hint | rules+prm, comma-joined (judge model = "
+                              "--judge-model or the policy)")
+    rollout.add_argument("--judge-model", default=None)
+    rollout.add_argument("--judge-votes", type=int, default=3)
+    rollout.add_argument("--executor", default="local", help="local | asyncio | ray")
+    rollout.add_argument("--out", default="runs/rollout.jsonl")
+    rollout.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE")
+    rollout.set_defaults(fn=run_rollout_command)
 
 
 def run_rollout_command(args: argparse.Namespace) -> int:
@@ -34,6 +57,8 @@ def run_rollout_command(args: argparse.Namespace) -> int:
             judge_policy = (build_policy(args.policy, args.judge_model, args.base_url, args.api_key)
                             if args.judge_model else policy)
         judges = make_judges(args.judge, judge_policy, m=args.judge_votes)
+    from tqdm import tqdm
+
     from clawgym.rl.rollout import run_rollout_cli
 
     progress = tqdm(total=args.episodes, desc=f"rollout {args.env_id}", unit="ep")

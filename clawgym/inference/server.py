@@ -1,7 +1,7 @@
 """clawgym's own OpenAI-compatible server over any policy (FastAPI, real SSE token streaming).
 
 ``build_app(policy, api_key=None)`` returns the app; ``serve(policy, host, port, api_key)`` runs it
-with uvicorn; ``main_serve_policy(args)`` is what ``clawgym serve-policy`` calls.
+with uvicorn (``clawgym serve-policy``, :mod:`clawgym.commands.serve_policy`, calls it).
 
 Endpoints: ``POST /v1/chat/completions`` (streaming and not, ``tools`` in, ``tool_calls`` out),
 ``GET /v1/models``, ``GET /health``. An optional bearer key guards ``/v1/*`` (401 with an OpenAI-style
@@ -397,19 +397,6 @@ def serve(policy: Policy, host: str = "127.0.0.1", port: int = 8000, api_key: st
     import uvicorn
 
     uvicorn.run(build_app(policy, api_key, **kwargs), host=host, port=port, log_level="info")
-
-
-def main_serve_policy(args: Any) -> None:
-    """``clawgym serve-policy --model M [--host H] [--port P] [--api-key K] [--device D] [--max-batch-size N]``."""
-    from clawgym.inference.hf import HFPolicy
-
-    policy = HFPolicy.from_pretrained(
-        args.model,
-        device=getattr(args, "device", None) or "cpu",
-        max_batch_size=getattr(args, "max_batch_size", None) or 32,
-    )
-    serve(policy, getattr(args, "host", None) or "127.0.0.1", getattr(args, "port", None) or 8000,
-          getattr(args, "api_key", None))
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -1,4 +1,4 @@
-"""``clawgym serve --config chat``: the deployed personal agent.
+"""The deployed personal agent that ``clawgym serve --config chat`` runs: its settings and its builder.
 
 The served policy answers real clients (OpenClaw, the openai SDK) through the gateway; every
 main-line turn is recorded and judged; with ``serve.train: true`` a personal trainer trains on
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
-from clawgym.rl.launch import ConfigError, RunConfig, build_judges, load_config, trainer_config
+from clawgym.rl.launch import ConfigError, RunConfig, build_judges, trainer_config
 from clawgym.rl.launch.build import judge_teacher, quantize_served
 from clawgym.rl.methods import USES_HINTS
 
@@ -385,29 +385,3 @@ def _forget_step_records(path: Path, user: str) -> None:
     tmp.write_text("".join(lines), encoding="utf-8")
     os.replace(tmp, path)
 
-
-def main_serve(args: Any) -> int:
-    import uvicorn
-
-    config = load_config(args.config, getattr(args, "set", []) or [])
-    settings = ServeSettings.from_config(config)
-    if getattr(args, "check", False):
-        from clawgym.rl.launch import check_config
-
-        print(check_config(args.config, getattr(args, "set", []) or []))
-        if config.gpu.enabled or config.policy.backend != "hf":
-            problems = sglang_problems(config, settings)
-            if problems:
-                raise ConfigError("clawgym serve with the sglang backend: " + "; ".join(problems))
-            where = f"the SGLang server at {config.policy.base_url} (attached)" if config.policy.base_url else \
-                "an SGLang server launched on the rollout GPUs of the plan above"
-            print(f"serve: turns answered by {where}; with serve.train the personal trainer publishes each step's "
-                  "weights to it the way the plan's `weights` line says")
-        print(f"serve: {settings.host}:{settings.port}, adapters {settings.adapters}, "
-              f"{len(settings.users)} keyed users, training {'on' if settings.train else 'off'}")
-        return 0
-    serving = build_serving(config)
-    print(f"clawgym gateway on http://{settings.host}:{settings.port}/v1 (model {config.policy.model}; "
-          f"training {'on' if serving.trainer else 'off'}; turns -> {serving.gateway.log.path})")
-    uvicorn.run(serving.app, host=settings.host, port=settings.port, log_level="info")
-    return 0

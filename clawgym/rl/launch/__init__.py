@@ -3,7 +3,7 @@
 - :mod:`~clawgym.rl.launch.schema`: the YAML config as pydantic models, ``--set`` overrides, checks;
 - :mod:`~clawgym.rl.launch.placement`: the placement plan (GPUs per process, transport, memory);
 - :mod:`~clawgym.rl.launch.build`: ONE builder that follows the plan (CPU is the smallest placement);
-- :mod:`~clawgym.rl.launch.main`: ``clawgym train CONFIG [--check]``.
+- :mod:`~clawgym.rl.launch.main`: run a config, or check it and print its plan (what ``clawgym train`` runs).
 
 ``clawgym serve`` builds its policy + trainer with :func:`build_stack` (the policy carries its weight
 transport, so ``policy.update_weights(trainer.export_weights())`` works for every backend).
@@ -11,7 +11,7 @@ transport, so ``policy.update_weights(trainer.export_weights())`` works for ever
 
 from clawgym.rl.launch.build import Components, Stack, build, build_judges, build_stack, require_gpus
 from clawgym.rl.launch.convert import loop_config, lora_targets, trainer_config
-from clawgym.rl.launch.main import check_config, format_summary, main_train, run_config
+from clawgym.rl.launch.main import check_config, format_summary, run_config
 from clawgym.rl.launch.placement import Plan, Shape, format_plan, plan
 from clawgym.rl.launch.schema import (
     GPU_BACKENDS,
@@ -27,6 +27,6 @@ from clawgym.rl.launch.schema import (
 __all__ = [
     "GPU_BACKENDS", "Components", "ConfigError", "GpuSection", "LoraSection", "Plan", "RunConfig", "Shape", "Stack",
     "build", "build_judges", "build_stack", "check_config", "format_plan", "format_summary", "judge_parts",
-    "load_config", "lora_targets", "loop_config", "main_train", "plan", "require_gpus", "run_config",
+    "load_config", "lora_targets", "loop_config", "plan", "require_gpus", "run_config",
     "trainer_config", "validate",
 ]

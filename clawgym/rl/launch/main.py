@@ -1,14 +1,21 @@
-"""``clawgym train CONFIG [--check] [--set k=v]``: run a config, or validate it and print its placement."""
+"""Run a launcher config (build, loop, close), or validate it and print its placement; a run's summary.
+
+What ``clawgym train CONFIG [--check] [--set k=v]`` runs (its command body is :mod:`clawgym.commands.train`);
+``clawgym serve --check`` prints the same plan.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from clawgym.rl.launch.build import build
 from clawgym.rl.launch.placement import format_plan, plan
 from clawgym.rl.launch.schema import RunConfig, load_config
+
+if TYPE_CHECKING:
+    from clawgym.rl.loop import LoopResult
 
 
 def check_config(path: str | Path | None, overrides: Sequence[str] = ()) -> str:
@@ -21,7 +28,7 @@ def check_config(path: str | Path | None, overrides: Sequence[str] = ()) -> str:
     return f"config OK: method {config.method}, env {config.env.id}, judge {config.judge.type}\n{text}"
 
 
-async def run_config(config: RunConfig, on_step: Any = None) -> Any:
+async def run_config(config: RunConfig, on_step: Any = None) -> LoopResult:
     """Build and run one training run; returns the :class:`~clawgym.rl.loop.LoopResult`."""
     if config.loop.torch_threads > 0:
         import torch
@@ -34,7 +41,7 @@ async def run_config(config: RunConfig, on_step: Any = None) -> Any:
         await components.close()
 
 
-def format_summary(result: Any) -> str:
+def format_summary(result: LoopResult) -> str:
     lines = [f"trained {result.steps} steps (policy version {result.version}); output in {result.output_dir}"]
     if result.history:
         first, last = result.history[0], result.history[-1]
@@ -55,13 +62,3 @@ def format_summary(result: Any) -> str:
         lines.append(f"learning curve: {result.curve_path}")
     return "\n".join(lines)
 
-
-def main_train(args: Any) -> int:
-    """The body of ``clawgym train CONFIG [--check] --set k=v``; a ConfigError reaches the CLI (one line, exit 2)."""
-    path, overrides = getattr(args, "config", None), list(getattr(args, "set", None) or [])
-    if getattr(args, "check", False):
-        print(check_config(path, overrides))
-        return 0
-    result = asyncio.run(run_config(load_config(path, overrides)))
-    print(format_summary(result))
-    return 0

@@ -9,15 +9,15 @@ of GRPO with LoRA (policy serving, rollouts and training running at once), with 
 
 ``python -m clawgym.demo --oracle`` runs the previous demo instead: one scripted oracle episode on
 every registered environment (:func:`play_oracle_episode`), showing every setting end to end.
+
+This package is the demo itself (its tasks, run directory, training run and held-out score); its flags
+and what it prints are the command's, :mod:`clawgym.commands.demo`, which ``clawgym demo`` and
+``python -m clawgym.demo`` (``__main__``) both run.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
 import shutil
-import sys
-import time
 from pathlib import Path
 from typing import Sequence
 
@@ -27,7 +27,7 @@ import clawgym
 from clawgym.core.env import format_transcript
 
 MAX_CHARS = 600
-DEMO_CONFIG = Path(__file__).resolve().parent / "launchers" / "demo.yaml"
+DEMO_CONFIG = Path(__file__).resolve().parents[1] / "launchers" / "demo.yaml"
 TASKS_PER_PERSONA = 120  # 85 train / 35 held-out teacher tasks (personas.split_of: no problem on both sides)
 CHECKS = ("names_student", "friendly", "mentions_result", "short")  # the teacher persona's checks
 
@@ -103,47 +103,6 @@ def run_directory(root: Path, seed: int, overwrite: bool) -> Path:
     return out
 
 
-def train_main(args: argparse.Namespace) -> int:
-    from clawgym.rl.launch import ConfigError, format_summary, load_config
-
-    out = run_directory(Path(args.out), args.seed, args.overwrite)
-    tasks = write_demo_tasks(out / "tasks.jsonl")
-    overrides = [
-        f"env.kwargs.tasks={tasks}",
-        f"loop.output_dir={out}",
-        f"loop.seed={args.seed}",
-        f"policy.seed={args.seed}",
-        "loop.resume=false",
-    ]
-    if args.minutes is not None:
-        overrides.append(f"loop.max_minutes={args.minutes}")
-    if args.steps is not None:
-        overrides.append(f"loop.steps={args.steps}")
-    try:
-        config = load_config(args.config, overrides + list(args.set))
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(
-        "clawgym demo: SmolLM2-135M-Instruct (LoRA) learns a simulated teacher's preferences for grading comments\n"
-        f"  env {config.env.id} (persona teacher), method {config.method}, GRPO groups of {config.rollout.group_size}, "
-        f"{config.loop.batch_groups} groups per step, at most {config.loop.steps} steps / "
-        f"{config.loop.max_minutes} min\n"
-        f"  serving, rollouts and training run at once; metrics in {out}\n"
-        f"  held-out metric: the teacher's {len(CHECKS)} checks ({', '.join(CHECKS)}) on the first reply to unseen "
-        f"teacher tasks, greedy, up to {config.rollout.max_tokens} tokens",
-        flush=True,
-    )
-    started = time.perf_counter()
-    result, before, after = asyncio_run(run_demo(config))
-    wall = time.perf_counter() - started
-    print("\n" + format_summary(result))
-    print("\n" + format_held_out(before, after))
-    print(f"learning curve: {result.curve_path}")
-    print(f"wall time {wall / 60:.1f} min for {result.steps} train steps")
-    return 0
-
-
 async def run_demo(config):  # noqa: ANN001, ANN201
     """Build the run, score the held-out tasks, train, score them again (the loop's own evals are off:
     the demo scores the persona's checks itself, one by one, from the episodes' final info)."""
@@ -193,35 +152,3 @@ def format_held_out(before: dict, after: dict) -> str:
     lines.append(f"  {'all checks pass':<15} {before['success_rate']:.3f} -> {after['success_rate']:.3f}")
     return "\n".join(lines)
 
-
-def asyncio_run(coroutine):
-    import asyncio
-
-    return asyncio.run(coroutine)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--oracle", action="store_true", help="the oracle tour of every env instead of training")
-    parser.add_argument("--env", action="append", help="--oracle: only these ids (default: every registered id)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--config", default=str(DEMO_CONFIG), help="launcher config of the training demo")
-    parser.add_argument("--out", default="runs/demo",
-                        help="output root; the run goes to OUT/seed<SEED> (or a fresh sibling)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an earlier run in OUT/seed<SEED>")
-    parser.add_argument("--minutes", type=float, default=None, help="training time budget (default: the config's)")
-    parser.add_argument("--steps", type=int, default=None, help="maximum train steps (default: the config's)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
-    parser.add_argument("-v", "--verbose", action="store_true")
-    args = parser.parse_args(argv)
-    if args.oracle:
-        return oracle_main(args.env, args.seed)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    for noisy in ("httpx", "matplotlib", "urllib3"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    return train_main(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

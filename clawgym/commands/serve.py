@@ -1,0 +1,49 @@
+"""``clawgym serve [--config chat] [--set k=v] [--check]``: the deployed personal agent behind the gateway.
+
+The config is a launcher YAML with a ``serve:`` section (:mod:`clawgym.serve.main` says what each key does
+and builds the serving stack: policy, judges, gateway, dashboard and the background trainer). ``--check``
+validates the config, prints the placement plan and where turns will be answered, and starts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    serve = sub.add_parser("serve", help="the personal-chat gateway (OpenClaw and any OpenAI client)")
+    serve.add_argument("--config", default="chat", help="a bundled launcher name or a YAML path")
+    serve.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    serve.add_argument("--check", action="store_true",
+                       help="validate the config (serve section included) and print the plan")
+    serve.set_defaults(fn=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from clawgym import launchers
+    from clawgym.rl.launch import ConfigError, check_config, load_config
+    from clawgym.serve.main import ServeSettings, build_serving, sglang_problems
+
+    path, overrides = str(launchers.resolve(args.config)), list(args.set or [])
+    config = load_config(path, overrides)
+    settings = ServeSettings.from_config(config)
+    if args.check:
+        print(check_config(path, overrides))
+        if config.gpu.enabled or config.policy.backend != "hf":
+            problems = sglang_problems(config, settings)
+            if problems:
+                raise ConfigError("clawgym serve with the sglang backend: " + "; ".join(problems))
+            where = f"the SGLang server at {config.policy.base_url} (attached)" if config.policy.base_url else \
+                "an SGLang server launched on the rollout GPUs of the plan above"
+            print(f"serve: turns answered by {where}; with serve.train the personal trainer publishes each step's "
+                  "weights to it the way the plan's `weights` line says")
+        print(f"serve: {settings.host}:{settings.port}, adapters {settings.adapters}, "
+              f"{len(settings.users)} keyed users, training {'on' if settings.train else 'off'}")
+        return 0
+    serving = build_serving(config)
+    print(f"clawgym gateway on http://{settings.host}:{settings.port}/v1 (model {config.policy.model}; "
+          f"training {'on' if serving.trainer else 'off'}; turns -> {serving.gateway.log.path})")
+    uvicorn.run(serving.app, host=settings.host, port=settings.port, log_level="info")
+    return 0
