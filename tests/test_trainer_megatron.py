@@ -164,6 +164,13 @@ def test_conversion_refuses_other_families_and_bad_padding():
     assert M.padded_vocab_size(49152, 128, 1) == 49152 and M.padded_vocab_size(49153, 128, 2) == 49408
 
 
+def test_megatron_config_answers_what_the_loop_asks_of_any_trainer_config():
+    from clawgym.rl.trainer import TrainerConfig
+
+    config = M.MegatronConfig(device="cpu", trainer=TrainerConfig(method="grpo", temperature=0.7))
+    assert (config.method, config.temperature) == ("grpo", 0.7)  # the loop reads trainer.config.method
+
+
 def test_megatron_config_refuses_unsupported_modes():
     from clawgym.rl.trainer import TrainerConfig
 

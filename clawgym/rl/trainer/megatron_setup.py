@@ -29,6 +29,16 @@ class MegatronConfig:
     device: str = "cuda"  # "cpu" (gloo) exists for the CPU equivalence tests only; real runs use CUDA
     trainer: Any = None  # TrainerConfig; default built lazily to keep this module import-light
 
+    @property
+    def method(self) -> str:
+        """The loss's method: the loop and the personal trainer read ``trainer.config.method`` of any trainer."""
+        return self.trainer.method
+
+    @property
+    def temperature(self) -> float:
+        """The temperature logprobs are computed at (the loop checks it against the rollouts')."""
+        return self.trainer.temperature
+
     def __post_init__(self) -> None:
         from clawgym.rl.trainer.torch_trainer import TrainerConfig
 
