@@ -38,13 +38,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-METHODS = ("base", "prompting", "oracle_grpo", "binary", "opd", "hybrid", "opd_topk", "hindsight")
+METHODS = ("base", "prompting", "oracle_grpo", "binary", "opd", "hybrid", "opd_topk", "hindsight", "hindsight_hybrid")
 UNTRAINED = ("base", "prompting")  # greedy scoring of untrained weights: one seed is the whole cell
 SEEDS = (0, 1, 2)  # of every trained cell
 PERSONAS = ("student", "teacher", "ta")
 JUDGE_FOR = {"binary": ("grpo", "prob"), "opd": ("opd", "probhint"), "hybrid": ("hybrid", "prob,probhint"),
              "opd_topk": ("opd_topk", "probhint"),  # top-K distillation of the hinted teacher at every position
-             "hindsight": ("grpo", "prob")}  # each turn a group of 4 replies scored by the rubric judge on the wishes
+             "hindsight": ("grpo", "prob"),  # each turn a group of 4 replies scored by the rubric judge on the wishes
+             # the same groups, and every member also distils the teacher (the initial weights) reading the wishes
+             "hindsight_hybrid": ("hybrid", "prob,probhint")}
+HINDSIGHT = ("hindsight", "hindsight_hybrid")
 HINDSIGHT_K = 4
 # Committed, not under runs/: the table is built over several runs, each possibly on a fresh machine.
 RESULTS = Path(__file__).resolve().parent / "results" / "learning_from_conversation.jsonl"
@@ -86,7 +89,7 @@ def config_for(method: str, seed: int, steps: int, out: Path, temperature: float
     if method in JUDGE_FOR:
         trainer_method, judge = JUDGE_FOR[method]
         extra += [f"method={trainer_method}", f"judge.type={judge}"]
-        if method == "hindsight":
+        if method in HINDSIGHT:
             extra.append(f"serve.hindsight_k={HINDSIGHT_K}")
     elif method == "oracle_grpo":
         extra += ["method=grpo", "judge.type=none", "loop.batch_groups=2", "loop.buffer_groups=4",
@@ -119,7 +122,7 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     if method in JUDGE_ONLY:
         row.update(recipe=RECIPE, baseline=config.serve.get("baseline", "batch"),
                    hint_format=config.trainer.hint_format)
-    if method == "hindsight":
+    if method in HINDSIGHT:
         row["rubric"] = RUBRIC
     if method in UNTRAINED:
         from clawgym.inference.hf import HFPolicy
@@ -182,7 +185,7 @@ def label(row: dict) -> str:
         name += f"/user={row['user_model']}"
     if row.get("user_voice", "first") != "first":
         name += f"/voice={row['user_voice']}"
-    if row["method"] == "hindsight" and row.get("rubric", 1) != RUBRIC:
+    if row["method"] in HINDSIGHT and row.get("rubric", 1) != RUBRIC:
         name += f"/rubric{row.get('rubric', 1)}"
     return name + "".join(f"[{s}]" for s in row.get("sets", []))
 

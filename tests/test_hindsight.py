@@ -147,17 +147,35 @@ def test_serve_settings_validate_hindsight(tmp_path, overrides, message):
         ServeSettings.from_config(config)
 
 
-def test_hindsight_needs_grpo(tmp_path):
-    config = load_config(config_file(tmp_path, hindsight_k=4), ["method=hybrid", "judge.type=prob,probhint"])
+def test_hindsight_needs_grpo_or_hybrid(tmp_path):
+    config = load_config(config_file(tmp_path, hindsight_k=4), ["method=opd", "judge.type=probhint"])
     with pytest.raises(ConfigError, match="method: grpo"):
         ServeSettings.from_config(config)
+    hybrid = load_config(config_file(tmp_path, hindsight_k=4), ["method=hybrid", "judge.type=prob,probhint"])
+    assert ServeSettings.from_config(hybrid).hindsight(hybrid).k == 4
 
 
-def test_served_turns_become_groups_and_train_and_a_user_who_never_corrects_trains_nothing(tmp_path):
+def test_hybrid_groups_give_every_member_the_wishes_as_the_teachers_hint():
+    builder = groups(["four", "a reply of far too many words"], wishes=(SHORT_WISH, "call me Sam"))
+    builder.teacher_hint = True
+    samples, reason = asyncio.run(builder.build(judged_turn(), verdict=-1.0))
+    assert reason is None and len(samples) == 3
+    assert {s.hint for s in samples} == {"Keep it under 5 words. Call me Sam."}
+    assert all(s.hint_messages == judged_turn().context and s.metadata["hint_at"] == 0 for s in samples)
+    plain, _ = asyncio.run(groups(["four", "a reply of far too many words"]).build(judged_turn(), verdict=-1.0))
+    assert all(s.hint is None for s in plain)  # grpo: the rubric's advantage alone
+
+
+@pytest.mark.parametrize("method", ["grpo", "hybrid"])
+def test_served_turns_become_groups_and_train_and_a_user_who_never_corrects_trains_nothing(tmp_path, method):
     """Through the real gateway on the tiny model: a correction becomes a wish, the turn a scored group
-    of 3 whose siblings the served policy sampled, and a step trains on whole groups; a user who only
-    says thanks has no wish, so their turns make no group and nothing is trained on them."""
-    serving = build_serving(load_config(config_file(tmp_path, hindsight_k=3, batch_size=3, max_tokens=16)))
+    of 3 whose siblings the served policy sampled, and a step trains on whole groups (hybrid: with the
+    teacher's term, the wishes its hint); a user who only says thanks has no wish, so their turns make no
+    group and nothing is trained on them."""
+    serving = build_serving(load_config(config_file(tmp_path, hindsight_k=3, batch_size=3, max_tokens=16),
+                                        [f"method={method}", "judge.type=prob" + (",probhint" if method == "hybrid"
+                                                                                  else "")]))
+    assert serving.trainer.hindsight.teacher_hint is (method == "hybrid")
     serving.gateway.judge_stage.judges = [ThanksIsGood()]
     personal = serving.trainer
     texts = iter(["four", "one two three four five six seven eight", "four", "a b c d e f g"])
@@ -186,6 +204,7 @@ def test_served_turns_become_groups_and_train_and_a_user_who_never_corrects_trai
     assert serving.wishes.texts("default") == [SHORT_WISH] or serving.wishes.texts("alice") == [SHORT_WISH]
     (record,) = read_jsonl(tmp_path / "run" / "train_steps.jsonl")
     assert record["samples"] == 3 and len(set(record["trained"])) == 1 and serving.policy.version == 1
+    assert (record["opd_adv_mean"] != 0.0) is (method == "hybrid")  # hybrid: the teacher read the wishes
     assert personal.hindsight.stats["groups"] == 1 and personal.hindsight.stats["siblings"] == 2
     shown = [u["wishes_met"] for u in serving.dashboard.data()["users"].values() if u["wishes_met"]]
     assert len(shown) == 1 and len(shown[0]) == 1 and 0.0 <= shown[0][0]["met"] <= 1.0  # the learning curve's point

@@ -16,6 +16,12 @@ decide is left out; a group whose rewards all agree carries no advantage and is 
 (``zero_advantage_group``). The siblings are decoded by the served policy, batched with the people's
 requests (serving never waits for a group: the groups are built by a background task, one turn at a
 time, and a turn arriving while ``max_queued`` wait is refused as ``hindsight_busy``).
+
+With ``method: hybrid`` (``teacher_hint``) every member of a group also carries the OPD term: the
+teacher reads the person's remembered wishes as its hint, so the trainer adds
+``w_opd * (log pi_teacher - log pi_old)`` per token to the group's advantage. The rubric's reward holds
+what the replies already do; the teacher's tokens show what none of the siblings tried (a word of
+praise the base model never samples gives a group no variance on "make it friendlier").
 """
 
 from __future__ import annotations
@@ -74,11 +80,13 @@ class HindsightGroups:
     ``wishes_of`` reads the wish memory (set by the server once the memory exists).
     """
 
-    def __init__(self, policy: Any, rubric: RubricJudge, settings: HindsightSettings, temperature: float) -> None:
+    def __init__(self, policy: Any, rubric: RubricJudge, settings: HindsightSettings, temperature: float,
+                 teacher_hint: bool = False) -> None:
         self.policy = policy
         self.rubric = rubric
         self.settings = settings
         self.temperature = float(temperature)
+        self.teacher_hint = teacher_hint  # hybrid: every member also distils the teacher that reads the wishes
         self.stats: collections.Counter[str] = collections.Counter()
         # (user, share of wishes the served reply met): the dashboard
         self.on_scored: Callable[[str, float], Any] | None = None
@@ -117,9 +125,18 @@ class HindsightGroups:
         samples = []
         for (reward, sample), advantage in zip(members, advantages.tolist()):
             sample.reward, sample.advantage = float(reward), float(advantage)
+            if self.teacher_hint:
+                _add_teacher_hint(sample, turn, wishes)
             samples.append(sample)
         self.stats["groups"] += 1
         return samples, None
+
+
+def _add_teacher_hint(sample: Sample, turn: Turn, wishes: list[str]) -> None:
+    from clawgym.serve.personal_trainer import hint_with_wishes, teacher_context
+
+    sample.hint, sample.hint_messages = hint_with_wishes(None, wishes), list(turn.context)
+    sample.metadata.update(teacher_context(turn))
 
 
 def _real_sample(turn: Turn) -> Sample:

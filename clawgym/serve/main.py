@@ -107,9 +107,10 @@ class ServeSettings:
             return None
         from clawgym.serve.hindsight import HindsightSettings
 
-        if config.method != "grpo":
+        if config.method not in ("grpo", "hybrid"):
             raise ConfigError(f"serve.hindsight_k trains GRPO groups scored by the rubric judge: set method: grpo "
-                              f"(not {config.method!r})")
+                              f"(or hybrid, which adds the OPD term of a teacher reading the wishes), "
+                              f"not {config.method!r}")
         if self.adapters != "shared":
             raise ConfigError("serve.hindsight_k works with serve.adapters: shared (per-user adapters "
                               "have no rubric judge yet)")
@@ -255,7 +256,8 @@ def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Policy
     if not hasattr(judge_policy, "model"):
         raise ConfigError("serve.hindsight_k: the rubric judge reads label probabilities from a "
                           f"local hf model, and the judge {config.judge.model!r} is not one")
-    return HindsightGroups(policy, RubricJudge(judge_policy), settings.hindsight(config), temperature=temperature)
+    return HindsightGroups(policy, RubricJudge(judge_policy), settings.hindsight(config), temperature=temperature,
+                           teacher_hint=config.method == "hybrid")
 
 
 def _shared(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: Any, trainer: TorchTrainer | None,

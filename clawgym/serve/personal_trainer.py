@@ -22,6 +22,7 @@ The learning signal is OpenClaw-RL's personal-agent one, without its traps:
   ``refused["train_error"]``, the dashboard); its batch is dropped and training goes on;
 - hindsight (``serve.hindsight_k``): each judged turn becomes a GRPO group of the person's reply and
   sibling replies scored by the rubric judge (:mod:`clawgym.serve.hindsight`); a batch takes whole groups.
+  With method hybrid each member also carries the OPD term of a teacher that reads the remembered wishes.
 """
 
 from __future__ import annotations
@@ -231,9 +232,9 @@ class PersonalTrainer(BackgroundTrainer):
         self.max_steps = max_steps
         super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir,
                          baseline=baseline)
-        if hindsight is not None and self.method != "grpo":
-            raise ValueError(f"hindsight groups train with method grpo (their rubric rewards are the signal), "
-                             f"not {self.method!r}")
+        if hindsight is not None and self.method not in ("grpo", "hybrid"):
+            raise ValueError(f"hindsight groups train with method grpo or hybrid (their rubric rewards are the "
+                             f"signal), not {self.method!r}")
         self.out.mkdir(parents=True, exist_ok=True)
         self.pending: list[Sample] = []
         self.refused: collections.Counter = collections.Counter()
