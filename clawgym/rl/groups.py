@@ -162,7 +162,10 @@ def _floats(values: Sequence[float]) -> Any:
 def apply_staleness(
     samples: Sequence[Sample], version: int, max_staleness: int, mode: str = "drop"
 ) -> tuple[list[Sample], list[Sample]]:
-    """Keep samples at most ``max_staleness`` versions behind ``version``; returns (kept, dropped).
+    """Keep samples at most ``max_staleness`` versions behind ``version``; returns (kept, dropped), in order.
+
+    The one staleness filter: the loop's train step and the personal trainers of ``clawgym serve``
+    (:meth:`~clawgym.serve.personal_trainer.BackgroundTrainer.fresh`, ``drop`` mode) both use it.
 
     ``reweight`` keeps older samples with their loss weights scaled by ``max_staleness / staleness``
     (written into ``loss_mask``, which the trainer uses as per-token weights) instead of dropping them.

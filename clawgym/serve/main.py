@@ -10,8 +10,11 @@ judged turns in the background and publishes new weights in place. The config is
             max_tokens: 512,
             adapters: shared, users: {}, admin_key: null, max_users: 16}
 
-``policy.backend: hf`` serves in this process; ``sglang`` (with the ``gpu`` section) serves from an SGLang
-server placed by the builder of ``clawgym train`` and publishes trained weights to it (shared adapters only).
+The policy, its trainer and the judges come from the builder of ``clawgym train``
+(:func:`~clawgym.rl.launch.build.build_stack`, with the :class:`~clawgym.rl.launch.build.StackOptions` serve
+needs): ``policy.backend: hf`` serves in this process; ``sglang`` (with the ``gpu`` section) serves from an SGLang
+server placed by that builder and publishes trained weights to it (shared adapters only). This module adds what
+only serving has: the responder, the personal trainer, the gateway, the dashboard and the wish memory.
 ``adapters: shared`` trains one set of weights for everyone (:class:`PersonalTrainer`).
 ``adapters: per_user`` gives every user their own LoRA adapter on one base model, served together in
 one batch and trained only on that user's turns (:mod:`clawgym.serve.user_adapters`); users come from
@@ -26,8 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
-from clawgym.rl.launch import ConfigError, RunConfig, build_judges, trainer_config
-from clawgym.rl.launch.build import judge_teacher, quantize_served
+from clawgym.rl.launch import ConfigError, RunConfig
 from clawgym.rl.methods import USES_HINTS
 
 if TYPE_CHECKING:  # the builder imports torch, the judges, the app and the trainers only when it builds
@@ -35,10 +37,11 @@ if TYPE_CHECKING:  # the builder imports torch, the judges, the app and the trai
 
     from clawgym.core.policy import Policy, SamplingParams
     from clawgym.inference.streaming import StreamItem
-    from clawgym.rl.trainer import TorchTrainer, Trainer
+    from clawgym.rl.launch import Stack
+    from clawgym.rl.trainer import Trainer
     from clawgym.rl.types import Turn
     from clawgym.serve.dashboard import Dashboard
-    from clawgym.serve.gateway import ChatGateway, PolicyResponder
+    from clawgym.serve.gateway import ChatGateway, PolicyResponder, Responder
     from clawgym.serve.hindsight import HindsightGroups, HindsightSettings
     from clawgym.serve.personal_trainer import PersonalTrainer
     from clawgym.serve.sessions import RequestView
@@ -135,6 +138,17 @@ class Serving:
     wishes: WishMemory | None = None  # what each user asked for (clawgym.serve.wish_memory)
 
 
+@dataclass
+class Learner:
+    """The stack of ``clawgym train``'s builder (policy, trainer, judges) and what serve puts on it: who answers
+    (the responder) and who learns (the personal trainer of ``serve.adapters``; None without ``serve.train``)."""
+
+    stack: Stack
+    responder: Responder
+    personal: PersonalTrainer | UserAdapterTrainer | None = None
+    adapters: UserAdapters | None = None  # per_user
+
+
 def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     """Policy, judges, gateway, dashboard (and the background trainer) from a launcher config.
 
@@ -156,11 +170,9 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
 
     settings = ServeSettings.from_config(config)
     out = Path(config.loop.output_dir)
-    if config.gpu.enabled or config.policy.backend != "hf":
-        policy, responder, tokenizer, judges, personal, adapters, max_positions = _sglang(config, settings, out, device)
-    else:
-        policy, responder, tokenizer, judges, personal, adapters = _in_process(config, settings, out)
-        max_positions = policy.max_positions
+    learner = build_learner(config, settings, out, device)
+    policy, personal, adapters = learner.stack.policy, learner.personal, learner.adapters
+    tokenizer, max_positions = learner.stack.tokenizer, learner.stack.max_positions
     dashboard = Dashboard()
     log_path = Path(settings.log or out / "turns.jsonl")
     log = TurnLog(log_path)
@@ -184,7 +196,8 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
             "adapter_version", record.get("policy_version", 0)))
         personal.on_error = dashboard.observe_train_error
     fitter = ContextFitter(lambda messages, tools: len(encode_prompt(tokenizer, messages, tools)), max_positions)
-    gateway = ChatGateway(responder, log, tracker=SessionTracker(idle_timeout_s=settings.idle_timeout_s),
+    judges = learner.stack.judges
+    gateway = ChatGateway(learner.responder, log, tracker=SessionTracker(idle_timeout_s=settings.idle_timeout_s),
                           judge_stage=JudgeStage(judges) if judges else None, on_judged=on_judged,
                           on_recorded=dashboard.observe_turn, model_name=config.policy.model, fitter=fitter)
     gateway.model_info = {"context_window": max_positions, "max_output_tokens": settings.max_tokens}
@@ -214,39 +227,69 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     return Serving(app, gateway, policy, personal, adapters, dashboard, wishes)
 
 
-def _in_process(config: RunConfig, settings: ServeSettings, out: Path) -> tuple:
-    """policy.backend hf: the policy (one or per-user adapters), its trainer and the judges in this process."""
-    import torch
+def build_learner(config: RunConfig, settings: ServeSettings, out: Path, device: str = "cuda") -> Learner:
+    """The policy, trainer and judges from :func:`~clawgym.rl.launch.build.build_stack` (the builder and plan of
+    ``clawgym train``; a trainer only when serve trains or keeps per-user adapters), then the responder and the
+    personal trainer of ``serve.adapters`` on them."""
+    from clawgym.rl.launch.build import StackOptions, build_stack
 
-    from clawgym.inference.models import load_model
-
-    window = config.policy.context_window
-    dtype = getattr(torch, config.policy.dtype)
-    serve_model, tokenizer = load_model(config.policy.model, device=config.policy.device, dtype=dtype,
-                                        seed=config.policy.seed, context_window=window)
-    quantize_served(config, serve_model)
-    trainer = None
-    if settings.train or settings.adapters == "per_user":
-        from clawgym.rl.trainer import TorchTrainer
-
-        train_model, _ = load_model(config.policy.model, device=config.policy.device, dtype=dtype,
-                                    seed=config.policy.seed, context_window=window)
-        trainer = TorchTrainer(train_model, tokenizer,
-                               trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)))
-    per_user = _per_user if settings.adapters == "per_user" else _shared
-    policy, responder, judge_policy, personal, adapters = per_user(
-        config, settings, serve_model, tokenizer, trainer, out)
-    judges, judge_model = build_judges(config, judge_policy)
-    if trainer is not None:
-        # trainer.teacher judge: the judge's model
-        trainer.teacher_model = judge_teacher(config, judge_model, tokenizer)
-    if personal is not None and settings.hindsight_k:
-        personal.hindsight = _hindsight_groups(config, settings, policy,
-                                               judge_model or judge_policy, personal.temperature)
-    return policy, responder, tokenizer, judges, personal, adapters
+    in_process = not (config.gpu.enabled or config.policy.backend != "hf")
+    if not in_process:
+        problems = sglang_problems(config, settings)
+        if problems:
+            raise ConfigError("clawgym serve with the sglang backend: " + "; ".join(problems))
+    per_user = settings.adapters == "per_user"
+    stack = build_stack(config, device=device, options=StackOptions(
+        trainer=settings.train or per_user, adapter_slots=settings.max_users + 1 if per_user else 0))
+    if per_user:
+        return _per_user(settings, stack, out)
+    return _shared(config, settings, stack, out, in_process)
 
 
-def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Policy, judge_policy: Any,
+def _shared(config: RunConfig, settings: ServeSettings, stack: Stack, out: Path, in_process: bool) -> Learner:
+    """One set of weights for everyone: the trainer's copy trains and publishes each step to the served policy."""
+    from clawgym.serve.gateway import PolicyResponder
+    from clawgym.serve.personal_trainer import PersonalTrainer
+
+    policy, trainer = stack.policy, stack.trainer
+    learner = Learner(stack, PolicyResponder(policy))
+    if not settings.train:
+        return learner
+    assert trainer is not None  # StackOptions(trainer=True)
+    checkpoint = out / "checkpoint"
+    if checkpoint.is_dir():  # a restart: continue from the last published weights, at their version
+        trainer.load_checkpoint(checkpoint)
+        if in_process:
+            policy.load_weights(trainer.export_weights(), version=int(trainer.version))
+        else:  # the SGLang server gets them before it answers anyone
+            learner.responder = PublishFirst(learner.responder, trainer)
+    learner.personal = PersonalTrainer(trainer, policy, batch_size=settings.batch_size,
+                                       max_staleness=settings.max_staleness, output_dir=out,
+                                       baseline=settings.baseline)
+    if settings.hindsight_k:
+        learner.personal.hindsight = _hindsight_groups(config, settings, policy, stack.judge_policy or policy,
+                                                       learner.personal.temperature)
+    return learner
+
+
+def _per_user(settings: ServeSettings, stack: Stack, out: Path) -> Learner:
+    """One adapter per user on one base model (the stack's multi-adapter policy; the judges read its base
+    model, slot 0); the adapters saved before a restart are restored."""
+    from clawgym.serve.gateway import UserResponder
+    from clawgym.serve.user_adapters import UserAdapters, UserAdapterTrainer
+
+    trainer = stack.trainer
+    assert trainer is not None  # StackOptions(adapter_slots > 0) builds one
+    adapters = UserAdapters(stack.policy, out / "adapters")
+    personal = UserAdapterTrainer(trainer, adapters, batch_size=settings.batch_size,
+                                  max_staleness=settings.max_staleness, output_dir=out,
+                                  baseline=settings.baseline)
+    for user, outcome in adapters.restore(trainer).items():
+        print(f"  adapter of {user}: {outcome}")
+    return Learner(stack, UserResponder(adapters), personal if settings.train else None, adapters)
+
+
+def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Policy, judge_policy: Policy,
                       temperature: float) -> HindsightGroups:
     """Siblings from the served policy, scored by a rubric judge on the judge's model (the wishes are
     attached by :func:`build_serving` once the wish memory exists)."""
@@ -258,50 +301,6 @@ def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Policy
                           f"local hf model, and the judge {config.judge.model!r} is not one")
     return HindsightGroups(policy, RubricJudge(judge_policy), settings.hindsight(config), temperature=temperature,
                            teacher_hint=config.method == "hybrid")
-
-
-def _shared(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: Any, trainer: TorchTrainer | None,
-            out: Path) -> tuple:
-    """One set of weights for everyone: the served policy is the trained one."""
-    from clawgym.inference.hf import HFPolicy
-    from clawgym.serve.gateway import PolicyResponder
-    from clawgym.serve.personal_trainer import PersonalTrainer
-
-    policy = HFPolicy(model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size,
-                      seed=config.loop.seed)  # the sampling RNG: runs with another seed sample other replies
-    personal = None
-    if settings.train:
-        checkpoint = out / "checkpoint"
-        if checkpoint.is_dir():  # a restart: continue from the last published weights, at their version
-            trainer.load_checkpoint(checkpoint)
-            policy.load_weights(trainer.export_weights(), version=int(trainer.version))
-        personal = PersonalTrainer(trainer, policy, batch_size=settings.batch_size,
-                                   max_staleness=settings.max_staleness, output_dir=out,
-                                   baseline=settings.baseline)
-    return policy, PolicyResponder(policy), policy, personal, None
-
-
-def _per_user(config: RunConfig, settings: ServeSettings, model: Any, tokenizer: Any, trainer: TorchTrainer,
-              out: Path) -> tuple:
-    """One adapter per user on one base model; the judge is the base model (slot 0)."""
-    from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
-    from clawgym.serve.gateway import UserResponder
-    from clawgym.serve.user_adapters import UserAdapters, UserAdapterTrainer
-
-    lora = trainer.config.lora
-    policy = MultiAdapterHFPolicy(model, tokenizer, name=config.policy.model,
-                                  max_batch_size=config.policy.max_batch_size,
-                                  seed=config.loop.seed, slots=settings.max_users + 1, r=lora.r, alpha=lora.alpha,
-                                  target_modules=lora.target_modules)
-    adapters = UserAdapters(policy, out / "adapters")
-    personal = UserAdapterTrainer(trainer, adapters, batch_size=settings.batch_size,
-                                  max_staleness=settings.max_staleness, output_dir=out,
-                                  baseline=settings.baseline)
-    for user, outcome in adapters.restore(trainer).items():
-        print(f"  adapter of {user}: {outcome}")
-    if not settings.train:
-        personal = None
-    return policy, UserResponder(adapters), policy.adapter(0), personal, adapters
 
 
 def sglang_problems(config: RunConfig, settings: ServeSettings) -> list[str]:
@@ -321,31 +320,6 @@ def sglang_problems(config: RunConfig, settings: ServeSettings) -> list[str]:
                         "the sglang backend the judge is an SGLang server: use judge.type prm,hint "
                         "(generated votes) or rules")
     return problems
-
-
-def _sglang(config: RunConfig, settings: ServeSettings, out: Path, device: str) -> tuple:
-    """policy.backend sglang: the SGLang server serves; trainer and weight transport are placed by
-    :func:`~clawgym.rl.launch.build.build_stack`, the same builder (and plan) as ``clawgym train``."""
-    from clawgym.rl.launch.build import build_stack
-    from clawgym.serve.gateway import PolicyResponder
-    from clawgym.serve.personal_trainer import PersonalTrainer
-
-    problems = sglang_problems(config, settings)
-    if problems:
-        raise ConfigError("clawgym serve with the sglang backend: " + "; ".join(problems))
-    stack = build_stack(config, device=device)
-    policy, trainer, responder, personal = stack.policy, stack.trainer, PolicyResponder(stack.policy), None
-    if settings.train:
-        checkpoint = out / "checkpoint"
-        if checkpoint.is_dir():  # a restart: the server gets the last trained weights before it answers anyone
-            trainer.load_checkpoint(checkpoint)
-            responder = PublishFirst(responder, trainer)
-        personal = PersonalTrainer(trainer, policy, batch_size=settings.batch_size,
-                                   max_staleness=settings.max_staleness, output_dir=out,
-                                   baseline=settings.baseline)
-    hf_config = getattr(trainer, "hf_config", None) or getattr(getattr(trainer, "model", None), "config", None)
-    max_positions = int(getattr(hf_config, "max_position_embeddings", 0) or 1 << 30)
-    return policy, responder, policy.tokenizer, stack.judges, personal, None, max_positions
 
 
 class PublishFirst:

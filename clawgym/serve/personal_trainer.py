@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from clawgym.rl.judge import chosen_hint
-from clawgym.rl.loop import prm_score, refuse_reason
+from clawgym.rl.loop import apply_staleness, prm_score, refuse_reason
 from clawgym.rl.methods import NEEDS_HINT, USES_HINTS
 from clawgym.rl.trainer import Trainer
 from clawgym.rl.types import Sample, Turn, read_jsonl, write_jsonl
@@ -201,10 +201,10 @@ class BackgroundTrainer:
         return kept
 
     def fresh(self, samples: list[Sample]) -> list[Sample]:
-        """The samples at most ``max_staleness`` versions behind the trainer; the others are counted stale."""
-        version = int(self.trainer.version)
-        fresh = [s for s in samples if version - s.policy_version <= self.max_staleness]
-        self.refused["stale"] += len(samples) - len(fresh)
+        """The samples at most ``max_staleness`` versions behind the trainer; the others are counted stale
+        (the loop's filter, :func:`~clawgym.rl.groups.apply_staleness`, in its ``drop`` mode)."""
+        fresh, stale = apply_staleness(samples, int(self.trainer.version), self.max_staleness)
+        self.refused["stale"] += len(stale)
         return fresh
 
     def _record_step(self, record: dict[str, Any]) -> None:

@@ -5,11 +5,20 @@
 - :mod:`~clawgym.rl.launch.build`: ONE builder that follows the plan (CPU is the smallest placement);
 - :mod:`~clawgym.rl.launch.main`: run a config, or check it and print its plan (what ``clawgym train`` runs).
 
-``clawgym serve`` builds its policy + trainer with :func:`build_stack` (the policy carries its weight
-transport, so ``policy.update_weights(trainer.export_weights())`` works for every backend).
+``clawgym serve`` builds its policy, trainer and judges with :func:`build_stack` too, with the
+:class:`StackOptions` it needs (the policy carries its weight transport, so
+``policy.update_weights(trainer.export_weights())`` works for every backend).
 """
 
-from clawgym.rl.launch.build import Components, Stack, build, build_judges, build_stack, require_gpus
+from clawgym.rl.launch.build import (
+    Components,
+    Stack,
+    StackOptions,
+    build,
+    build_judges,
+    build_stack,
+    require_gpus,
+)
 from clawgym.rl.launch.convert import loop_config, lora_targets, trainer_config
 from clawgym.rl.launch.main import check_config, format_summary, run_config
 from clawgym.rl.launch.placement import Plan, Shape, format_plan, plan
@@ -26,7 +35,7 @@ from clawgym.rl.launch.schema import (
 
 __all__ = [
     "GPU_BACKENDS", "Components", "ConfigError", "GpuSection", "LoraSection", "Plan", "RunConfig", "Shape", "Stack",
-    "build", "build_judges", "build_stack", "check_config", "format_plan", "format_summary", "judge_parts",
-    "load_config", "lora_targets", "loop_config", "plan", "require_gpus", "run_config",
+    "StackOptions", "build", "build_judges", "build_stack", "check_config", "format_plan", "format_summary",
+    "judge_parts", "load_config", "lora_targets", "loop_config", "plan", "require_gpus", "run_config",
     "trainer_config", "validate",
 ]

@@ -3,7 +3,10 @@
 The placement plan (:mod:`clawgym.rl.launch.placement`) decides where each process goes; this module
 only follows it. The CPU run is the smallest placement (one process, hf policy, in-process copy), the
 GPU partition swaps in SGLang servers, a GPU trainer and a transport, and nothing else changes.
-:func:`build_stack` stops before the loop, so ``clawgym serve`` builds its policy + trainer the same way.
+:func:`build_stack` stops before the loop: ``clawgym serve`` builds its policy, trainer and judges with it too,
+and says what it needs differently in :class:`StackOptions` (no trainer when it only serves; per-user
+adapters), so which models are loaded, where, in which dtype, quantised or not, with which LoRA targets,
+judges and OPD teacher is decided here once, for ``train`` and ``serve`` alike.
 """
 
 from __future__ import annotations
@@ -21,9 +24,23 @@ from clawgym.rl.methods import USES_HINTS
 
 if TYPE_CHECKING:  # the builder imports torch, the judges and the loop only when it builds
     from clawgym.core.policy import Policy
+    from clawgym.inference.hf import HFPolicy
     from clawgym.rl.judge import Judge
     from clawgym.rl.loop import AsyncRLLoop
     from clawgym.rl.trainer import Trainer
+
+
+@dataclass(frozen=True)
+class StackOptions:
+    """What a caller needs of :func:`build_stack` beyond its config (``clawgym train`` takes the defaults)."""
+
+    # False: no trainer and no trainer copy of the model (``clawgym serve`` with ``serve.train: false``); a GPU
+    # partition builds its trainer regardless (its weight transport is made from the trainer's settings)
+    trainer: bool = True
+    # > 0: one LoRA adapter per user on the served model (``serve.adapters: per_user``, in-process only): a
+    # MultiAdapterHFPolicy with this many slots, shaped like the trainer's LoRA; slot 0 is the base model, which
+    # the judges read. The adapters are trained (and restored after a restart) by the trainer, so it is built.
+    adapter_slots: int = 0
 
 
 @dataclass
@@ -32,9 +49,11 @@ class Stack:
 
     plan: Plan
     policy: Policy
-    trainer: Trainer
+    trainer: Trainer | None  # None only with StackOptions(trainer=False)
     judges: list[Judge]
-    judge_policy: Policy | None = None
+    judge_policy: Policy | None = None  # what the LLM judges run on (None: no LLM judge)
+    tokenizer: Any = None  # the served model's (the one prompts are counted in)
+    max_positions: int = 1 << 30  # the served model's context window
 
     async def close(self) -> None:
         await self.policy.close()
@@ -157,8 +176,10 @@ def quantize_served(config: RunConfig, model: Any) -> None:
         quantize_linears(model)
 
 
-def _in_process(config: RunConfig, p: Plan) -> Stack:
-    from clawgym.inference.hf import HFPolicy
+def _in_process(config: RunConfig, p: Plan, options: StackOptions) -> Stack:
+    """The CPU / one-device placement: the served model and the trainer's own copy, loaded alike (the policy's
+    device, dtype, seed and context window; only the served copy is quantised); judges on the served policy,
+    or on its base model (slot 0) with per-user adapters."""
     from clawgym.inference.models import load_model
     from clawgym.rl.launch.convert import trainer_config
     from clawgym.rl.trainer import TorchTrainer
@@ -168,14 +189,34 @@ def _in_process(config: RunConfig, p: Plan) -> Stack:
                   context_window=config.policy.context_window)
     serve_model, tokenizer = load_model(config.policy.model, **kwargs)
     quantize_served(config, serve_model)
-    train_model, _ = load_model(config.policy.model, **kwargs)
-    policy = HFPolicy(serve_model, tokenizer, name=config.policy.model, max_batch_size=config.policy.max_batch_size,
-                      seed=config.loop.seed)
-    judges, judge_policy = build_judges(config, policy)
-    trainer = TorchTrainer(train_model, tokenizer,
-                           trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)),
-                           teacher_model=judge_teacher(config, judge_policy, tokenizer))
-    return Stack(p, policy, trainer, judges, judge_policy)
+    trainer = None
+    if options.trainer or options.adapter_slots:
+        train_model, _ = load_model(config.policy.model, **kwargs)
+        trainer = TorchTrainer(train_model, tokenizer,
+                               trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)))
+    policy = _hf_policy(config, serve_model, tokenizer, trainer, options.adapter_slots)
+    judges, judge_policy = build_judges(config, policy.adapter(0) if options.adapter_slots else policy)
+    if trainer is not None:
+        trainer.teacher_model = judge_teacher(config, judge_policy, tokenizer)  # trainer.teacher judge: its model
+    return Stack(p, policy, trainer, judges, judge_policy, tokenizer=tokenizer, max_positions=policy.max_positions)
+
+
+def _hf_policy(config: RunConfig, model: Any, tokenizer: Any, trainer: Trainer | None, adapter_slots: int) -> HFPolicy:
+    """The in-process policy on the served model: one set of weights, or ``adapter_slots`` LoRA adapters shaped
+    like the trainer's. ``loop.seed`` seeds its sampling RNG: runs with another seed sample other replies."""
+    from clawgym.inference.hf import HFPolicy
+
+    common: dict[str, Any] = dict(name=config.policy.model, max_batch_size=config.policy.max_batch_size,
+                                  seed=config.loop.seed)
+    if not adapter_slots:
+        return HFPolicy(model, tokenizer, **common)
+    from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
+
+    lora = trainer.config.lora if trainer is not None else None
+    if lora is None:
+        raise ConfigError("per-user adapters are LoRA adapters: set trainer.lora.enabled: true")
+    return MultiAdapterHFPolicy(model, tokenizer, slots=adapter_slots, r=lora.r, alpha=lora.alpha,
+                                target_modules=lora.target_modules, **common)
 
 
 def _sglang_server(model: str, gpus: Sequence[tuple[int, int]], args: Sequence[str],
@@ -189,6 +230,8 @@ def _sglang_server(model: str, gpus: Sequence[tuple[int, int]], args: Sequence[s
 
 
 def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
+    """The GPU partition: SGLang serves (and judges), the trainer trains on the actor GPUs, the plan's transport
+    carries the weights. It always builds its trainer; it has no per-user adapters."""
     from clawgym.core.policy import SamplingParams
     from clawgym.inference.models import load_tokenizer
     from clawgym.rl.judge import make_judges
@@ -243,18 +286,27 @@ def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
                                       adapter_dir=Path(config.loop.output_dir) / "adapters",
                                       lora=lora, base_model=model_dir)
     judges = _make_judges(config, judge_parts(config.judge.type), judge_policy, make_judges, SamplingParams)
-    return Stack(p, policy, trainer, judges, judge_policy if uses_llm_judge(config) else None)
+    hf_config = getattr(trainer, "hf_config", None) or getattr(getattr(trainer, "model", None), "config", None)
+    return Stack(p, policy, trainer, judges, judge_policy if uses_llm_judge(config) else None,
+                 tokenizer=policy.tokenizer,
+                 max_positions=int(getattr(hf_config, "max_position_embeddings", 0) or 1 << 30))
 
 
-def build_stack(config: RunConfig, device: str = "cuda") -> Stack:
+def build_stack(config: RunConfig, device: str = "cuda", options: StackOptions | None = None) -> Stack:
     """Serving policy, trainer, judges and weight transport for a validated config, placed by its plan.
 
     ``device`` is where the partition's trainer and weight transport run: ``cuda`` on a GPU machine;
     ``cpu`` runs the very same partition code (torch trainer, tensor transport, NCCL path over gloo)
-    against an SGLang-API server without a GPU, which is how the tests exercise it.
+    against an SGLang-API server without a GPU, which is how the tests exercise it. ``options``: what
+    ``clawgym serve`` needs differently (:class:`StackOptions`).
     """
+    options = options or StackOptions()
     p = plan(config)
-    return _in_process(config, p) if p.placement in ("cpu", "one-gpu") else _partition(config, p, device)
+    if p.placement in ("cpu", "one-gpu"):
+        return _in_process(config, p, options)
+    if options.adapter_slots:
+        raise ConfigError("per-user adapters need the in-process hf policy (policy.backend: hf, gpu.enabled: false)")
+    return _partition(config, p, device)
 
 
 def env_tools(config: RunConfig) -> list[dict[str, Any]] | None:
@@ -283,6 +335,7 @@ def build(config: RunConfig, on_step: Any = None) -> Components:
     from clawgym.rl.loop import AsyncRLLoop
 
     stack = build_stack(config)
+    assert stack.trainer is not None  # the default options build one
     loop = AsyncRLLoop(
         config.env.id,
         stack.policy,
