@@ -36,7 +36,7 @@ def forms(wishes: list[str] | None = None) -> dict:
     student already satisfied)."""
     from clawgym.rl.judge.prob import hint_from_reply
     from clawgym.rl.trainer.samples import hinted_messages
-    from clawgym.serve.personal_trainer import hint_with_wishes
+    from clawgym.serve.teacher_hint import hint_with_wishes
 
     def system(messages, hint):
         out = copy.deepcopy(messages)

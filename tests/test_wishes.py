@@ -255,7 +255,7 @@ def test_a_gateway_without_a_wish_memory_says_so(tmp_path):
 
 
 def test_the_teachers_hint_holds_every_remembered_wish_and_the_turns_own_hint_once():
-    from clawgym.serve.personal_trainer import hint_with_wishes
+    from clawgym.serve.teacher_hint import hint_with_wishes
 
     wishes = ["address the student by name", "keep it under 80 words"]
     assert hint_with_wishes(None, wishes) == "Address the student by name. Keep it under 80 words."

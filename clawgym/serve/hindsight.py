@@ -39,6 +39,7 @@ from clawgym.rl import losses
 from clawgym.rl.judge.rubric import RubricJudge, reward_of
 from clawgym.rl.types import Sample, Turn
 from clawgym.serve.protocol import conversation
+from clawgym.serve.teacher_hint import hint_with_wishes, teacher_context
 
 
 @dataclass
@@ -133,8 +134,6 @@ class HindsightGroups:
 
 
 def _add_teacher_hint(sample: Sample, turn: Turn, wishes: list[str]) -> None:
-    from clawgym.serve.personal_trainer import hint_with_wishes, teacher_context
-
     sample.hint, sample.hint_messages = hint_with_wishes(None, wishes), list(turn.context)
     sample.metadata.update(teacher_context(turn))
 

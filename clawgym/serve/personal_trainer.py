@@ -38,7 +38,7 @@ from clawgym.rl.loop import apply_staleness, prm_score, refuse_reason
 from clawgym.rl.methods import NEEDS_HINT, USES_HINTS
 from clawgym.rl.trainer import Trainer
 from clawgym.rl.types import Sample, Turn, read_jsonl, write_jsonl
-from clawgym.serve.protocol import is_internal_context
+from clawgym.serve.teacher_hint import hint_with_wishes, teacher_context
 
 if TYPE_CHECKING:
     from clawgym.serve.hindsight import HindsightGroups
@@ -81,16 +81,6 @@ def sample_from_turn(turn: Turn, method: str, temperature: float = 1.0,
     ), None
 
 
-def hint_with_wishes(hint: str | None, wishes: list[str]) -> str:
-    """The teacher's hint: every remembered wish (oldest first, a contradicted one already replaced by the
-    memory), then this turn's own hint unless a wish already says it."""
-    said = [w.strip().rstrip(".") for w in wishes if w.strip()]
-    parts = [f"{w[:1].upper()}{w[1:]}." for w in said]
-    if hint and hint.strip() and not any(hint.strip().rstrip(".").lower() == w.lower() for w in said):
-        parts.append(hint.strip())
-    return " ".join(parts)
-
-
 def untrainable_reason(turn: Turn, temperature: float) -> str | None:
     """Why the turn's own tokens cannot be trained on (no ids or logprobs, or sampled at another
     temperature or with top-p: logprobs of another distribution), or None."""
@@ -101,15 +91,6 @@ def untrainable_reason(turn: Turn, temperature: float) -> str | None:
     if sampling.get("temperature", 1.0) != temperature or sampling.get("top_p", 1.0) != 1.0:
         return "off_policy_sampling"
     return None
-
-
-def teacher_context(turn: Turn) -> dict[str, Any]:
-    """What the OPD teacher needs besides the context: the tool schemas the student read (turns logged
-    with tool names only have none) and which message holds the person's last words (OpenClaw sends
-    its internal-context block as a user message after them; the hint goes next to the person's words)."""
-    tools = [t for t in turn.info.get("tools") or [] if isinstance(t, dict)]
-    people = [i for i, m in enumerate(turn.context) if m.get("role") == "user" and not is_internal_context(m)]
-    return {**({"tools": tools} if tools else {}), **({"hint_at": people[-1]} if people else {})}
 
 
 def apply_baseline(samples: list[Sample], baseline: str) -> tuple[list[Sample], int]:
