@@ -1,4 +1,4 @@
-"""Decoding speed of SmolLM2-135M at OpenClaw-sized contexts: what HFPolicy did before vs now.
+"""Decoding speed of SmolLM2-135M at OpenClaw-sized contexts: a cache rebuilt per step vs HFPolicy's buffer.
 
 A later OpenClaw turn reuses a ~4k-token prefix and then decodes up to ``maxTokens`` tokens, one
 forward pass each, so the cost of a decoding step at a long context is the turn's latency. Three
@@ -6,10 +6,10 @@ variants, side by side in one process, alternating rounds so that load on a shar
 alike:
 
 - ``dynamic``: transformers' ``DynamicCache`` rebuilt from the batch's tensors at every step and grown
-  by ``torch.cat``, transformers' SDPA (what ``HFPolicy`` did before): the cache is copied twice a token;
+  by ``torch.cat``, transformers' SDPA: the cache is copied twice a token;
 - ``buffer``: :class:`clawgym.inference.kv_buffer.KVBuffer`: a step writes only the new column;
 - ``buffer+gqa``: the buffer plus :mod:`clawgym.inference.attention` (attention on the key/value heads
-  without repeating them): what ``HFPolicy`` does now.
+  without repeating them): what ``HFPolicy`` runs.
 
 All produce the same logits (checked here). Prints ms per decoding step (median over rounds).
 

@@ -67,7 +67,7 @@ JUDGE_ONLY = tuple(JUDGE_FOR)
 # 3 also decides result wishes by solving the request (result_check) and warmth by words of encouragement
 # (rubric_cues.warmth_check). Rows of an earlier rubric are rows of their own, ``hindsight/rubric1``, ...
 RUBRIC = 3
-LEGACY_MODEL = "smollm2-135m"  # rows written before rows named their model: the chat launcher's policy then
+LEGACY_MODEL = "smollm2-135m"  # the model of the rows that name none
 
 
 def default_model() -> str:
@@ -259,7 +259,7 @@ def missing(path: Path, model: str) -> list[str]:
     """The commands that would complete the table (3 seeds of every trained method, one of the others)."""
     have = done_cells(path, model)
     flag = "" if model == default_model() else f" --model {model}"
-    # a judge-only cell whose signal never comes stops at the cap (18 steps took 14-17 minutes)
+    # a judge-only cell whose signal never comes stops at the cap (cell times: docs/training.md)
     return [f".venv/bin/python benchmarks/learning_from_conversation.py --persona {p} --method {m} --seed {s}"
             + flag + (" --max-minutes 30" if m in JUDGE_ONLY else "")
             for m in METHODS for p in PERSONAS for s in (SEEDS[:1] if m in UNTRAINED else SEEDS)

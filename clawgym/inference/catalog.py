@@ -182,9 +182,9 @@ MODELS: dict[str, ModelInfo] = {
 
 
 def default_dtype(name_or_path: str) -> str:
-    """The compute dtype of a model unless configured: bfloat16 for the Qwen models (on a CPU with
-    AVX512-BF16 it prefills 2.6x and decodes a batch of 8 4.4x faster than float32, docs/models.md);
-    float32 for SmolLM2, the tiny test models and checkpoint directories."""
+    """The compute dtype of a model unless configured: bfloat16 for the Qwen models (faster than float32
+    on a CPU with AVX512-BF16: docs/models.md, "Compute dtype"); float32 for SmolLM2, the tiny test
+    models and checkpoint directories."""
     info = MODELS.get(name_or_path)
     return info.default_dtype if info else "float32"
 

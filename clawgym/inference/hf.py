@@ -480,9 +480,9 @@ class HFPolicy(VersionedPolicy):
 def _draw(probs: torch.Tensor, generator: torch.Generator) -> int:
     """One token from ``probs`` by inverting its cumulative distribution at one uniform draw.
 
-    ``torch.multinomial`` over a 150k vocabulary took 2.6 ms a token on one CPU thread, a fifth of all
-    serving time in ``benchmarks/loop_overlap.py``; a float64 cumulative sum and a binary search take
-    0.13 ms and draw from the same distribution (zero-probability tokens are never drawn).
+    The same distribution as ``torch.multinomial`` (zero-probability tokens are never drawn) from a
+    float64 cumulative sum and a binary search, a fraction of ``torch.multinomial``'s cost over a 150k
+    vocabulary on a CPU (docs/benchmarks.md, "Async vs synchronous loop").
     """
     cdf = torch.cumsum(probs, 0, dtype=torch.float64)
     point = torch.rand(1, generator=generator, dtype=torch.float64, device=probs.device) * cdf[-1]

@@ -7,8 +7,7 @@ cgroup counters.
 
 Why not psutil: it has no API for pid namespaces, sessions, clock-tick start times or cgroups (the
 substance of this module), and on the generic queries it is 2-100x slower on the timeout path
-(``benchmarks/procs_scan.py``: children of a pid 0.03 ms here vs 3.1 ms, a parent/zombie pass over
-every process 1.9 vs 3.9 ms).
+(``benchmarks/procs_scan.py``; the numbers are in docs/benchmarks.md, "/proc reads").
 
 The GUI setting's browser uses ``process_tree`` and ``cmdline`` to find and kill its own Chromium's
 renderers when a page hangs.

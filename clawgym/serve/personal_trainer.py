@@ -8,10 +8,11 @@ by the current weights the whole time, and nobody ever gets a 503.
 The learning signal is OpenClaw-RL's personal-agent one, without its traps:
 - grpo: the PRM verdict r ∈ {+1, −1} of the turn, minus a baseline: the mean verdict of the step's
   batch (``baseline: batch``, the default; every turn is its own group, so the batch is the group).
-  OpenClaw-RL uses A = r as is (``baseline: none``); measured here, a person who is never satisfied
-  gives only −1 verdicts, and A = −1 on every sampled token pushed SmolLM2 to gibberish in 16 steps
-  (held-out score 0.23 → 0.04). A 0 verdict, or a batch whose verdicts all agree, trains nothing
-  by the verdict; such turns are dropped (``zero_advantage``) unless a hint still teaches them;
+  OpenClaw-RL uses A = r as is (``baseline: none``); a person who is never satisfied gives only −1
+  verdicts, and A = −1 on every sampled token pushes probability to tokens nobody sampled (what that
+  does to SmolLM2: docs/training.md, "The personal trainer's signal"). A 0 verdict, or a batch whose
+  verdicts all agree, trains nothing by the verdict; such turns are dropped (``zero_advantage``)
+  unless a hint still teaches them;
 - opd / hybrid: the hint judge's chosen hindsight hint makes the teacher prompt; hybrid also trains on
   the verdict (a PRM judge's, else the hint judge's own vote), so it never silently becomes opd;
 - token in, token out: turns without exact token ids and logprobs are refused and counted;
@@ -345,9 +346,9 @@ class PersonalTrainer(BackgroundTrainer):
 
     def drop_stale(self) -> None:
         """Drop pending turns that are already too stale to train (the version only grows), before a
-        batch is taken: every step then trains on a full batch. Taking the batch first left steps on 1-3
-        fresh turns of 8, which under Adam move the weights about as far as a full batch does, on a
-        fraction of the signal (measured in the judge-only rehearsal: half the turns went stale)."""
+        batch is taken: every step then trains on a full batch. Taking the batch first would leave steps
+        on the few fresh turns of a batch, which under Adam move the weights about as far as a full
+        batch does, on a fraction of the signal (docs/training.md, "The personal trainer's signal")."""
         self.pending = self.fresh(self.pending)
 
     async def train_once(self) -> dict[str, Any]:

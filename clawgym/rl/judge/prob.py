@@ -83,8 +83,8 @@ def hint_from_reply(reply: str) -> str | None:
     Not wrapped in an instruction, so the teacher prompt reads as the user having said it in the first
     place (``trainer.hint_format: inline``). Which form a 135M teacher follows best depends on the
     persona (docs/training.md has the measurements): on teacher-persona tasks the wrapper ("The user
-    asked for a change: ... Do exactly what they ask") made it talk about the change (0.17 vs 0.39
-    bare), on TA tasks the wrapper under OpenClaw-RL's header did best.
+    asked for a change: ... Do exactly what they ask") makes it talk about the change and score below
+    the bare hint, on TA tasks the wrapper under OpenClaw-RL's header does best.
     """
     text = " ".join(reply.split())
     while (stripped := _LEAD.sub("", text, count=1).strip()) != text:  # "No, sorry, ..." has two

@@ -1,8 +1,8 @@
 """Facts the judge model reads off the request once, and the wishes they decide without asking about the reply.
 
 Asked "Does the reply meet this wish?", a 0.5B judge is at chance on the wishes that need a fact
-from the request: "mention the correct result" (AUC 0.45 on the rubric benchmark: it would have to
-solve the problem in its head while reading the reply) and "address the student by name" (it must
+from the request: "mention the correct result" (``benchmarks/rubric_judge.py``; docs/training.md: it
+would have to solve the problem in its head while reading the reply) and "address the student by name" (it must
 know who the student is). Reading the fact off the request is a separate and easier task, done once
 per request apart from any reply, and cached: the same fact decides every reply to the request (a
 GRPO group, every turn of the conversation).

@@ -32,8 +32,8 @@ class LoopConfig:
     max_tokens: int = 256
     episode_timeout_s: float | None = None
     # concurrent judge calls (None: num_workers). Fewer than the rollout workers judges a batch in waves of
-    # that size, and the trainer waits on the last wave (benchmarks/loop_overlap.py: idle 12-13 % at 4 of
-    # 16, 6-9 % at 16); an external judge with a rate limit is the reason to set it lower
+    # that size, and the trainer waits on the last wave (benchmarks/loop_overlap.py; docs/benchmarks.md,
+    # "Async vs synchronous loop"); an external judge with a rate limit is the reason to set it lower
     judge_workers: int | None = None
     eval_every: int = 0  # train steps between evals (0: only before/after, when eval_before/eval_after)
     eval_before: bool = False
@@ -51,8 +51,8 @@ class LoopConfig:
     export_final: bool = True  # save the served weights as an HF checkpoint in <output_dir>/final
     # CPython's GIL switch interval while the loop runs (None: leave it). In-process serving, training and
     # the event loop are three threads that each give up the GIL around every torch op; at CPython's 5 ms
-    # default a thread that wants it back waits for the others' switch interval (a convoy), which made
-    # overlapped train steps 2-5x slower than alone (benchmarks/loop_overlap.py)
+    # default a thread that wants it back waits for the others' switch interval (a convoy), which makes
+    # overlapped train steps 2-5x slower than alone (benchmarks/loop_overlap.py --switch-interval 0.005)
     switch_interval_s: float | None = 0.0005
 
     def __post_init__(self) -> None:

@@ -49,7 +49,7 @@ def response_logits(model: nn.Module, batch: Batch, temperature: float = 1.0) ->
     No padding mask is passed: padding is on the right, and under causal attention no real token ever
     attends to a later position, so the real positions come out the same. Without a mask, SDPA runs
     its flash kernel (blocked, causal) instead of materialising ``[B, heads, L, L]`` attention
-    weights for the backward pass: at an 8k-token OpenClaw prompt that was 4.6 GB a layer.
+    weights for the backward pass: at an 8k-token OpenClaw prompt that would be 4.6 GB a layer.
     """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     decoder, head = base.get_decoder(), base.get_output_embeddings()

@@ -11,8 +11,8 @@
 
    Tested on CPU (gloo, with megatron-core's few hard-coded CUDA tensors redirected in the test
    processes only): in float64, a step equals the torch trainer's step (loss, grads, weights) to 1e-6
-   for TP=2, PP=2 and DP=2, with and without LoRA (measured: 2e-14). The dist-checkpoint writer is CUDA-only
-   and runs only on a GPU.
+   for TP=2, PP=2 and DP=2, with and without LoRA (the gaps measured: docs/scaling.md). The
+   dist-checkpoint writer is CUDA-only and runs only on a GPU.
 
 Module map: conversion :mod:`~clawgym.rl.trainer.megatron_convert`, set-up
 :mod:`~clawgym.rl.trainer.megatron_setup`, micro-batches and schedule
