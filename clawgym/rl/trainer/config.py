@@ -1,5 +1,7 @@
 """What a trainer step depends on: ``TrainerConfig`` (method, optimiser, clipping, KL, OPD weights) and
-``LoraSettings``; shared by the torch and Megatron trainers and by the launch configs."""
+``LoraSettings``; shared by the torch and Megatron trainers and by the launch configs, whose ``trainer``,
+``trainer.lora`` and ``method`` keys are these fields (types and defaults defined here only; see
+:func:`clawgym.rl.launch.schema.plain_fields`)."""
 
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ class TrainerConfig:
     aggregation: Literal["token", "sequence"] = "token"
     advantage: Literal["grpo", "raw"] = "grpo"
     teacher: Teacher = "initial"  # see clawgym.rl.launch.teacher
-    hint_format: Literal["header", "inline"] = "header"  # how the teacher sees the hint (trainer/samples.py)
+    # header (OpenClaw-RL's) | inline: how the OPD teacher sees the hint (trainer/samples.py)
+    hint_format: Literal["header", "inline"] = "header"
     temperature: float = 1.0  # the sampling temperature the old logprobs were computed at
     gradient_checkpointing: bool = False
     # none: the sampler's logprobs are the old policy's; tis: they come from other (quantised) serving
