@@ -1,17 +1,27 @@
-"""The names of the training methods (see :mod:`clawgym.rl.losses` for their formulas)."""
+"""The names of the training methods (see :mod:`clawgym.rl.losses` for their formulas) and of the OPD
+teachers (see :mod:`clawgym.rl.launch.teacher`): each list is defined here once, as the ``Literal`` type
+:class:`~clawgym.rl.trainer.TrainerConfig` declares its field with, and read everywhere else from it."""
 
 from __future__ import annotations
 
 import logging
+from typing import Literal, get_args
 
 # The training methods. ``grpo`` trains on verdict/reward advantages (group-normalised, or raw for
 # personal chat); it was called ``binary`` (OpenClaw-RL's "Binary RL"), which is kept as an alias.
 # ``opd_topk`` distils the hinted teacher's top-K distribution at every response position (a dense
 # signal: it can raise a token nobody sampled) plus PPO-clip on the verdict advantage; torch trainer only.
-METHODS = ("grpo", "opd", "hybrid", "opd_topk")
+Method = Literal["grpo", "opd", "hybrid", "opd_topk"]
+METHODS: tuple[str, ...] = get_args(Method)
 USES_HINTS = ("opd", "hybrid", "opd_topk")  # their samples carry the hint judge's hint for the OPD teacher
 NEEDS_HINT = ("opd", "opd_topk")  # a turn without a hint teaches them nothing
 _METHOD_ALIASES = {"binary": "grpo"}
+
+# The OPD teacher (``trainer.teacher``): whose log-probabilities the OPD term is measured against.
+# ``current`` is the older name of ``policy``.
+Teacher = Literal["initial", "policy", "judge"]
+TEACHERS: tuple[str, ...] = get_args(Teacher)
+TEACHER_ALIASES = {"current": "policy"}
 
 
 def canonical_method(name: str) -> str:
@@ -21,3 +31,8 @@ def canonical_method(name: str) -> str:
         logging.getLogger(__name__).warning("method %r is deprecated; use %r (same behaviour)", name, new)
         return new
     return name
+
+
+def canonical_teacher(name: str) -> str:
+    """The current name of an OPD teacher (``current`` is ``policy``)."""
+    return TEACHER_ALIASES.get(name, name)

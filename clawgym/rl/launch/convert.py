@@ -1,26 +1,28 @@
-"""Config sections -> the trainer's and the loop's own config objects (kept apart so both stay plain)."""
+"""Config sections -> the trainer's and the loop's own config objects (kept apart so both stay plain).
+
+The sections take their keys from those objects (:func:`~clawgym.rl.launch.schema.plain_fields`), so a field
+is declared once, on the plain object, and travels here without touching this module.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from clawgym.rl.launch.schema import ConfigError, LoraSection, RunConfig
 from clawgym.rl.launch.teacher import trainer_teacher
+from clawgym.rl.loop.config import LoopConfig
+from clawgym.rl.trainer.config import LoraSettings, TrainerConfig
 
 
 def from_sections(target: type, *sections: Any, **given: Any) -> Any:
-    """Build the dataclass ``target``: ``given`` values, then same-named fields of ``sections`` (first wins).
-
-    The config sections use the plain objects' own field names, so a field added to both travels
-    without touching this module; a field only the plain object has keeps its default.
+    """Build the plain config ``target``: the ``given`` values, then the values of the keys the ``sections``
+    took from ``target`` (their ``plain_keys``; the first section wins). A field no key sets keeps its default.
     """
     values = dict(given)
-    for field in dataclasses.fields(target):
-        if field.name not in values:
-            source = next((section for section in sections if field.name in type(section).model_fields), None)
-            if source is not None:
-                values[field.name] = getattr(source, field.name)
+    for section in sections:
+        for key, (plain, name) in type(section).plain_keys.items():
+            if plain is target and name not in values:
+                values[name] = getattr(section, key)
     return target(**values)
 
 
@@ -45,22 +47,17 @@ def lora_targets(lora: LoraSection, num_layers: int | None) -> tuple[str, ...]:
                  for i in range(first, num_layers) for m in lora.target_modules)
 
 
-def trainer_config(config: RunConfig, num_layers: int | None = None) -> Any:
-    from clawgym.rl.trainer import LoraSettings, TrainerConfig
-
+def trainer_config(config: RunConfig, num_layers: int | None = None) -> TrainerConfig:
     t = config.trainer
     lora = None
     if t.lora.enabled:
-        lora = LoraSettings(r=t.lora.r, alpha=t.lora.alpha, dropout=t.lora.dropout,
-                            target_modules=lora_targets(t.lora, num_layers if t.lora.top_layers > 0 else None))
+        lora = from_sections(LoraSettings, t.lora,
+                             target_modules=lora_targets(t.lora, num_layers if t.lora.top_layers > 0 else None))
     correction = t.behavior_correction or ("tis" if config.policy.quantize != "none" else "none")
-    return from_sections(TrainerConfig, t, method=config.method, lora=lora, teacher=trainer_teacher(config),
+    return from_sections(TrainerConfig, t, config, lora=lora, teacher=trainer_teacher(config),
                          temperature=config.rollout.temperature,  # rollout logprobs are at the sampling temperature
                          behavior_correction=correction, seed=config.loop.seed)
 
 
-def loop_config(config: RunConfig) -> Any:
-    from clawgym.rl.loop import LoopConfig
-
-    return from_sections(LoopConfig, config.loop, config.rollout, num_workers=config.rollout.workers,
-                         judge_workers=config.judge.workers)
+def loop_config(config: RunConfig) -> LoopConfig:
+    return from_sections(LoopConfig, config.loop, config.rollout, config.judge)

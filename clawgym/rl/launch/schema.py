@@ -3,20 +3,29 @@
 pydantic does the typing (ints, floats, bools, lists, nested sections) so nothing here coerces by hand;
 this module only turns pydantic's errors into one-line messages that say where and what (an unknown key
 lists the valid ones) and runs the cross-field checks that a single field cannot express.
+
+The keys that configure the loop, the trainer and LoRA are the fields of the plain configs those take
+(:class:`~clawgym.rl.loop.LoopConfig`, :class:`~clawgym.rl.trainer.TrainerConfig`,
+:class:`~clawgym.rl.trainer.LoraSettings`): each is declared there once, with its type and default, and a
+section takes it with :func:`plain_fields`; a section declares only the keys that are the config's own.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, ClassVar, Literal, Sequence
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from clawgym.errors import UsageError
 from clawgym.inference.catalog import DEFAULT_MODEL, default_dtype
 from clawgym.rl.launch.teacher import canonical_teacher, teacher_problems
+from clawgym.rl.loop.config import LoopConfig
 from clawgym.rl.methods import METHODS, USES_HINTS, canonical_method
+from clawgym.rl.trainer.config import LoraSettings, TrainerConfig
 
 
 class ConfigError(UsageError):
@@ -27,6 +36,8 @@ class Section(BaseModel):
     """Unknown keys are errors; numbers may stand for strings (``--set policy.model=7``)."""
 
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+    # the keys taken from a plain config (plain_fields): key -> (the plain config's class, its field's name)
+    plain_keys: ClassVar[dict[str, tuple[type, str]]] = {}
 
     @field_validator("*", mode="before")
     @classmethod
@@ -36,6 +47,49 @@ class Section(BaseModel):
         if isinstance(value, str) and getattr(annotation, "__origin__", None) is list:
             return [v.strip() for v in value.split(",") if v.strip()]
         return value
+
+
+def plain_fields(plain: type, *names: str, skip: Sequence[str] = (),
+                 **renamed: str) -> Callable[[type[Section]], type[Section]]:
+    """Add fields of the plain dataclass ``plain`` to the decorated section, with ``plain``'s types and defaults.
+
+    ``renamed`` (config key = field) and ``names`` (the field's own name) pick the fields; with neither the
+    section takes every field but ``skip``. A key the section declares itself stays its own (a config-only
+    type or default). The decorated section (a subclass of the same name) records the keys it took in
+    ``plain_keys``, which :func:`~clawgym.rl.launch.convert.from_sections` reads back. YAML has no tuples and
+    the schema leaves the values of a ``Literal`` field to :func:`validate` and the plain config: a tuple field
+    is a list here, a ``Literal`` one a string.
+    """
+    hints = typing.get_type_hints(plain)
+    fields = {field.name: field for field in dataclasses.fields(plain)}
+    keys = {**renamed, **{name: name for name in names}} or {name: name for name in fields if name not in skip}
+
+    def decorate(section: type[Section]) -> type[Section]:
+        taken = {key: name for key, name in keys.items() if key not in section.model_fields}
+        model = create_model(section.__name__, __base__=section, __module__=section.__module__,
+                             __doc__=section.__doc__,
+                             **{key: _section_field(hints[name], fields[name]) for key, name in taken.items()})
+        model.plain_keys = {**section.plain_keys, **{key: (plain, name) for key, name in taken.items()}}
+        return model
+
+    return decorate
+
+
+def _section_field(annotation: Any, field: dataclasses.Field) -> tuple[Any, Any]:
+    default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+    if typing.get_origin(annotation) is Literal:
+        return str, default
+    if typing.get_origin(annotation) is tuple:
+        item, *more = typing.get_args(annotation)
+        if more != [Ellipsis]:
+            raise TypeError(f"{field.name}: only a tuple[X, ...] field can be a config key (a YAML list)")
+        return list[item], Field(default_factory=lambda: list(default))
+    return annotation, default
+
+
+def taken(*sections: type[Section]) -> tuple[str, ...]:
+    """The names of the plain fields the sections took (so another section can skip them)."""
+    return tuple(name for section in sections for _, name in section.plain_keys.values())
 
 
 class EnvSection(Section):
@@ -63,6 +117,7 @@ class PolicySection(Section):
         return self
 
 
+@plain_fields(LoopConfig, workers="judge_workers")  # concurrent judge calls; null: one per rollout worker
 class JudgeSection(Section):
     type: str = "none"  # none | rules | prm | hint | rules+prm | prob | probhint, comma-joined
     votes: int = 3
@@ -73,74 +128,34 @@ class JudgeSection(Section):
     api_key: str | None = None
     timeout_s: float | None = None  # a judge call slower than this counts as the judge being down
     temperature: float = 0.6
-    workers: int | None = None  # concurrent judge calls; null: one per rollout worker (a batch is judged in one wave)
 
 
+@plain_fields(LoopConfig, "group_size", "temperature", "top_p", "max_tokens", "episode_timeout_s",
+              workers="num_workers")
 class RolloutSection(Section):
-    workers: int = 8
-    group_size: int = 4
     executor: str = "local"  # local | asyncio | ray
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 256
-    episode_timeout_s: float | None = None
 
 
+@plain_fields(LoraSettings)
 class LoraSection(Section):
     enabled: bool = False
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.0
-    target_modules: list[str] = Field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-    )
     top_layers: int = 0  # >0: adapters only in the top N layers, so backward stops below them (~2x cheaper on CPU)
     export: str = "merged"  # merged: W + BA sent as full weights | adapter: SGLang loads the adapters (gpu section)
 
 
+# TrainerConfig's other fields: method (top level), temperature (rollout.temperature), seed (loop.seed); betas
+# and topk are set in code only
+@plain_fields(TrainerConfig, skip=("method", "temperature", "seed", "betas", "topk"))
 class TrainerSection(Section):
-    lr: float = 1e-5
-    weight_decay: float = 0.0
-    eps_clip: float = 0.2
-    eps_clip_high: float = 0.28
-    kl_coef: float = 0.0
-    w_rl: float = 1.0
-    w_opd: float = 1.0
-    micro_batch_size: int = 4
-    grad_accum: int = 1
-    max_grad_norm: float = 1.0
-    aggregation: str = "token"
-    advantage: str = "grpo"
-    teacher: str = "initial"  # OPD teacher: initial | policy | judge (clawgym.rl.launch.teacher)
-    hint_format: str = "header"  # header (OpenClaw-RL's) | inline: how the OPD teacher sees the hint
-    gradient_checkpointing: bool = False
-    behavior_correction: str = ""  # none | tis; empty: tis when policy.quantize makes the sampler's weights differ
-    tis_cap: float = 2.0
-    lora: LoraSection = Field(default_factory=LoraSection)
+    # none | tis; empty (unlike TrainerConfig's none): tis when policy.quantize makes the sampler's weights differ
+    behavior_correction: str = ""
+    lora: LoraSection = Field(default_factory=LoraSection)  # enabled: TrainerConfig.lora (else None)
 
 
+# LoopConfig's other fields: the rollout section's and judge.workers; eval_seed, export_final and
+# switch_interval_s are set in code only
+@plain_fields(LoopConfig, skip=(*taken(RolloutSection, JudgeSection), "eval_seed", "export_final", "switch_interval_s"))
 class LoopSection(Section):
-    steps: int = 10
-    max_minutes: float | None = None  # stop training after this much wall time (the step in flight finishes)
-    batch_groups: int = 4
-    buffer_groups: int = 8
-    max_staleness: int = 2
-    staleness: str = "drop"
-    reward: str = "auto"
-    prm_coef: float = 1.0
-    drop_zero_advantage: bool = True
-    eval_every: int = 0
-    eval_before: bool = False
-    eval_after: bool = False
-    eval_episodes: int | None = None
-    eval_temperature: float = 0.0
-    checkpoint_every: int = 1
-    resume: bool = True
-    output_dir: str = "runs/train"
-    mode: str = "async"
-    seed: int = 0
-    tensorboard: bool = True
-    plot: bool = True
     torch_threads: int = 0  # intra-op threads per torch op; 0 = torch's default (1 suits a small shared CPU)
 
 
@@ -182,8 +197,8 @@ class RaySection(Section):
     num_cpus: int | None = None  # CPUs of the private instance (address: null); a cluster brings its own
 
 
+@plain_fields(TrainerConfig, "method")
 class RunConfig(Section):
-    method: str = "grpo"
     env: EnvSection = Field(default_factory=EnvSection)
     policy: PolicySection = Field(default_factory=PolicySection)
     judge: JudgeSection = Field(default_factory=JudgeSection)

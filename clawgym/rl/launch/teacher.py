@@ -17,14 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawgym.rl.methods import USES_HINTS
-
-TEACHERS = ("initial", "policy", "judge")
-ALIASES = {"current": "policy"}
-
-
-def canonical_teacher(name: str) -> str:
-    return ALIASES.get(name, name)
+from clawgym.rl.methods import TEACHERS, USES_HINTS, canonical_teacher  # the names: defined in rl/methods.py
 
 
 def teacher_problems(config: Any) -> list[str]:

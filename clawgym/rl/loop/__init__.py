@@ -38,14 +38,14 @@ in turn (producers are gated while the trainer works).
 Modules: ``config`` (:class:`LoopConfig`, :class:`LoopResult`, file names), ``collector`` (the
 producers, judge tracking, the sync gate), ``training`` (weight publication, a step's metrics row),
 ``state`` (checkpoints, resume, the trained-ids log), ``evaluation`` (held-out evals, HF export),
-``runner`` (:class:`AsyncRLLoop`: the train step and the run).
+``runner`` (:class:`AsyncRLLoop`: the train step and the run). Only ``config`` is imported with the
+package; the rest (which imports torch) when a name of it is first asked for, so :class:`LoopConfig`
+imports without torch (the launch schema takes its fields from it).
 """
 
-from clawgym.rl.groups import apply_staleness, build_group, prm_score, refuse_reason, verdict_source
-from clawgym.rl.loop.collector import BatchCollector, BusyClock
+from typing import Any
+
 from clawgym.rl.loop.config import CHECKPOINT_DIR, LOOP_STATE, PENDING_FILE, TRAINED_FILE, LoopConfig, LoopResult
-from clawgym.rl.loop.evaluation import export_hf
-from clawgym.rl.loop.runner import AsyncRLLoop, run_loop
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -65,3 +65,17 @@ __all__ = [
     "run_loop",
     "verdict_source",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("AsyncRLLoop", "run_loop"):
+        from clawgym.rl.loop import runner as module
+    elif name in ("BatchCollector", "BusyClock"):
+        from clawgym.rl.loop import collector as module
+    elif name == "export_hf":
+        from clawgym.rl.loop import evaluation as module
+    elif name in ("apply_staleness", "build_group", "prm_score", "refuse_reason", "verdict_source"):
+        from clawgym.rl import groups as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(module, name)

@@ -14,7 +14,11 @@ LOOP_STATE = "loop_state.json"
 
 @dataclass
 class LoopConfig:
-    """How the four loops run. The trainer's own settings (lr, eps, KL, LoRA) live in TrainerConfig."""
+    """How the four loops run. The trainer's own settings (lr, eps, KL, LoRA) live in TrainerConfig.
+
+    The launcher config's ``loop`` and ``rollout`` keys and ``judge.workers`` are these fields (types and
+    defaults defined here only; see :func:`clawgym.rl.launch.schema.plain_fields`).
+    """
 
     steps: int = 10
     max_minutes: float | None = None  # stop after the step that crosses this training wall time

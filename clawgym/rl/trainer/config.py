@@ -1,5 +1,7 @@
 """What a trainer step depends on: ``TrainerConfig`` (method, optimiser, clipping, KL, OPD weights) and
-``LoraSettings``; shared by the torch and Megatron trainers and by the launch configs."""
+``LoraSettings``; shared by the torch and Megatron trainers and by the launch configs, whose ``trainer``,
+``trainer.lora`` and ``method`` keys are these fields (types and defaults defined here only; see
+:func:`clawgym.rl.launch.schema.plain_fields`)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from clawgym.rl.methods import canonical_method
+from clawgym.rl.methods import METHODS, TEACHERS, Method, Teacher, canonical_method, canonical_teacher
 
 
 @dataclass
@@ -24,7 +26,7 @@ class LoraSettings:
 class TrainerConfig:
     """Everything a train step depends on. Defaults follow OpenClaw-RL's launch scripts where they exist."""
 
-    method: Literal["grpo", "opd", "hybrid", "opd_topk"] = "grpo"
+    method: Method = "grpo"  # clawgym.rl.methods
     lr: float = 1e-5
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.98)
@@ -40,8 +42,9 @@ class TrainerConfig:
     lora: LoraSettings | None = None
     aggregation: Literal["token", "sequence"] = "token"
     advantage: Literal["grpo", "raw"] = "grpo"
-    teacher: Literal["initial", "policy", "judge"] = "initial"  # see clawgym.rl.launch.teacher
-    hint_format: Literal["header", "inline"] = "header"  # how the teacher sees the hint (trainer/samples.py)
+    teacher: Teacher = "initial"  # see clawgym.rl.launch.teacher
+    # header (OpenClaw-RL's) | inline: how the OPD teacher sees the hint (trainer/samples.py)
+    hint_format: Literal["header", "inline"] = "header"
     temperature: float = 1.0  # the sampling temperature the old logprobs were computed at
     gradient_checkpointing: bool = False
     # none: the sampler's logprobs are the old policy's; tis: they come from other (quantised) serving
@@ -57,12 +60,12 @@ class TrainerConfig:
             self.lora.target_modules = tuple(self.lora.target_modules)
         self.betas = tuple(self.betas)  # type: ignore[assignment]
         self.method = canonical_method(self.method)  # type: ignore[assignment]
-        self.teacher = {"current": "policy"}.get(self.teacher, self.teacher)  # type: ignore[assignment]
+        self.teacher = canonical_teacher(self.teacher)  # type: ignore[assignment]
         checks = {
-            "method": self.method in ("grpo", "opd", "hybrid", "opd_topk"),
+            "method": self.method in METHODS,
             "aggregation": self.aggregation in ("token", "sequence"),
             "advantage": self.advantage in ("grpo", "raw"),
-            "teacher": self.teacher in ("initial", "policy", "judge"),
+            "teacher": self.teacher in TEACHERS,
             "hint_format": self.hint_format in ("header", "inline"),
             "micro_batch_size": self.micro_batch_size >= 1,
             "grad_accum": self.grad_accum >= 1,
