@@ -63,10 +63,13 @@ RECIPE = 3
 SUPERSEDED = {1: "A = r without a baseline, hint wrapped under a header",
               2: "a step could train the fresh remainder (1-7 turns) of a batch whose other turns were stale"}
 JUDGE_ONLY = tuple(JUDGE_FOR)
-# The rubric judge of the hindsight rows: 2 decides name wishes by the names (rubric_cues.name_check);
-# 3 also decides result wishes by solving the request (result_check) and warmth by words of encouragement
-# (rubric_cues.warmth_check). Rows of an earlier rubric are rows of their own, ``hindsight/rubric1``, ...
-RUBRIC = 3
+# The rubric judge of the hindsight rows, and whose wishes each version changed: 2 decides name wishes by
+# the names (rubric_cues.name_check); 3 also decides result wishes by solving the request, by-name wishes
+# by the name the judge reads off it (request_facts) and warmth by words of encouragement; 4 also decides a
+# score on a named scale ("give a score out of 10") by the cues, a wish only the TA persona has. A row whose
+# persona a later version touched is a row of its own (``hindsight/rubric1``, ...).
+RUBRIC = 4
+RUBRIC_CHANGED = {2: PERSONAS, 3: PERSONAS, 4: ("ta",)}
 LEGACY_MODEL = "smollm2-135m"  # the model of the rows that name none
 
 
@@ -185,9 +188,15 @@ def label(row: dict) -> str:
         name += f"/user={row['user_model']}"
     if row.get("user_voice", "first") != "first":
         name += f"/voice={row['user_voice']}"
-    if row["method"] in HINDSIGHT and row.get("rubric", 1) != RUBRIC:
+    if row["method"] in HINDSIGHT and not rubric_current(row):
         name += f"/rubric{row.get('rubric', 1)}"
     return name + "".join(f"[{s}]" for s in row.get("sets", []))
+
+
+def rubric_current(row: dict) -> bool:
+    """No rubric version after the row's changed how its persona's wishes are judged."""
+    version = row.get("rubric", 1)
+    return not any(row.get("persona") in who for later, who in RUBRIC_CHANGED.items() if later > version)
 
 
 def model_of(row: dict) -> str:

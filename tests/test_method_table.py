@@ -104,3 +104,12 @@ def test_the_committed_results_are_what_the_readme_table_is_printed_from(lfc):
         assert rows and void == 0
         assert all({"persona", "method", "seed", "before", "after"} <= r.keys() for r in rows + superseded)
         assert lfc.table(lfc.RESULTS, model).splitlines()[1].startswith("method")
+
+
+def test_a_row_stays_current_until_a_rubric_change_touches_its_persona(lfc):
+    assert lfc.RUBRIC_CHANGED[lfc.RUBRIC] == ("ta",)  # the last change judges a wish only the TA has
+    teacher = {"persona": "teacher", "method": "hindsight", "rubric": lfc.RUBRIC - 1}
+    ta = {**teacher, "persona": "ta"}
+    assert lfc.rubric_current(teacher) and not lfc.rubric_current(ta)
+    assert lfc.label(teacher) == "hindsight" and lfc.label(ta) == f"hindsight/rubric{lfc.RUBRIC - 1}"
+    assert not lfc.rubric_current({**teacher, "rubric": 2}) and lfc.rubric_current({**ta, "rubric": lfc.RUBRIC})

@@ -34,6 +34,12 @@ PROSE = "Great work, Ava! The correct result is 48. Your working is clear and ev
     ("explain the grade in at least two sentences", PROSE, None),  # ... meeting the count leaves "explain" to the model
     ("no lists and be warm about it", LISTED, False),
     ("no lists and be warm about it", PROSE, None),
+    ("give a score out of 10", LISTED, True),  # a named scale: "9/10"
+    ("give a score out of 10", "I would give it 7 out of 10.", True),
+    ("give a score out of 10", PROSE, False),
+    ("give a score out of 10", "Score: 7/100", False),
+    ("give a score out of 10 and be kind", PROSE, False),  # the violation decides ...
+    ("give a score out of 10 and be kind", LISTED, None),  # ... the rest is the model's
     ("address the student by name", PROSE, None),  # not measurable: the model's
     ("make it friendlier and more encouraging", PROSE, None),
 ])

@@ -1,7 +1,8 @@
 """The rubric judge's shortcut for clear cases: wishes that state something code can measure.
 
-A wish that forbids or asks for a format (lists, bold or headings, LaTeX, emoji) or sets a count
-("under 80 words", "at least two sentences", "two sentences max") is decided by looking at the reply:
+A wish that forbids or asks for a format (lists, bold or headings, LaTeX, emoji), sets a count
+("under 80 words", "at least two sentences", "two sentences max") or names a scale ("give a score out
+of 10": a "7/10" or "7 out of 10" in the reply) is decided by looking at the reply:
 a model reading "keep it under 80 words" cannot count words, code can. Everything else ("address the
 student by name", "make it friendlier", "state the correct result") goes to the model.
 :func:`cue_check` returns None for those, and for a wish whose measurable part is only part of it,
@@ -41,13 +42,16 @@ MAX_WORDS = re.compile(rf"(?i)\b(?:under|at most|no more than|fewer than|less th
 MAX_SENTENCES = re.compile(rf"(?i)\b(?:at most|no more than|max(?:imum)?(?: of)?|up to)\s+{_N}\s+sentences?\b|"
                            rf"\b{_N}\s+sentences?\s+(?:max|maximum|or less|or fewer|tops)\b")
 MIN_SENTENCES = re.compile(rf"(?i)\bat least\s+{_N}\s+sentences?\b")
+SCALE = re.compile(r"(?i)\b(?:score|grade|mark|rating|rate it)\s+(?:it\s+)?"
+                   r"(?:out of|on a scale of|from 0 to|from 1 to)\s+(\d+)\b")
 _FORMATS = {"list": LIST_LINE, "markdown": MARKDOWN, "latex": LATEX, "emoji": EMOJI}
 # words of a wish that the cues measure; a wish with other content words also has a part for the model
 _MEASURED = re.compile(r"(?i)\b(?:no|not|don'?t|do not|use|without|avoid|skip|drop|remove|lose|stop|any|just|only|"
                        r"plain|text|symbols?|numbered|bullet(?:ed)?|bullet points|points?|lists?|bold|headings?|"
                        r"headers?|markdown|formatting|latex|emojis?|write|rewrite|it|as|normal|prose|paragraph|"
                        r"sentences?|keep|under|at most|at least|no more than|max(?:imum)?|words?|a|an|the|in|"
-                       r"of|make|shorter|short|please|and|or|with|put)\b|\d+")
+                       r"of|make|shorter|short|please|and|or|with|put|give|score|grade|mark|rating|rate|out of|"
+                       r"scale|from|to|like)\b|\d+")
 
 
 UNCHECKABLE = re.compile(r"(?i)\b(?:faster|quicker|sooner|quickly|right away|immediately|remind(?:er)?|remember|"
@@ -73,6 +77,11 @@ def sentences(reply: str) -> int:
     return len([s for s in re.split(r"[.!?]+", reply) if len(s.split()) >= 3])
 
 
+def scored_on(reply: str, scale: int) -> bool:
+    """The reply gives a score on the scale: "7/10", "7 / 10", "7 out of 10", "8.5/10"."""
+    return re.search(rf"(?i)\b\d{{1,3}}(?:\.\d)?\s*(?:/|out of)\s*{scale}\b", reply) is not None
+
+
 def cue_check(wish: str, reply: str) -> bool | None:
     """True / False when the wish's measurable constraints decide it, None when the model must."""
     verdicts: list[bool] = []
@@ -88,6 +97,8 @@ def cue_check(wish: str, reply: str) -> bool | None:
         verdicts.append(0 < sentences(reply) <= _first(match))
     for match in MIN_SENTENCES.finditer(wish):
         verdicts.append(sentences(reply) >= _first(match))
+    for match in SCALE.finditer(wish):  # "give a score out of 10": a "7/10" or "7 out of 10" in the reply
+        verdicts.append(scored_on(reply, int(match.group(1))))
     if not verdicts:
         return None
     if not all(verdicts):
