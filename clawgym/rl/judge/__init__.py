@@ -27,8 +27,10 @@ whose backend is down raises :class:`JudgeUnavailable` and the turn is judged ag
   tests, and the env's own answer check at termination. :class:`CompositeJudge` combines them with an
   LLM judge (the rule is documented there).
 - :class:`RubricJudge` scores any reply against a person's remembered wishes (a graded reward for
-  hindsight GRPO), per wish, with a model; :mod:`.wishes` turns a correction into a wish and says when
-  two wishes are the same or contradict; :mod:`.rubric_cues` decides only measurable wishes.
+  hindsight GRPO), per wish: cues first, then facts the judge model reads off the request once
+  (:mod:`.request_facts`: the problem's result, the name a wish means), then the model; :mod:`.wishes`
+  turns a correction into a wish and says when two wishes are the same or contradict; :mod:`.rubric_cues`
+  decides only measurable wishes.
 - :class:`JudgeStage` is the async stage: a worker pool draining a turn queue, so rollouts only ever
   enqueue (``on_turn=stage.submit``) and never wait for a verdict.
 """

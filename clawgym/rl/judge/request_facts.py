@@ -54,7 +54,7 @@ _OPS: dict[type, Callable[..., float]] = {
 
 
 def is_result_wish(wish: str) -> bool:
-    """The wish asks for the correct result (then :class:`ResultSolver` can decide it)."""
+    """The wish asks for the correct result (then :meth:`RequestFacts.result` can decide it)."""
     return RESULT_WISH.search(wish) is not None
 
 
