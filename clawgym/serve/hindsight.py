@@ -123,19 +123,18 @@ class HindsightGroups:
         advantages = losses.grpo_advantages(rewards, [turn.turn_id] * len(members))
         if not bool(advantages.abs().gt(0).any()):
             return None, "zero_advantage_group"
+        # hybrid: one hint for the whole group, the teacher reading every remembered wish
+        hint = hint_with_wishes(None, wishes) if self.teacher_hint else None
+        extra = teacher_context(turn) if hint else {}
         samples = []
         for (reward, sample), advantage in zip(members, advantages.tolist()):
             sample.reward, sample.advantage = float(reward), float(advantage)
-            if self.teacher_hint:
-                _add_teacher_hint(sample, turn, wishes)
+            if hint:
+                sample.hint, sample.hint_messages = hint, list(turn.context)
+                sample.metadata.update(extra)
             samples.append(sample)
         self.stats["groups"] += 1
         return samples, None
-
-
-def _add_teacher_hint(sample: Sample, turn: Turn, wishes: list[str]) -> None:
-    sample.hint, sample.hint_messages = hint_with_wishes(None, wishes), list(turn.context)
-    sample.metadata.update(teacher_context(turn))
 
 
 def _real_sample(turn: Turn) -> Sample:

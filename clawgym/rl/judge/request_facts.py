@@ -31,7 +31,7 @@ import threading
 from typing import Any, Callable
 
 from clawgym.core.messages import Message
-from clawgym.rl.judge.rubric_cues import BY_NAME, names_in
+from clawgym.rl.judge.rubric_cues import BY_NAME, names_in, nothing_else
 
 # a wish whose subject is the result: "mention the correct result", "give the final number", "what is the answer"
 RESULT_WISH = re.compile(r"(?i)\b(?:(?:correct|right|final|actual|exact)\s+(?:result|answer|number|total|value)s?"
@@ -60,7 +60,7 @@ def is_result_wish(wish: str) -> bool:
 
 def only_the_result(wish: str) -> bool:
     """The wish asks for nothing but the result ("mention the correct result so the student can compare")."""
-    return not re.search(r"[A-Za-z]{3,}", _RESULT_ONLY.sub(" ", wish.replace("'", "")))
+    return nothing_else(wish.replace("'", ""), _RESULT_ONLY)
 
 
 def solve_prompt(request: str) -> list[Message]:
@@ -93,7 +93,11 @@ def says_name(reply: str, name: str) -> bool:
 
 
 def _numbers(text: str) -> list[float]:
-    return [float(n) for n in _NUMBER.findall(re.sub(r"(?<=\d),(?=\d{3}\b)", "", text))]
+    return [float(n) for n in _NUMBER.findall(_plain(text))]
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 1,200 -> 1200; "48, 50" stays two numbers
 
 
 def _evaluate(node: ast.AST) -> float:
@@ -133,7 +137,7 @@ def states_value(reply: str, value: float) -> bool:
 
 def states_as_result(reply: str, value: float) -> bool:
     """``value`` follows a result word within a few words ("the total is 48", "= 48", "gets 8 each")."""
-    text = _RATIO.sub(" ", re.sub(r"(?<=\d),(?=\d{3}\b)", "", reply))
+    text = _RATIO.sub(" ", _plain(reply))
     for cue in _RESULT_WORD.finditer(text):
         number = _NUMBER.search(text, cue.end())
         if number and _same(float(number.group()), value) and len(text[cue.end():number.start()].split()) <= 3 \

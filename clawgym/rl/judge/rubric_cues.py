@@ -59,6 +59,14 @@ UNCHECKABLE = re.compile(r"(?i)\b(?:faster|quicker|sooner|quickly|right away|imm
                          r"(?:day|morning|week))\b")
 
 
+def nothing_else(wish: str, *covered: re.Pattern) -> bool:
+    """The wish has no word of three letters or more beyond what the ``covered`` patterns match: it asks
+    for that and nothing else (then a cue may decide it whole, not only its violation)."""
+    for pattern in covered:
+        wish = pattern.sub(" ", wish)
+    return not re.search(r"[A-Za-z]{3,}", wish)
+
+
 def checkable(wish: str) -> bool:
     """Whether a reply can show the wish at all (see :data:`UNCHECKABLE`)."""
     return UNCHECKABLE.search(wish) is None
@@ -103,8 +111,7 @@ def cue_check(wish: str, reply: str) -> bool | None:
         return None
     if not all(verdicts):
         return False  # a clear violation decides the wish, whatever else it asks
-    rest = _MEASURED.sub(" ", wish)
-    return True if not re.search(r"[A-Za-z]{3,}", rest) else None
+    return True if nothing_else(wish, _MEASURED) else None
 
 
 # ------------------------------------------------------------------ warmth
@@ -114,9 +121,8 @@ ENCOURAGEMENT = re.compile(r"(?i)\b(?:great|good (?:job|work|effort|try|thinking
                            r"awesome|fantastic|wonderful|brilliant|amazing|terrific|superb|impressive|proud|bravo|"
                            r"congrat\w*|keep (?:it )?up|keep going|keep (?:on )?practi[cs]ing|you(?:'re| are) "
                            r"(?:close|almost there|on the right track|doing well)|don'?t worry|you can do it)\b")
-_WARMTH_ONLY = re.compile(r"(?i)\b(?:make|be|it|more|a|bit|little|lot|much|and|please|sound|the|comment|reply|"
-                          r"tone|to|student|them|him|her|me|friendl(?:y|ier)|encourag(?:e|ing)|warm(?:er)?|"
-                          r"kind(?:er)?|positive|supportive|nicer|upbeat|cheerful|more)\b")
+_WARMTH_FILLER = re.compile(r"(?i)\b(?:make|be|it|more|a|bit|little|lot|much|and|please|sound|the|comment|"
+                            r"reply|tone|to|student|them|him|her|me)\b")
 
 
 def warmth_check(wish: str, reply: str) -> bool | None:
@@ -126,8 +132,7 @@ def warmth_check(wish: str, reply: str) -> bool | None:
     if not WARMTH_WISH.search(wish):
         return None
     warm = ENCOURAGEMENT.search(reply) is not None
-    only_warmth = not re.search(r"[A-Za-z]{3,}", _WARMTH_ONLY.sub(" ", wish))
-    return warm if not warm or only_warmth else None
+    return warm if not warm or nothing_else(wish, WARMTH_WISH, _WARMTH_FILLER) else None
 
 
 # ------------------------------------------------------------------ names
