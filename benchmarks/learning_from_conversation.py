@@ -66,10 +66,12 @@ JUDGE_ONLY = tuple(JUDGE_FOR)
 # The rubric judge of the hindsight rows, and whose wishes each version changed: 2 decides name wishes by
 # the names (rubric_cues.name_check); 3 also decides result wishes by solving the request, by-name wishes
 # by the name the judge reads off it (request_facts) and warmth by words of encouragement; 4 also decides a
-# score on a named scale ("give a score out of 10") by the cues, a wish only the TA persona has. A row whose
+# score on a named scale ("give a score out of 10") by the cues, a wish only the TA persona has; 5 misses a
+# result wish when the reply calls another number correct (request_facts.called_right) and a scale wish
+# when the number is off the scale ("58 out of 10"). A row whose
 # persona a later version touched is a row of its own (``hindsight/rubric1``, ...).
-RUBRIC = 4
-RUBRIC_CHANGED = {2: PERSONAS, 3: PERSONAS, 4: ("ta",)}
+RUBRIC = 5
+RUBRIC_CHANGED = {2: PERSONAS, 3: PERSONAS, 4: ("ta",), 5: PERSONAS}
 LEGACY_MODEL = "smollm2-135m"  # the model of the rows that name none
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from clawgym.rl.judge.request_facts import (
     RequestFacts,
+    called_right,
     is_name_wish,
     is_result_wish,
     name_of,
@@ -87,6 +88,32 @@ def test_a_number_the_request_holds_too_must_be_stated_as_the_result(value, repl
     assert result_check("mention the correct result", value, reply, REQUEST) is met
     assert result_check("mention the correct result and be warm", value, reply, REQUEST) is (False if met is False
                                                                                             else None)
+
+
+@pytest.mark.parametrize("reply, called", [
+    ("Your answer of 41 is correct!", [41.0]),
+    ("41, which is right.", [41.0]),
+    ("41 is the correct answer.", [41.0]),
+    ("The correct answer is 42, not 41.", [42.0]),
+    ("The right result: 42.", [42.0]),
+    ("Ava answered 41 correctly, great work!", [41.0]),
+    ("Ava correctly answered 41.", [41.0]),
+    ("41 is not correct; the total is 42.", []),
+    ("41 is incorrect.", []),
+    ("41. The answer is correct.", []),  # the number ends its sentence: nothing after it is about it
+    ("Score: 7/10 is right for this.", []),  # a score is not a number called correct
+])
+def test_the_numbers_a_reply_calls_correct(reply, called):
+    assert called_right(reply) == called
+
+
+@pytest.mark.parametrize("reply, met", [
+    ("Ava, your answer of 41 is correct. Ben has 42 apples.", False),  # 41 called correct: contradicts 42
+    ("Ava, 41 is close, but the correct answer is 42.", True),
+    ("Well done, Ava: 42 is correct.", True),
+])
+def test_a_reply_that_calls_another_number_correct_misses_the_result(reply, met):
+    assert result_check("mention the correct result", 42.0, reply, REQUEST) is met
 
 
 class FixedFacts(RequestFacts):

@@ -38,6 +38,8 @@ PROSE = "Great work, Ava! The correct result is 48. Your working is clear and ev
     ("give a score out of 10", "I would give it 7 out of 10.", True),
     ("give a score out of 10", PROSE, False),
     ("give a score out of 10", "Score: 7/100", False),
+    ("give a score out of 10", "The answer is 58 out of 10, a perfect score.", False),  # off the scale
+    ("give a score out of 10", "Score: 10/10.", True),
     ("give a score out of 10 and be kind", PROSE, False),  # the violation decides ...
     ("give a score out of 10 and be kind", LISTED, None),  # ... the rest is the model's
     ("address the student by name", PROSE, None),  # not measurable: the model's

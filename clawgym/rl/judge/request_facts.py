@@ -47,6 +47,14 @@ MAX_NEW_TOKENS = 48  # room for "answer = a + b * c" and a little more
 _NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?")
 _RESULT_WORD = re.compile(r"(?i)\b(?:is|are|was|equals?|makes?|gets?|has|have|total|answer|result|comes? to)\b|=")
 _RATIO = re.compile(r"\d+(?:\.\d+)?\s*/\s*\d+")  # "7/10" is a score or a fraction, not a stated number
+_RIGHT = r"(?:(?:also|exactly|absolutely|totally|perfectly|completely|indeed)\s+)?(?:correct|right|accurate)\b"
+# "58 is correct", "your answer of 58 is right", "58, which is correct", "58 is the correct answer",
+# "answered 58 correctly"
+_NUMBER_CALLED_RIGHT = re.compile(r"(?i)(?<![\d.])(\d+(?:\.\d+)?)(?!\.?\d)(?:[^.!?\d\n]{0,24}?)"
+                                  rf"(?:\b(?:is|was|are)\s+(?:the\s+)?{_RIGHT}|\bcorrectly\b)")
+# "the correct answer is 58", "right result: 58", "correctly answered 58"
+_RIGHT_ANSWER_NUMBER = re.compile(r"(?i)\b(?:(?:correct|right)\s+(?:answer|result|total|value)\s*(?:is|was|of|:|=)?"
+                                  r"|correctly\s+(?:answered|got|found|said|gave))\s*(\d+(?:\.\d+)?)(?!\.?\d)")
 _OPS: dict[type, Callable[..., float]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.USub: operator.neg, ast.UAdd: operator.pos,
@@ -146,6 +154,14 @@ def states_as_result(reply: str, value: float) -> bool:
     return False
 
 
+def called_right(reply: str) -> list[float]:
+    """The numbers the reply calls correct ("58 is correct", "the right answer is 58"), in order."""
+    text = _RATIO.sub(" ", _plain(reply))
+    found = [(m.start(1), m.group(1)) for pattern in (_NUMBER_CALLED_RIGHT, _RIGHT_ANSWER_NUMBER)
+             for m in pattern.finditer(text)]
+    return [float(number) for _, number in sorted(found)]
+
+
 def _same(number: float, value: float) -> bool:
     return abs(number - value) <= (1e-6 if value == int(value) else 0.005)
 
@@ -156,8 +172,12 @@ def result_check(wish: str, value: float, reply: str, request: str) -> bool | No
     A reply without the number misses the wish. One with it meets it, unless the number is also one of
     the request's own (the problem's "8 friends", the student's answer when it was right): then an echo
     cannot be told from a statement, and only a number stated as a result ("the correct answer is 8")
-    decides. A wish that also asks for something else is decided only when the number is missing.
+    decides. A wish that also asks for something else is decided only when the number is missing. A reply
+    that calls another number correct ("58 is correct" where the result is 110) contradicts the result and
+    misses the wish, whatever else it states.
     """
+    if any(not _same(n, value) for n in called_right(reply)):
+        return False
     if not states_value(reply, value):
         return False
     if any(_same(n, value) for n in _numbers(request)) and not states_as_result(reply, value):

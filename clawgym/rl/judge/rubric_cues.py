@@ -86,8 +86,10 @@ def sentences(reply: str) -> int:
 
 
 def scored_on(reply: str, scale: int) -> bool:
-    """The reply gives a score on the scale: "7/10", "7 / 10", "7 out of 10", "8.5/10"."""
-    return re.search(rf"(?i)\b\d{{1,3}}(?:\.\d)?\s*(?:/|out of)\s*{scale}\b", reply) is not None
+    """The reply gives a score on the scale: "7/10", "7 / 10", "7 out of 10", "8.5/10"; "58 out of 10" is a
+    number put next to the scale, not a score on it."""
+    scores = re.finditer(rf"(?i)(?<![\d.])(\d{{1,3}}(?:\.\d)?)\s*(?:/|out of)\s*{scale}\b", reply)
+    return any(0 <= float(score.group(1)) <= scale for score in scores)
 
 
 def cue_check(wish: str, reply: str) -> bool | None:
