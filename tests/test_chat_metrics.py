@@ -161,7 +161,7 @@ def test_teacher_choices_and_their_config_errors():
     # the judge is the policy
     assert trainer_teacher(chat_config("trainer.teacher=judge", "judge.model=policy")) == "policy"
     assert trainer_teacher(chat_config("trainer.teacher=judge", "method=grpo", "judge.type=prob")) == "initial"
-    with pytest.raises(ConfigError, match="trainer.teacher must be initial, policy or judge"):
+    with pytest.raises(ConfigError, match="trainer.teacher must be one of initial, policy, judge"):
         chat_config("trainer.teacher=teacher")
     with pytest.raises(ConfigError, match="OpenAI-compatible judge endpoint returns no log-probabilities"):
         chat_config("trainer.teacher=judge", "judge.backend=openai", "judge.base_url=http://127.0.0.1:9/v1",

@@ -5,6 +5,7 @@ end to end through the CLI."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from clawgym.rl.launch import (
     plan,
     trainer_config,
 )
+from clawgym.rl.launch.schema import CLOSED_KEYS
+from clawgym.rl.methods import JUDGE_TYPES
 from tests.loop_envs import PARITY_SPEC
 
 REPO = Path(__file__).resolve().parents[1]
@@ -87,14 +90,49 @@ def test_set_overrides_coerce_types():
         ("judge.type=oracle", "unknown judge(s) ['oracle']"),
         ("method=opd", "needs a hint judge"),
         ("loop.batch_groups=9", "buffer_groups must be >= loop.batch_groups"),
-        ("rollout.executor=k8s", "rollout.executor must be local, asyncio or ray"),
-        ("policy.backend=openai", "policy.backend must be hf or sglang"),
+        ("rollout.executor=k8s", "rollout.executor must be one of local, asyncio, ray, got 'k8s'"),
+        ("policy.backend=openai", "policy.backend must be one of hf, sglang, got 'openai'"),
     ],
 )
 def test_bad_overrides_fail_clearly(override, message):
     with pytest.raises(ConfigError) as info:
         load_config(REPO / "clawgym" / "launchers" / "demo.yaml", [override])
     assert message in str(info.value)
+
+
+# what an allowed value of a closed key needs beside it to pass the cross-field checks
+NEEDS = {"method": ["judge.type=hint"],  # opd / hybrid / opd_topk
+         "trainer.lora.export": ["trainer.lora.enabled=true", "gpu.enabled=true"],  # adapter
+         "policy.quantize": ["policy.dtype=bfloat16"]}  # int8
+
+
+def test_the_closed_keys_are_read_from_their_types():
+    assert {"method", "policy.backend", "policy.dtype", "policy.quantize", "judge.backend", "rollout.executor",
+            "trainer.behavior_correction", "trainer.hint_format", "trainer.teacher", "trainer.lora.export",
+            "loop.mode", "gpu.backend", "gpu.weight_transport"} <= set(CLOSED_KEYS)
+
+
+@pytest.mark.parametrize("key", sorted(CLOSED_KEYS))
+def test_a_closed_key_names_every_value_and_takes_each(key):
+    allowed = CLOSED_KEYS[key]
+    with pytest.raises(ConfigError) as info:
+        load_config(None, [f"{key}=bogus", *NEEDS.get(key, [])])
+    prefix = f"{key} must be one of "
+    line = next(line for line in str(info.value).splitlines() if line.startswith(f"  - {prefix}"))
+    named = line.removeprefix(f"  - {prefix}").removesuffix(", got 'bogus'").split(", ")
+    assert named == [value or "''" for value in allowed]
+    for value in allowed:
+        config = load_config(None, [f"{key}={value}", *NEEDS.get(key, [])])
+        assert functools.reduce(getattr, key.split("."), config) == value
+
+
+def test_judge_type_names_every_judge_and_takes_each():
+    with pytest.raises(ConfigError) as info:
+        load_config(None, ["judge.type=rules,oracle"])
+    assert f"unknown judge(s) ['oracle']; use none, {', '.join(JUDGE_TYPES)} (comma-joined)" in str(info.value)
+    for part in ("none", *JUDGE_TYPES):
+        assert load_config(None, [f"judge.type={part}"]).judge.type == part
+    assert load_config(None, [f"judge.type={','.join(JUDGE_TYPES)}"]).judge.type == ",".join(JUDGE_TYPES)
 
 
 def test_unknown_keys_in_the_file_fail(tmp_path):
@@ -114,7 +152,7 @@ def test_hint_format_is_checked_and_reaches_the_trainer():
     from clawgym import launchers
     from clawgym.rl.launch import trainer_config
 
-    with pytest.raises(ConfigError, match="trainer.hint_format must be header or inline, got 'footer'"):
+    with pytest.raises(ConfigError, match="trainer.hint_format must be one of header, inline, got 'footer'"):
         load_config(launchers.resolve("chat"), ["trainer.hint_format=footer"])
     assert trainer_config(
         load_config(launchers.resolve("chat"), ["trainer.hint_format=inline"])).hint_format == "inline"
@@ -256,7 +294,7 @@ def test_checkpoint_directory_models_are_sized_from_config_json(tmp_path):
         (["judge.model=smollm2-135m"], "give it GPUs \\(gpu.judge_gpus >= 1\\)"),
         (["gpu.nodes=2", "gpu.gpus_per_node=1"], "set rollout.executor=ray"),
         (["policy.model=/no/such/model"], "no config.json"),
-        (["trainer.lora.export=adapters"], "trainer.lora.export must be merged or adapter"),
+        (["trainer.lora.export=adapters"], "trainer.lora.export must be one of merged, adapter"),
         (["trainer.lora.export=adapter", "trainer.lora.enabled=false"], "trainer.lora.enabled is false"),
         (["trainer.lora.export=adapter", "gpu.weight_transport=nccl"], "set gpu.weight_transport auto"),
         (["policy.context_window=65536", 'gpu.sglang_args=["--context-length","4096"]'],
@@ -359,9 +397,10 @@ def test_int8_serving_weights_validate_and_turn_on_the_behavior_correction():
     assert trainer_config(load_config(chat,
                                       ["policy.quantize=int8",
                                        "trainer.behavior_correction=none"])).behavior_correction == "none"
-    for overrides, message in ((["policy.quantize=int4"], "must be none or int8"),
+    for overrides, message in ((["policy.quantize=int4"], "policy.quantize must be one of none, int8"),
                                (["policy.quantize=int8", "policy.dtype=float32"], "needs policy.backend hf"),
-                               (["trainer.behavior_correction=magic"], "must be none or tis")):
+                               (["trainer.behavior_correction=magic"],
+                                "trainer.behavior_correction must be one of '', none, tis")):
         with pytest.raises(ConfigError, match=message):
             load_config(chat, overrides)
 

@@ -51,9 +51,10 @@ def run_rollout_command(args: argparse.Namespace) -> int:
     judges = None
     if parts:
         from clawgym.rl.judge import make_judges
+        from clawgym.rl.methods import MODEL_JUDGES
 
         judge_policy = None
-        if any(part in ("prm", "hint", "rules+prm", "prob", "probhint") for part in parts):
+        if any(part in MODEL_JUDGES for part in parts):
             judge_policy = (build_policy(args.policy, args.judge_model, args.base_url, args.api_key)
                             if args.judge_model else policy)
         judges = make_judges(args.judge, judge_policy, m=args.judge_votes)

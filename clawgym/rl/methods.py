@@ -1,6 +1,7 @@
-"""The names of the training methods (see :mod:`clawgym.rl.losses` for their formulas) and of the OPD
-teachers (see :mod:`clawgym.rl.launch.teacher`): each list is defined here once, as the ``Literal`` type
-:class:`~clawgym.rl.trainer.TrainerConfig` declares its field with, and read everywhere else from it."""
+"""The names of the training methods (see :mod:`clawgym.rl.losses` for their formulas), of the OPD
+teachers (see :mod:`clawgym.rl.launch.teacher`) and of the judges a judge spec joins: each list is defined
+here once (methods and teachers as the ``Literal`` type :class:`~clawgym.rl.trainer.TrainerConfig` declares
+its field with) and read everywhere else from it; a light module, so config checks need no judge code."""
 
 from __future__ import annotations
 
@@ -36,3 +37,9 @@ def canonical_method(name: str) -> str:
 def canonical_teacher(name: str) -> str:
     """The current name of an OPD teacher (``current`` is ``policy``)."""
     return TEACHER_ALIASES.get(name, name)
+
+
+# The judges a judge spec (``judge.type``, ``--judge``) joins with commas; see clawgym.rl.judge.stage.make_judges.
+JUDGE_TYPES = ("rules", "prm", "hint", "rules+prm", "prob", "probhint")
+MODEL_JUDGES = tuple(part for part in JUDGE_TYPES if part != "rules")  # the ones that need a judge model
+PROB_JUDGES = ("prob", "probhint")  # label-token probabilities of an in-process hf model

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from clawgym.rl.launch import ConfigError, RunConfig
-from clawgym.rl.methods import USES_HINTS
+from clawgym.rl.methods import PROB_JUDGES, USES_HINTS
 
 if TYPE_CHECKING:  # the builder imports torch, the judges, the app and the trainers only when it builds
     from fastapi import FastAPI
@@ -314,7 +314,7 @@ def sglang_problems(config: RunConfig, settings: ServeSettings) -> list[str]:
                         "in one batch and swaps one adapter at a time); the sglang backend receives one set of merged "
                         "weights for everyone: use serve.adapters: shared, or policy.backend: hf "
                         "with gpu.enabled: false")
-    prob = [part for part in judge_parts(config.judge.type) if part in ("prob", "probhint")]
+    prob = [part for part in judge_parts(config.judge.type) if part in PROB_JUDGES]
     if prob:
         problems.append(f"judge.type {'+'.join(prob)} reads label probabilities from an in-process hf model, but with "
                         "the sglang backend the judge is an SGLang server: use judge.type prm,hint "

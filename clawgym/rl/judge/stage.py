@@ -13,6 +13,7 @@ from clawgym.rl.judge.base import Judge, JudgeUnavailable
 from clawgym.rl.judge.llm import HintJudge, PRMJudge
 from clawgym.rl.judge.prob import ProbJudge, ProbScorer
 from clawgym.rl.judge.rules import CompositeJudge, default_rules
+from clawgym.rl.methods import JUDGE_TYPES, PROB_JUDGES
 from clawgym.rl.types import JudgeResult, Turn
 
 logger = logging.getLogger(__name__)
@@ -166,9 +167,6 @@ class JudgeStage:
                 self._queue.task_done()
 
 
-JUDGE_TYPES = ("rules", "prm", "hint", "rules+prm", "prob", "probhint")  # the parts of a judge spec, comma-joined
-
-
 def make_judges(spec: str, policy: Policy | None = None, *, m: int = 3, setting: str | None = None,
                 **kwargs: Any) -> list[Judge]:
     """Judges from a CLI string: ``prm``, ``hint``, ``rules``, ``rules+prm`` (composite), ``prob`` /
@@ -185,7 +183,7 @@ def make_judges(spec: str, policy: Policy | None = None, *, m: int = 3, setting:
             judges.append(PRMJudge(policy, m=m, setting=setting, **kwargs))  # type: ignore[arg-type]
         elif part == "hint":
             judges.append(HintJudge(policy, m=m, setting=setting, **kwargs))  # type: ignore[arg-type]
-        elif part in ("prob", "probhint"):  # label-token probabilities; one shared, batched scorer
+        elif part in PROB_JUDGES:  # one shared, batched scorer
             if policy is not None and scorer is None:
                 scorer = ProbScorer(policy)
             judges.append(ProbJudge(name="prob" if part == "prob" else "hint", hints=part == "probhint", scorer=scorer))

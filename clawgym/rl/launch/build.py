@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from clawgym.rl.launch.placement import Plan, Shape, plan, resolve_model, sglang_model_path
 from clawgym.rl.launch.schema import ConfigError, RunConfig, judge_parts, uses_llm_judge
 from clawgym.rl.launch.teacher import trainer_teacher
-from clawgym.rl.methods import USES_HINTS
+from clawgym.rl.methods import PROB_JUDGES, USES_HINTS
 
 if TYPE_CHECKING:  # the builder imports torch, the judges and the loop only when it builds
     from clawgym.core.policy import Policy
@@ -159,10 +159,10 @@ def _make_judges(config: RunConfig, parts: list[str], judge_policy: Policy | Non
     for part in parts:
         if part == "rules":
             judges += make_judges("rules")
-        elif part not in ("prob", "probhint"):
+        elif part not in PROB_JUDGES:
             judges += make_judges(part, judge_policy, m=config.judge.votes, sampling=sampling,
                                   call_timeout_s=config.judge.timeout_s)
-    prob = [p for p in parts if p in ("prob", "probhint")]
+    prob = [p for p in parts if p in PROB_JUDGES]
     if prob:  # one call: prob and probhint share one batched scorer
         judges += make_judges(",".join(prob), judge_policy)
     return judges

@@ -2,7 +2,9 @@
 
 pydantic does the typing (ints, floats, bools, lists, nested sections) so nothing here coerces by hand;
 this module only turns pydantic's errors into one-line messages that say where and what (an unknown key
-lists the valid ones) and runs the cross-field checks that a single field cannot express.
+lists the valid ones) and runs the cross-field checks that a single field cannot express. A key with a closed
+set of values has a ``Literal`` type, the one place its values are written: the section takes any string for
+it and :func:`validate` checks the value against the type, so every problem of a config is told at once.
 
 The keys that configure the loop, the trainer and LoRA are the fields of the plain configs those take
 (:class:`~clawgym.rl.loop.LoopConfig`, :class:`~clawgym.rl.trainer.TrainerConfig`,
@@ -13,6 +15,8 @@ section takes it with :func:`plain_fields`; a section declares only the keys tha
 from __future__ import annotations
 
 import dataclasses
+import functools
+import types
 import typing
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Literal, Sequence
@@ -24,8 +28,8 @@ from clawgym.errors import UsageError
 from clawgym.inference.catalog import DEFAULT_MODEL, default_dtype
 from clawgym.rl.launch.teacher import canonical_teacher, teacher_problems
 from clawgym.rl.loop.config import LoopConfig
-from clawgym.rl.methods import METHODS, USES_HINTS, canonical_method
-from clawgym.rl.trainer.config import LoraSettings, TrainerConfig
+from clawgym.rl.methods import JUDGE_TYPES, MODEL_JUDGES, PROB_JUDGES, USES_HINTS, canonical_method
+from clawgym.rl.trainer.config import BehaviorCorrection, LoraSettings, TrainerConfig
 
 
 class ConfigError(UsageError):
@@ -48,6 +52,33 @@ class Section(BaseModel):
             return [v.strip() for v in value.split(",") if v.strip()]
         return value
 
+    @field_validator("*", mode="wrap")
+    @classmethod
+    def _open_choice(cls, value: Any, handler: Callable[[Any], Any], info: Any) -> Any:
+        """A string (or number) for a ``Literal`` key passes: :func:`validate` checks it with the other problems."""
+        if (isinstance(value, (str, int, float)) and not isinstance(value, bool)
+                and choices(cls.model_fields[info.field_name].annotation)):
+            return str(value)
+        return handler(value)
+
+
+def choices(annotation: Any) -> tuple[str, ...]:
+    """The values of a ``Literal`` type or of a union of them; () for any other type."""
+    if typing.get_origin(annotation) is Literal:
+        return typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        parts = [choices(arg) for arg in typing.get_args(annotation)]
+        if all(parts):
+            return tuple(value for part in parts for value in part)
+    return ()
+
+
+def choice_problem(name: str, value: Any, allowed: Sequence[str]) -> str | None:
+    """The message for a value outside a closed set (None when it is in), naming every allowed value."""
+    if value in allowed:
+        return None
+    return f"{name} must be one of {', '.join(v or repr(v) for v in allowed)}, got {value!r}"
+
 
 def plain_fields(plain: type, *names: str, skip: Sequence[str] = (),
                  **renamed: str) -> Callable[[type[Section]], type[Section]]:
@@ -56,9 +87,8 @@ def plain_fields(plain: type, *names: str, skip: Sequence[str] = (),
     ``renamed`` (config key = field) and ``names`` (the field's own name) pick the fields; with neither the
     section takes every field but ``skip``. A key the section declares itself stays its own (a config-only
     type or default). The decorated section (a subclass of the same name) records the keys it took in
-    ``plain_keys``, which :func:`~clawgym.rl.launch.convert.from_sections` reads back. YAML has no tuples and
-    the schema leaves the values of a ``Literal`` field to :func:`validate` and the plain config: a tuple field
-    is a list here, a ``Literal`` one a string.
+    ``plain_keys``, which :func:`~clawgym.rl.launch.convert.from_sections` reads back. YAML has no tuples: a
+    tuple field is a list here. A ``Literal`` field keeps its type (its values are checked by :func:`validate`).
     """
     hints = typing.get_type_hints(plain)
     fields = {field.name: field for field in dataclasses.fields(plain)}
@@ -77,8 +107,6 @@ def plain_fields(plain: type, *names: str, skip: Sequence[str] = (),
 
 def _section_field(annotation: Any, field: dataclasses.Field) -> tuple[Any, Any]:
     default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
-    if typing.get_origin(annotation) is Literal:
-        return str, default
     if typing.get_origin(annotation) is tuple:
         item, *more = typing.get_args(annotation)
         if more != [Ellipsis]:
@@ -99,15 +127,17 @@ class EnvSection(Section):
 
 
 class PolicySection(Section):
-    backend: str = "hf"  # hf | sglang
+    backend: Literal["hf", "sglang"] = "hf"  # a backend that can receive weights
     model: str = DEFAULT_MODEL  # a name from `clawgym models` (qwen2.5-coder-0.5b, ...) or an HF checkpoint dir
     device: str = "cpu"
-    dtype: str = ""  # float32 | bfloat16 | float16; empty: the model's own default (catalog.default_dtype)
+    # empty: the model's own default (catalog.default_dtype), set before validate sees it
+    dtype: Literal["float32", "bfloat16", "float16"] = ""
     max_batch_size: int = 32
     base_url: str | None = None  # sglang: an already running server (else one is launched)
     seed: int = 0
     context_window: int | None = None  # above the model's own: extended with YaRN (models.extend_context)
-    quantize: str = "none"  # none | int8: int8 weight-only serving weights on the CPU (clawgym/inference/int8.py)
+    # int8: int8 weight-only serving weights on the CPU (clawgym/inference/int8.py)
+    quantize: Literal["none", "int8"] = "none"
 
 
     @model_validator(mode="after")
@@ -119,11 +149,11 @@ class PolicySection(Section):
 
 @plain_fields(LoopConfig, workers="judge_workers")  # concurrent judge calls; null: one per rollout worker
 class JudgeSection(Section):
-    type: str = "none"  # none | rules | prm | hint | rules+prm | prob | probhint, comma-joined
+    type: str = "none"  # none, or parts of JUDGE_TYPES comma-joined
     votes: int = 3
     model: str = "policy"  # "policy": the serving policy itself; else a model alias or path, served frozen
     max_tokens: int = 1024  # room for a full vote (reasoning, then \boxed{}); shorter cuts votes off
-    backend: str = "hf"  # hf (judge.model loaded here) | openai (judge.model served at judge.base_url)
+    backend: Literal["hf", "openai"] = "hf"  # hf: judge.model loaded here; openai: served at judge.base_url
     base_url: str | None = None
     api_key: str | None = None
     timeout_s: float | None = None  # a judge call slower than this counts as the judge being down
@@ -133,22 +163,23 @@ class JudgeSection(Section):
 @plain_fields(LoopConfig, "group_size", "temperature", "top_p", "max_tokens", "episode_timeout_s",
               workers="num_workers")
 class RolloutSection(Section):
-    executor: str = "local"  # local | asyncio | ray
+    executor: Literal["local", "asyncio", "ray"] = "local"
 
 
 @plain_fields(LoraSettings)
 class LoraSection(Section):
     enabled: bool = False
     top_layers: int = 0  # >0: adapters only in the top N layers, so backward stops below them (~2x cheaper on CPU)
-    export: str = "merged"  # merged: W + BA sent as full weights | adapter: SGLang loads the adapters (gpu section)
+    # merged: W + BA sent as full weights; adapter: SGLang loads the adapters (gpu section)
+    export: Literal["merged", "adapter"] = "merged"
 
 
 # TrainerConfig's other fields: method (top level), temperature (rollout.temperature), seed (loop.seed); betas
 # and topk are set in code only
 @plain_fields(TrainerConfig, skip=("method", "temperature", "seed", "betas", "topk"))
 class TrainerSection(Section):
-    # none | tis; empty (unlike TrainerConfig's none): tis when policy.quantize makes the sampler's weights differ
-    behavior_correction: str = ""
+    # TrainerConfig's, or empty (unlike its none): tis when policy.quantize makes the sampler's weights differ
+    behavior_correction: Literal[""] | BehaviorCorrection = ""
     lora: LoraSection = Field(default_factory=LoraSection)  # enabled: TrainerConfig.lora (else None)
 
 
@@ -159,8 +190,9 @@ class LoopSection(Section):
     torch_threads: int = 0  # intra-op threads per torch op; 0 = torch's default (1 suits a small shared CPU)
 
 
-GPU_BACKENDS = ("megatron+sglang", "torch+sglang")
-TRANSPORTS = ("auto", "tensor", "nccl", "disk")
+GpuBackend = Literal["megatron+sglang", "torch+sglang"]  # megatron: TP/PP, full or LoRA; torch: one actor GPU
+WeightTransport = Literal["auto", "tensor", "nccl", "disk"]  # tensor: colocated; nccl: own GPUs; disk: checkpoint dir
+GPU_BACKENDS: tuple[str, ...] = typing.get_args(GpuBackend)
 
 
 class GpuSection(Section):
@@ -171,7 +203,7 @@ class GpuSection(Section):
     """
 
     enabled: bool = False
-    backend: str = "megatron+sglang"  # megatron+sglang (TP/PP, full or LoRA) | torch+sglang (one actor GPU)
+    backend: GpuBackend = "megatron+sglang"
     nodes: int = 1
     gpus_per_node: int = 8
     actor_gpus: int = 1  # trainer ranks: tensor_parallel x pipeline_parallel x data parallel
@@ -179,7 +211,7 @@ class GpuSection(Section):
     judge_gpus: int = 0  # SGLang judge server; 0 = the judge shares the policy server (or runs rules only)
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
-    weight_transport: str = "auto"  # auto | tensor (colocated) | nccl (own GPUs) | disk (checkpoint dir)
+    weight_transport: WeightTransport = "auto"
     bucket_mb: int = 512  # NCCL weight-update bucket size
     sglang_args: list[str] = Field(default_factory=list)  # passed through to sglang.launch_server
 
@@ -208,6 +240,20 @@ class RunConfig(Section):
     gpu: GpuSection = Field(default_factory=GpuSection)
     ray: RaySection = Field(default_factory=RaySection)
     serve: dict[str, Any] = Field(default_factory=dict)  # read by `clawgym serve`; ignored by train
+
+
+def closed_keys(section: type[BaseModel] = RunConfig, prefix: str = "") -> dict[str, tuple[str, ...]]:
+    """Every dotted config key with a ``Literal`` type -> its values (what :func:`validate` checks)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for key, field in section.model_fields.items():
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            found.update(closed_keys(field.annotation, f"{prefix}{key}."))
+        elif choices(field.annotation):
+            found[f"{prefix}{key}"] = choices(field.annotation)
+    return found
+
+
+CLOSED_KEYS = closed_keys()
 
 
 # ---- errors ------------------------------------------------------------------------------------
@@ -311,48 +357,38 @@ def judge_parts(spec: str) -> list[str]:
 
 
 def uses_llm_judge(config: RunConfig) -> bool:
-    return any(p in ("prm", "hint", "rules+prm", "prob", "probhint") for p in judge_parts(config.judge.type))
+    return any(p in MODEL_JUDGES for p in judge_parts(config.judge.type))
+
+
+def choice_problems(config: RunConfig) -> list[str]:
+    """Each key with a ``Literal`` type (:data:`CLOSED_KEYS`) whose value is not one of the type's values."""
+    problems = [choice_problem(key, functools.reduce(getattr, key.split("."), config), allowed)
+                for key, allowed in CLOSED_KEYS.items()]
+    bad = [p for p in judge_parts(config.judge.type) if p not in JUDGE_TYPES]
+    if bad:
+        problems.append(f"judge.type: unknown judge(s) {bad}; use {', '.join(('none', *JUDGE_TYPES))} (comma-joined)")
+    return [problem for problem in problems if problem]
 
 
 def validate(config: RunConfig) -> None:
     """Cross-field checks with clear messages (types were checked by pydantic)."""
-    problems = []
     config.method = canonical_method(config.method)
     config.trainer.teacher = canonical_teacher(config.trainer.teacher)
-    if config.method not in METHODS:
-        problems.append(f"method must be one of {', '.join(METHODS)}, got {config.method!r}")
-    if config.policy.backend not in ("hf", "sglang"):
-        problems.append("policy.backend must be hf or sglang (a backend that can receive weights), "
-                        f"got {config.policy.backend!r}")
-    if config.policy.dtype not in ("float32", "bfloat16", "float16"):
-        problems.append(f"policy.dtype must be float32, bfloat16 or float16, got {config.policy.dtype!r}")
-    if config.policy.quantize not in ("none", "int8"):
-        problems.append(f"policy.quantize must be none or int8, got {config.policy.quantize!r}")
-    elif config.policy.quantize == "int8" and (config.policy.backend != "hf" or config.gpu.enabled
-                                               or config.policy.dtype != "bfloat16"):
+    problems = choice_problems(config)
+    if config.policy.quantize == "int8" and (config.policy.backend != "hf" or config.gpu.enabled
+                                             or config.policy.dtype != "bfloat16"):
         problems.append("policy.quantize=int8 is the in-process CPU server's: it needs policy.backend hf, "
                         "gpu.enabled false and policy.dtype bfloat16")
-    if config.trainer.behavior_correction not in ("", "none", "tis"):
-        problems.append(f"trainer.behavior_correction must be none or tis, got {config.trainer.behavior_correction!r}")
-    if config.rollout.executor not in ("local", "asyncio", "ray"):
-        problems.append(f"rollout.executor must be local, asyncio or ray, got {config.rollout.executor!r}")
     parts = judge_parts(config.judge.type)
-    bad = [p for p in parts if p not in ("rules", "prm", "hint", "rules+prm", "prob", "probhint")]
-    if bad:
-        problems.append(f"judge.type: unknown judge(s) {bad}; "
-                        "use none, rules, prm, hint, rules+prm, prob, probhint (comma-joined)")
-    if config.judge.backend not in ("hf", "openai"):
-        problems.append(f"judge.backend: {config.judge.backend!r}; use hf or openai")
-    elif config.judge.backend == "openai" and any(p in ("prob", "probhint") for p in parts):
+    prob = any(p in PROB_JUDGES for p in parts)
+    if config.judge.backend == "openai" and prob:
         problems.append("judge.type prob/probhint reads label probabilities from an hf model; with judge.backend "
                         "openai use prm,hint")
-    elif config.gpu.enabled and config.judge.model == "policy" and any(p in ("prob", "probhint") for p in parts):
+    elif config.judge.backend == "hf" and config.gpu.enabled and config.judge.model == "policy" and prob:
         problems.append("judge.type prob/probhint reads label probabilities from an in-process hf model, but on the "
                         "GPU partition judge.model: policy is the SGLang server; use judge.type prm,hint")
     if config.method in USES_HINTS and "hint" not in parts and "probhint" not in parts:
         problems.append(f"method {config.method!r} needs a hint judge: set judge.type to hint (or rules+prm,hint)")
-    if config.trainer.hint_format not in ("header", "inline"):
-        problems.append(f"trainer.hint_format must be header or inline, got {config.trainer.hint_format!r}")
     if config.judge.votes < 1:
         problems.append("judge.votes must be at least 1")
     if config.loop.batch_groups > config.loop.buffer_groups:
@@ -371,10 +407,8 @@ def validate(config: RunConfig) -> None:
 def lora_export_problems(config: RunConfig) -> list[str]:
     """``trainer.lora.export``: merged weights go through every transport; adapters only to an SGLang server."""
     lora = config.trainer.lora
-    if lora.export not in ("merged", "adapter"):
-        return [f"trainer.lora.export must be merged or adapter, got {lora.export!r}"]
-    if lora.export == "merged":
-        return []
+    if lora.export != "adapter":
+        return []  # merged, or a value choice_problems reports
     if not lora.enabled:
         return ["trainer.lora.export adapter exports LoRA adapters, but trainer.lora.enabled is false: enable LoRA "
                 "or set trainer.lora.export merged"]
@@ -407,12 +441,9 @@ def ray_problems(config: RunConfig) -> list[str]:
 
 
 def gpu_problems(gpu: GpuSection) -> list[str]:
-    """Static checks of the GPU section (whether or not it is enabled); counts against GPUs are in placement."""
+    """Static checks of the GPU section (whether or not it is enabled; its closed choices are in choice_problems);
+    counts against GPUs are in placement."""
     problems = []
-    if gpu.backend not in GPU_BACKENDS:
-        problems.append(f"gpu.backend must be one of {GPU_BACKENDS}, got {gpu.backend!r}")
-    if gpu.weight_transport not in TRANSPORTS:
-        problems.append(f"gpu.weight_transport must be one of {TRANSPORTS}, got {gpu.weight_transport!r}")
     if gpu.actor_gpus < 1:
         problems.append("gpu.actor_gpus must be at least 1")
     for name in ("rollout_gpus", "judge_gpus"):

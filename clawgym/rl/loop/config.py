@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -61,19 +62,17 @@ class LoopConfig:
 
     def __post_init__(self) -> None:
         checks = {
+            **{name: getattr(self, name) in values for name, values in _CHOICES.items()},
             "steps": self.steps >= 0,
             "batch_groups": self.batch_groups >= 1,
             "group_size": self.group_size >= 1,
             "num_workers": self.num_workers >= 1,
             "buffer_groups": self.buffer_groups >= self.batch_groups,
             "max_staleness": self.max_staleness >= 0,
-            "staleness": self.staleness in ("drop", "reweight"),
-            "reward": self.reward in ("auto", "outcome", "step_wise"),
             "max_tokens": self.max_tokens >= 1,
             "temperature": self.temperature >= 0,
             "checkpoint_every": self.checkpoint_every >= 0,
             "eval_every": self.eval_every >= 0,
-            "mode": self.mode in ("async", "sync"),
             "judge_workers": self.judge_workers is None or self.judge_workers >= 1,
             "switch_interval_s": self.switch_interval_s is None or self.switch_interval_s > 0,
         }
@@ -88,6 +87,11 @@ class LoopConfig:
             detail = ", ".join(f"{n}={getattr(self, n)!r}" for n in bad)
             hint = " (buffer_groups must be >= batch_groups)" if "buffer_groups" in bad else ""
             raise ValueError(f"invalid loop settings: {detail}{hint}")
+
+
+# the values of each Literal field, read from its type
+_CHOICES = {name: typing.get_args(hint) for name, hint in typing.get_type_hints(LoopConfig).items()
+            if typing.get_origin(hint) is Literal}
 
 
 @dataclass

@@ -6,10 +6,15 @@
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from clawgym.rl.methods import METHODS, TEACHERS, Method, Teacher, canonical_method, canonical_teacher
+from clawgym.rl.methods import Method, Teacher, canonical_method, canonical_teacher
+
+# none: the sampler's logprobs are the old policy's; tis: they come from other (quantised) serving
+# weights, corrected by truncated importance sampling (TorchTrainer._behavior)
+BehaviorCorrection = Literal["none", "tis"]
 
 
 @dataclass
@@ -47,9 +52,7 @@ class TrainerConfig:
     hint_format: Literal["header", "inline"] = "header"
     temperature: float = 1.0  # the sampling temperature the old logprobs were computed at
     gradient_checkpointing: bool = False
-    # none: the sampler's logprobs are the old policy's; tis: they come from other (quantised) serving
-    # weights, corrected by truncated importance sampling (TorchTrainer._behavior)
-    behavior_correction: Literal["none", "tis"] = "none"
+    behavior_correction: BehaviorCorrection = "none"
     tis_cap: float = 2.0
     seed: int = 0
 
@@ -62,15 +65,10 @@ class TrainerConfig:
         self.method = canonical_method(self.method)  # type: ignore[assignment]
         self.teacher = canonical_teacher(self.teacher)  # type: ignore[assignment]
         checks = {
-            "method": self.method in METHODS,
-            "aggregation": self.aggregation in ("token", "sequence"),
-            "advantage": self.advantage in ("grpo", "raw"),
-            "teacher": self.teacher in TEACHERS,
-            "hint_format": self.hint_format in ("header", "inline"),
+            **{name: getattr(self, name) in values for name, values in _CHOICES.items()},
             "micro_batch_size": self.micro_batch_size >= 1,
             "grad_accum": self.grad_accum >= 1,
             "temperature": self.temperature > 0,
-            "behavior_correction": self.behavior_correction in ("none", "tis"),
             "tis_cap": self.tis_cap > 0,
             "lr": self.lr >= 0,
         }
@@ -84,3 +82,8 @@ class TrainerConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TrainerConfig":
         return cls(**data)
+
+
+# the values of each Literal field, read from its type
+_CHOICES = {name: typing.get_args(hint) for name, hint in typing.get_type_hints(TrainerConfig).items()
+            if typing.get_origin(hint) is Literal}
