@@ -94,8 +94,8 @@ def config_for(method: str, seed: int, steps: int, out: Path, temperature: float
     if method in JUDGE_FOR:
         trainer_method, judge = JUDGE_FOR[method]
         extra += [f"method={trainer_method}", f"judge.type={judge}"]
-        if method in HINDSIGHT:
-            extra.append(f"serve.hindsight_k={HINDSIGHT_K}")
+        # the chat launcher turns hindsight on; the other judge-only rows are the signal without it
+        extra.append(f"serve.hindsight_k={HINDSIGHT_K if method in HINDSIGHT else 0}")
     elif method == "oracle_grpo":
         extra += ["method=grpo", "judge.type=none", "loop.batch_groups=2", "loop.buffer_groups=4",
                  "loop.eval_every=0", "rollout.workers=8", f"rollout.max_tokens={MAX_TOKENS}"]

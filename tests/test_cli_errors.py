@@ -117,3 +117,17 @@ def test_serve_check_validates_the_serve_section_without_starting(capsys):
     assert "config OK" in out and "adapters shared" in out
     assert main(["serve", "--config", "chat", "--check", "--set", "serve.adapters=everyone"]) == 2
     assert "serve.adapters must be one of" in capsys.readouterr().err
+
+
+def test_the_chat_launcher_serves_with_hindsight_groups_and_says_how_to_turn_them_off(capsys):
+    from clawgym import launchers
+    from clawgym.rl.launch import load_config
+    from clawgym.serve.main import ServeSettings
+
+    assert ServeSettings.from_config(load_config(launchers.resolve("chat"))).hindsight_k == 4
+    for where in (["serve.adapters=per_user"], ["gpu.enabled=true", "judge.type=prm,hint"], ["method=opd"]):
+        sets = [arg for item in where for arg in ("--set", item)]
+        assert main(["serve", "--config", "chat", "--check", *sets]) == 2
+        assert "serve.hindsight_k: 0" in capsys.readouterr().err
+    assert main(["serve", "--config", "chat", "--check", "--set", "serve.adapters=per_user",
+                 "--set", "serve.hindsight_k=0"]) == 0
