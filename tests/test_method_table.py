@@ -106,10 +106,13 @@ def test_the_committed_results_are_what_the_readme_table_is_printed_from(lfc):
         assert lfc.table(lfc.RESULTS, model).splitlines()[1].startswith("method")
 
 
-def test_a_row_stays_current_until_a_rubric_change_touches_its_persona(lfc):
-    assert lfc.RUBRIC_CHANGED[lfc.RUBRIC] == ("ta",)  # the last change judges a wish only the TA has
-    teacher = {"persona": "teacher", "method": "hindsight", "rubric": lfc.RUBRIC - 1}
+def test_a_row_stays_current_until_a_rubric_change_touches_its_persona(lfc, monkeypatch):
+    changes = lfc.RUBRIC_CHANGED  # every version after the first names the personas whose wishes it judges anew
+    assert max(changes) == lfc.RUBRIC and all(set(who) <= set(lfc.PERSONAS) for who in changes.values())
+    monkeypatch.setattr(lfc, "RUBRIC", 3)
+    monkeypatch.setattr(lfc, "RUBRIC_CHANGED", {2: lfc.PERSONAS, 3: ("ta",)})  # the last change: a TA-only wish
+    teacher = {"persona": "teacher", "method": "hindsight", "rubric": 2}
     ta = {**teacher, "persona": "ta"}
     assert lfc.rubric_current(teacher) and not lfc.rubric_current(ta)
-    assert lfc.label(teacher) == "hindsight" and lfc.label(ta) == f"hindsight/rubric{lfc.RUBRIC - 1}"
-    assert not lfc.rubric_current({**teacher, "rubric": 2}) and lfc.rubric_current({**ta, "rubric": lfc.RUBRIC})
+    assert lfc.label(teacher) == "hindsight" and lfc.label(ta) == "hindsight/rubric2"
+    assert not lfc.rubric_current({**teacher, "rubric": 1}) and lfc.rubric_current({**ta, "rubric": 3})
