@@ -9,7 +9,7 @@ GRPO group, every turn of the conversation).
 
 - **The result.** The judge model writes the request's arithmetic as one line of Python (``answer =
   29 + 7 * 4``), code evaluates it, and a result wish is met exactly when the reply states that
-  number. Only a solution that looks computed from the request is used: the expression must contain
+  number and calls no other number correct. Only a solution that looks computed from the request is used: the expression must contain
   an operator and only numbers that occur in the request (a bare ``answer = 100`` or a number from
   nowhere is refused), and nothing but arithmetic (no names, calls or attributes).
 - **The name.** For a wish to be addressed "by name" without saying which ("address the student by
