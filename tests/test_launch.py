@@ -25,7 +25,7 @@ from clawgym.rl.launch import (
     trainer_config,
 )
 from clawgym.rl.launch.schema import CLOSED_KEYS
-from clawgym.rl.methods import JUDGE_TYPES
+from clawgym.rl.methods import ALIASES_UNTIL, JUDGE_TYPES
 from tests.loop_envs import PARITY_SPEC
 
 REPO = Path(__file__).resolve().parents[1]
@@ -384,7 +384,7 @@ def test_old_method_name_binary_is_an_alias_of_grpo(tmp_path, caplog):
     with caplog.at_level("WARNING"):
         config = load_config(path)
     assert config.method == "grpo"
-    assert "deprecated" in caplog.text and "'grpo'" in caplog.text
+    assert "deprecated" in caplog.text and "'grpo'" in caplog.text and ALIASES_UNTIL in caplog.text
 
 
 def test_int8_serving_weights_validate_and_turn_on_the_behavior_correction():

@@ -9,7 +9,7 @@ import logging
 from typing import Literal, get_args
 
 # The training methods. ``grpo`` trains on verdict/reward advantages (group-normalised, or raw for
-# personal chat); it was called ``binary`` (OpenClaw-RL's "Binary RL"), which is kept as an alias.
+# personal chat); it was called ``binary`` (OpenClaw-RL's "Binary RL"), kept as an alias until ALIASES_UNTIL.
 # ``opd_topk`` distils the hinted teacher's top-K distribution at every response position (a dense
 # signal: it can raise a token nobody sampled) plus PPO-clip on the verdict advantage; torch trainer only.
 Method = Literal["grpo", "opd", "hybrid", "opd_topk"]
@@ -17,9 +17,10 @@ METHODS: tuple[str, ...] = get_args(Method)
 USES_HINTS = ("opd", "hybrid", "opd_topk")  # their samples carry the hint judge's hint for the OPD teacher
 NEEDS_HINT = ("opd", "opd_topk")  # a turn without a hint teaches them nothing
 _METHOD_ALIASES = {"binary": "grpo"}
+ALIASES_UNTIL = "2027-06-01"  # the old names of a method and a teacher go in the first release after this date
 
 # The OPD teacher (``trainer.teacher``): whose log-probabilities the OPD term is measured against.
-# ``current`` is the older name of ``policy``.
+# ``current`` is the older name of ``policy`` (kept until ALIASES_UNTIL).
 Teacher = Literal["initial", "policy", "judge"]
 TEACHERS: tuple[str, ...] = get_args(Teacher)
 TEACHER_ALIASES = {"current": "policy"}
@@ -29,7 +30,8 @@ def canonical_method(name: str) -> str:
     """The current name of a training method; an old alias is accepted with a deprecation message."""
     if name in _METHOD_ALIASES:
         new = _METHOD_ALIASES[name]
-        logging.getLogger(__name__).warning("method %r is deprecated; use %r (same behaviour)", name, new)
+        logging.getLogger(__name__).warning("method %r is deprecated and goes after %s; use %r (same behaviour)",
+                                            name, ALIASES_UNTIL, new)
         return new
     return name
 
