@@ -9,9 +9,10 @@ GRPO group, every turn of the conversation).
 
 - **The result.** The judge model writes the request's arithmetic as one line of Python (``answer =
   29 + 7 * 4``), code evaluates it, and a result wish is met exactly when the reply states that
-  number and calls no other number correct. Only a solution that looks computed from the request is used: the expression must contain
-  an operator and only numbers that occur in the request (a bare ``answer = 100`` or a number from
-  nowhere is refused), and nothing but arithmetic (no names, calls or attributes).
+  number and calls no other number correct. Only a solution that looks computed from the request is
+  used: the expression must contain an operator and only numbers that occur in the request (a bare
+  ``answer = 100`` or a number from nowhere is refused), and nothing but arithmetic (no names, calls
+  or attributes).
 - **The name.** For a wish to be addressed "by name" without saying which ("address the student by
   name"), the judge model says which name of the request the wish means; the wish is met exactly when
   the reply says that name. An answer that is not a name in the request is refused.
