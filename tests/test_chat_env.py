@@ -179,7 +179,7 @@ def test_judge_only_topk_distillation_trains_on_hinted_turns(tmp_path):
 
     config = load_config(launchers.resolve("chat"), [
         "policy.model=tiny-random", "method=opd_topk", "judge.type=probhint", f"loop.output_dir={tmp_path}",
-        "serve.batch_size=2", "trainer.micro_batch_size=2"])
+        "serve.batch_size=2", "trainer.micro_batch_size=2", "serve.hindsight_k=0"])
     result = asyncio.run(rehearsal.rehearse(config, persona="teacher", steps=1, users=2, max_turns=2,
                                             max_tokens=8, eval_tasks=1))
     assert result.steps >= 1

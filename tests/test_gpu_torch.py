@@ -210,7 +210,7 @@ def test_the_judge_only_rehearsal_trains_through_the_gateway_on_the_gpu(tmp_path
 
     config = load_config(launchers.resolve("chat"), [
         "policy.model=tiny-random", f"policy.device={DEVICE}", "method=hybrid", "judge.type=prob,probhint",
-        f"loop.output_dir={tmp_path}", "serve.batch_size=2", "trainer.micro_batch_size=2"])
+        f"loop.output_dir={tmp_path}", "serve.batch_size=2", "trainer.micro_batch_size=2", "serve.hindsight_k=0"])
     result = asyncio.run(rehearsal.rehearse(config, persona="teacher", steps=2, users=2, max_turns=2,
                                             max_tokens=8, eval_tasks=2))
     assert result.steps >= 2 and result.judged >= 4
