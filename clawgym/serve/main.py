@@ -110,16 +110,17 @@ class ServeSettings:
             return None
         from clawgym.serve.hindsight import HindsightSettings
 
+        why = None
         if config.method not in ("grpo", "hybrid"):
-            raise ConfigError(f"serve.hindsight_k trains GRPO groups scored by the rubric judge: set method: grpo "
-                              f"(or hybrid, which adds the OPD term of a teacher reading the wishes), "
-                              f"not {config.method!r}; or turn it off with serve.hindsight_k: 0")
-        if self.adapters != "shared":
-            raise ConfigError("serve.hindsight_k works with serve.adapters: shared (per-user adapters "
-                              "have no rubric judge yet): set serve.hindsight_k: 0")
-        if config.policy.backend != "hf" or config.gpu.enabled:
-            raise ConfigError("serve.hindsight_k reads the rubric judge's label probabilities from an in-process hf "
-                              "model: set policy.backend: hf and gpu.enabled: false, or serve.hindsight_k: 0")
+            why = (f"trains GRPO groups scored by the rubric judge: set method: grpo (or hybrid, which adds the OPD "
+                   f"term of a teacher reading the wishes), not {config.method!r}")
+        elif self.adapters != "shared":
+            why = "works with serve.adapters: shared (per-user adapters have no rubric judge yet)"
+        elif config.policy.backend != "hf" or config.gpu.enabled:
+            why = ("reads the rubric judge's label probabilities from an in-process hf model: set policy.backend: hf "
+                   "and gpu.enabled: false")
+        if why:
+            raise ConfigError(f"serve.hindsight_k {why}; or turn the groups off with serve.hindsight_k: 0")
         try:
             return HindsightSettings(k=self.hindsight_k, verdict_weight=self.hindsight_verdict_weight,
                                      max_tokens=self.max_tokens, max_queued=self.hindsight_max_queued)
