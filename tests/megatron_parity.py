@@ -19,7 +19,7 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 
 from clawgym.inference.models import load_tokenizer  # noqa: E402
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig  # noqa: E402
-from tests.megatron_cpu import allow_float64, init_gloo, parity_batch, redirect_cuda_to_cpu  # noqa: E402
+from tests.megatron_cpu import allow_float64, finish, init_gloo, parity_batch, redirect_cuda_to_cpu  # noqa: E402
 
 hf_dir, tp, pp = sys.argv[1], int(os.environ["TP"]), int(os.environ["PP"])
 modes = os.environ.get("MODES", "full,lora").split(",")
@@ -109,4 +109,4 @@ for mode in modes:
         result[mode] = row
 if torch.distributed.get_rank() == 0:
     print("RESULT " + json.dumps(result))
-torch.distributed.destroy_process_group()
+finish()

@@ -169,13 +169,15 @@ def test_the_allow_list_follows_the_episode_on_a_reused_page(outside):
         assert outside.origin in env.browser.allowed and 'text "The secret is 4711."' in env.view.text()
         seen = len(outside.requests)
         v = start(env)
-        assert env.browser.reused and outside.origin not in env.browser.allowed
+        assert env.browser.reused, env.browser.not_reused_because
+        assert outside.origin not in env.browser.allowed
         env.step(act("click", ref=v.find("button", "Fetch")))
         env.browser.page.wait_for_function("() => CG.state().fetch !== undefined")  # the rejection comes a moment later
         assert env.browser.read_state()["state"]["fetch"].startswith("failed")
         assert len(outside.requests) == seen and f"{outside.origin}/fetched" in env.browser.blocked
         env.reset(seed=1, options={"task_id": "secret"})
-        assert env.browser.reused and 'text "The secret is 4711."' in env.view.text()
+        assert env.browser.reused, env.browser.not_reused_because
+        assert 'text "The secret is 4711."' in env.view.text()
     finally:
         env.close()
 

@@ -247,7 +247,8 @@ PARITY_SCRIPT = ('import contextlib, json, os, sys, warnings\n'
                  'if torch.distributed.get_rank() == 0:\n'
                  '    print("RESULT " + json.dumps({"max_abs_diff": (got - want).abs().max().item(), "export_ok": '
                  'export_ok, "tp": tp}))\n'
-                 'torch.distributed.destroy_process_group()\n')
+                 'from tests.megatron_cpu import finish\n'
+                 'finish()\n')
 
 
 def _free_port() -> int:
@@ -307,7 +308,7 @@ def batch(ref):
     return parity_batch(ref, tok, context)
 
 # CPU stand-ins for megatron-core's CUDA-only spots, installed only now (after the HF models are loaded):
-from tests.megatron_cpu import allow_float64, init_gloo, redirect_cuda_to_cpu
+from tests.megatron_cpu import allow_float64, finish, init_gloo, redirect_cuda_to_cpu
 redirect_cuda_to_cpu()
 allow_float64()
 init_gloo(1, 1)
@@ -330,7 +331,7 @@ for dtype, distopt in runs.items():
                          "distributed_optimizer": mg.config.use_distributed_optimizer}
 if torch.distributed.get_rank() == 0:
     print("RESULT " + json.dumps(result))
-torch.distributed.destroy_process_group()
+finish()
 '''  # noqa: E501  (a script run under torchrun: kept as written)
 
 
@@ -438,7 +439,7 @@ from clawgym.rl.trainer import megatron as M
 
 hf_dir = sys.argv[1]
 reference = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).state_dict()
-from tests.megatron_cpu import init_gloo, redirect_cuda_to_cpu
+from tests.megatron_cpu import finish, init_gloo, redirect_cuda_to_cpu
 redirect_cuda_to_cpu()
 init_gloo(1, 2)
 mg = M.MegatronTrainer(hf_dir, load_tokenizer("tiny-random"), M.MegatronConfig(
@@ -448,7 +449,7 @@ exported = mg.export_weights()
 if torch.distributed.get_rank() == 0:
     print("RESULT " + json.dumps({"pp": mg.pp_size, "streamed": len(names), "same_keys": set(exported) == set(reference),
                                   "exact": all(torch.equal(exported[k], reference[k]) for k in reference)}))
-torch.distributed.destroy_process_group()
+finish()
 '''  # noqa: E501  (a script run under torchrun: kept as written)
 
 

@@ -131,6 +131,7 @@ class Browser:
         self._session_script: str | None = None
         self._episodes_on_context = 0
         self.reused = False  # whether the current episode runs on a wiped warm page
+        self.not_reused_because: str | None = None  # why the last new_episode opened a new context instead
 
     # ---------------------------------------------------------------- lifecycle
     def _check_thread(self) -> None:
@@ -167,7 +168,8 @@ class Browser:
         if self._browser is None:
             self._launch()
         previous = set(self.allowed)
-        self.reused = self._can_reuse() and self._wipe(previous)
+        self.not_reused_because = self._why_not_reusable()
+        self.reused = self.not_reused_because is None and self._wipe(previous)
         if not self.reused:
             self._close_context()
         self.allowed = {origin_of(o) for o in allowed_origins}
@@ -209,10 +211,18 @@ class Browser:
             self._blocking = pattern
 
     def _can_reuse(self) -> bool:
-        return (
-            self.reuse_pages and self.page is not None and self._cdp is not None and not self.broken
-            and not self.page.is_closed() and self._episodes_on_context < self.fresh_context_every
-        )
+        return self._why_not_reusable() is None
+
+    def _why_not_reusable(self) -> str | None:
+        if not self.reuse_pages:
+            return "page reuse is off"
+        if self.page is None or self._cdp is None or self.page.is_closed():
+            return "no warm page"
+        if self.broken:
+            return f"the last page broke: {self.broken}"
+        if self._episodes_on_context >= self.fresh_context_every:
+            return f"a fresh context every {self.fresh_context_every} episodes"
+        return None
 
     def _wipe(self, origins: set[str]) -> bool:
         """Clear everything the last episode could leave in this page; False (new context) if that fails."""
@@ -223,11 +233,15 @@ class Browser:
                                                      self._session_script, self.load_timeout_ms)
                 return True
             except Exception as exc:  # a cross-process navigation detaches the CDP session: attach anew
-                if attempt < 2 and ("Not attached" in str(exc) or "Script not found" in str(exc)) and not self.broken:
-                    with self.guard():  # (the old session's new-document script went with it)
-                        self._cdp, self._session_script = self.context.new_cdp_session(self.page), None
-                    continue
+                detached = "Not attached" in str(exc) or "Script not found" in str(exc)
+                if attempt < 2 and not self.broken and (detached or "Timeout" in type(exc).__name__):
+                    if detached:  # (the old session's new-document script went with it)
+                        with self.guard():
+                            self._cdp, self._session_script = self.context.new_cdp_session(self.page), None
+                    continue  # a timeout (a loaded machine) is tried again as it is
+                self.not_reused_because = f"wiping the warm page failed: {exc}"
                 log.info("wiping the warm page failed (%s): opening a new context", exc)
+                return False
         return False
 
     def end_episode(self) -> None:
