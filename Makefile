@@ -14,9 +14,9 @@ export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint setup system-deps python-deps run-deps swe-projects models bench bench-deps clean
+.PHONY: run test lint setup system-deps python-deps run-deps run-model swe-projects models bench bench-deps clean
 
-run: run-deps
+run: run-deps run-model
 	$(PY) -m clawgym.demo
 
 test: setup lint
@@ -35,6 +35,10 @@ python-deps: $(VENV)/.installed
 
 # What the demo needs: torch (CPU), the train extra and the default model. No system packages.
 run-deps: $(VENV)/.installed-run
+
+# The demo's model, Qwen2.5-Coder-0.5B: fetched and converted once, like `make models` (a no-op once cached).
+run-model: run-deps
+	$(PY) -m clawgym.cli models fetch qwen2.5-coder-0.5b
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

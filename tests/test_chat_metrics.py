@@ -80,12 +80,12 @@ def demo_config() -> dict:
 
 
 def test_the_short_check_can_fail_at_the_demos_token_cap():
-    """A comment of more than 80 words fits in the demo's max_tokens (rollouts and held-out evals), and the
-    teacher's short check fails on it. Under the old cap of 48 tokens no reply could exceed 80 words (the
-    SmolLM2 tokenizer never puts two space-separated words in one token), so the check could not fail."""
+    """A comment of more than 80 words fits in the demo's max_tokens (rollouts and held-out evals), in the
+    tokens of the demo's own model, and the teacher's short check fails on it. Under a cap of 48 tokens no
+    reply could exceed 80 words (no token holds two space-separated words), so the check could not fail."""
     from clawgym.inference.models import load_tokenizer
 
-    tokenizer = load_tokenizer("tiny-random")  # the SmolLM2 tokenizer
+    tokenizer = load_tokenizer(demo_config()["policy"]["model"])
     cap = demo_config()["rollout"]["max_tokens"]
     t = task("teacher", 50, 48)
     long = ("Great effort, Ben! The correct result is 50. You set the problem up well and added the packs in the "

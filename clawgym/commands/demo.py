@@ -75,7 +75,7 @@ def train_main(args: argparse.Namespace) -> int:
         return 2
     checks = demo.CHECKS
     print(
-        "clawgym demo: SmolLM2-135M-Instruct (LoRA) learns a simulated teacher's preferences for grading comments\n"
+        f"clawgym demo: {config.policy.model} (LoRA) learns a simulated teacher's preferences for grading comments\n"
         f"  env {config.env.id} (persona teacher), method {config.method}, GRPO groups of {config.rollout.group_size}, "
         f"{config.loop.batch_groups} groups per step, at most {config.loop.steps} steps / "
         f"{config.loop.max_minutes} min\n"

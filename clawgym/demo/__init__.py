@@ -1,4 +1,4 @@
-"""The default demo (``make run``): SmolLM2-135M learns, on this CPU, with the async RL loop.
+"""The default demo (``make run``): Qwen2.5-Coder-0.5B learns, on this CPU, with the async RL loop.
 
 The setting is OpenClawChat-v0 with the simulated *teacher* persona: the person asks for a grading
 comment on a student's answer and prefers comments that name the student, are encouraging, state the

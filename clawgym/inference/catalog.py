@@ -23,7 +23,7 @@ QWEN_05B = "qwen2.5-coder-0.5b"
 QWEN_15B = "qwen2.5-coder-1.5b"
 
 # The default policy everywhere a model can act: native tool calls, a 32k window (measured in
-# docs/models.md). SmolLM2 stays the fast path for the `make run` demo and the CPU tests.
+# docs/models.md), and the `make run` demo's model. SmolLM2 stays the fast path for CPU tests.
 DEFAULT_MODEL = QWEN_05B
 
 
