@@ -371,6 +371,8 @@ def test_demo_oracle_tour_and_training_path(tmp_path, capsys):
     for check in ("names_student", "friendly", "mentions_result", "short", "mean of checks", "all checks pass"):
         assert f"  {check} " in printed
     assert f"learning curve: {tmp_path / 'seed3' / 'learning_curve.png'}" in printed
+    assert printed.count("held-out task chat-teacher-") == 2  # what the person reads, before and after
+    assert "  before (score " in printed and "  after  (score " in printed
     tasks = [json.loads(line) for line in (tmp_path / "seed3" / "tasks.jsonl").read_text().splitlines()]
     assert len(tasks) == 120 and {t["data"]["persona"] for t in tasks} == {"teacher"}
     assert sum(t["split"] == "test" for t in tasks) == 35

@@ -89,6 +89,7 @@ def train_main(args: argparse.Namespace) -> int:
     wall = time.perf_counter() - started
     print("\n" + format_summary(result))
     print("\n" + demo.format_held_out(before, after))
+    print("\n" + demo.format_replies(before, after))
     print(f"learning curve: {result.curve_path}")
     print(f"wall time {wall / 60:.1f} min for {result.steps} train steps")
     return 0

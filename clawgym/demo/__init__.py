@@ -127,7 +127,9 @@ async def run_demo(config):  # noqa: ANN001, ANN201
 
 
 async def held_out(loop) -> dict:  # noqa: ANN001
-    """The held-out row (:func:`clawgym.rl.evaluate.eval_rows`) with the loop's eval settings and tasks."""
+    """The held-out row (:func:`clawgym.rl.evaluate.eval_rows`) with the loop's eval settings and tasks, plus
+    ``"replies"``: each task's request and the policy's last reply, so the demo can show what changed."""
+    from clawgym.core.messages import text_of
     from clawgym.core.policy import SamplingParams
     from clawgym.rl.evaluate import eval_rows, play_tasks
 
@@ -137,7 +139,13 @@ async def held_out(loop) -> dict:  # noqa: ANN001
                                     sampling=SamplingParams(temperature=c.eval_temperature, top_p=1.0,
                                                             max_tokens=c.max_tokens),
                                     episode_timeout_s=c.episode_timeout_s)
-    return eval_rows(trajectories)["all"]
+    row = eval_rows(trajectories)["all"]
+    row["replies"] = {
+        t.task_id: {"request": next((text_of(m) for m in t.turns[0].context if m.get("role") == "user"), ""),
+                    "reply": text_of(t.turns[-1].action), "score": t.reward}
+        for t in trajectories if t.turns and t.error is None
+    }
+    return row
 
 
 def format_held_out(before: dict, after: dict) -> str:
@@ -152,3 +160,18 @@ def format_held_out(before: dict, after: dict) -> str:
     lines.append(f"  {'all checks pass':<15} {before['success_rate']:.3f} -> {after['success_rate']:.3f}")
     return "\n".join(lines)
 
+
+def format_replies(before: dict, after: dict, count: int = 2) -> str:
+    """The first ``count`` held-out tasks as the person sees them: the request, the reply before and after."""
+    lines = []
+    shared = [task_id for task_id in before.get("replies", {}) if task_id in after.get("replies", {})]
+    for task_id in shared[:count]:
+        was, now = before["replies"][task_id], after["replies"][task_id]
+        lines += [f"held-out task {task_id}: {_clip(was['request'])}",
+                  f"  before (score {was['score']:.2f}): {_indent(_clip(was['reply']))}",
+                  f"  after  (score {now['score']:.2f}): {_indent(_clip(now['reply']))}", ""]
+    return "\n".join(lines).rstrip()
+
+
+def _indent(text: str) -> str:
+    return text.strip().replace("\n", "\n    ")
