@@ -42,6 +42,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"serve: {settings.host}:{settings.port}, adapters {settings.adapters}, "
               f"{len(settings.users)} keyed users, training {'on' if settings.train else 'off'}")
         return 0
+    from clawgym.rl.launch.main import prepare_host
+
+    prepare_host(config)  # the personal trainer trains in this process
     serving = build_serving(config)
     print(f"clawgym gateway on http://{settings.host}:{settings.port}/v1 (model {config.policy.model}; "
           f"training {'on' if serving.trainer else 'off'}; turns -> {serving.gateway.log.path})")

@@ -110,11 +110,9 @@ async def run_demo(config):  # noqa: ANN001, ANN201
     import dataclasses
 
     from clawgym.rl.launch import build
+    from clawgym.rl.launch.main import prepare_host
 
-    if config.loop.torch_threads > 0:
-        import torch
-
-        torch.set_num_threads(config.loop.torch_threads)
+    prepare_host(config)
     parts = await asyncio.to_thread(build, config)
     parts.loop.config = dataclasses.replace(parts.loop.config, eval_before=False, eval_after=False)
     try:

@@ -28,12 +28,20 @@ def check_config(path: str | Path | None, overrides: Sequence[str] = ()) -> str:
     return f"config OK: method {config.method}, env {config.env.id}, judge {config.judge.type}\n{text}"
 
 
-async def run_config(config: RunConfig, on_step: Any = None) -> LoopResult:
-    """Build and run one training run; returns the :class:`~clawgym.rl.loop.LoopResult`."""
+def prepare_host(config: RunConfig) -> None:
+    """Before anything is built: torch's thread count and the allocator limits (:mod:`.host_memory`)."""
+    from clawgym.rl.launch.host_memory import bound_heap_growth
+
+    bound_heap_growth()
     if config.loop.torch_threads > 0:
         import torch
 
         torch.set_num_threads(config.loop.torch_threads)
+
+
+async def run_config(config: RunConfig, on_step: Any = None) -> LoopResult:
+    """Build and run one training run; returns the :class:`~clawgym.rl.loop.LoopResult`."""
+    prepare_host(config)
     components = await asyncio.to_thread(build, config, on_step)
     try:
         return await components.loop.run()
