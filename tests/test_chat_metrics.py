@@ -85,8 +85,9 @@ def test_the_short_check_can_fail_at_the_demos_token_cap():
     reply could exceed 80 words (no token holds two space-separated words), so the check could not fail."""
     from clawgym.inference.models import load_tokenizer
 
-    tokenizer = load_tokenizer(demo_config()["policy"]["model"])
-    cap = demo_config()["rollout"]["max_tokens"]
+    config = demo_config()
+    tokenizer = load_tokenizer(config["policy"]["model"])
+    cap = config["rollout"]["max_tokens"]
     t = task("teacher", 50, 48)
     long = ("Great effort, Ben! The correct result is 50. You set the problem up well and added the packs in the "
             "right order, which is the hard part. Your slip was in the last addition, where two apples went "

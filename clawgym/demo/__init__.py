@@ -162,7 +162,7 @@ def format_held_out(before: dict, after: dict) -> str:
 def format_replies(before: dict, after: dict, count: int = 2) -> str:
     """The first ``count`` held-out tasks as the person sees them: the request, the reply before and after."""
     lines = []
-    shared = [task_id for task_id in before.get("replies", {}) if task_id in after.get("replies", {})]
+    shared = [task_id for task_id in before["replies"] if task_id in after["replies"]]
     for task_id in shared[:count]:
         was, now = before["replies"][task_id], after["replies"][task_id]
         lines += [f"held-out task {task_id}: {_clip(was['request'])}",

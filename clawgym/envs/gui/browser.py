@@ -241,7 +241,7 @@ class Browser:
                     continue  # a timeout (a loaded machine) is tried again as it is
                 self.not_reused_because = f"wiping the warm page failed: {exc}"
                 log.info("wiping the warm page failed (%s): opening a new context", exc)
-                return False
+                break
         return False
 
     def end_episode(self) -> None:
