@@ -182,6 +182,17 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     return row
 
 
+def short_of_budget(row: dict) -> str:
+    """Why a cell stopped short of its steps: a judge-only run's ``--max-minutes``, or the training cap an
+    oracle row was given with ``--set loop.max_minutes=...``."""
+    caps = [s.split("=", 1)[1] for s in row.get("sets", []) if s.startswith("loop.max_minutes=")]
+    cap = row.get("max_minutes") or (caps[-1] if caps else None)
+    said = f"within the {cap}-minute cap" if cap is not None else "before the run ended"
+    if "conversations" in row:
+        said += f", {row['conversations']} conversations"
+    return said
+
+
 def label(row: dict) -> str:
     """A row's method name: runs at another sampling temperature than 1.0, or with launcher overrides
     (``--set``), are rows of their own, e.g. ``hybrid@T0.6`` or ``opd[trainer.lr=3e-05]``."""
@@ -251,7 +262,7 @@ def table(path: Path, model: str) -> str:
     for r in rows:
         if r["method"] not in UNTRAINED and r["steps"] is not None and r["steps"] < r["steps_budget"]:
             lines.append(f"({r['persona']} x {label(r)} x seed {r['seed']}: {r['steps']} of {r['steps_budget']} steps "
-                         f"within the {r.get('max_minutes')}-minute cap, {r.get('conversations')} conversations)")
+                         f"{short_of_budget(r)})")
     dropped = [r for r in rows if r.get("refused")]
     if dropped:
         lines.append("turns not trained (summed over runs): " + json.dumps(

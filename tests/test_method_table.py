@@ -116,3 +116,14 @@ def test_a_row_stays_current_until_a_rubric_change_touches_its_persona(lfc, monk
     assert lfc.rubric_current(teacher) and not lfc.rubric_current(ta)
     assert lfc.label(teacher) == "hindsight" and lfc.label(ta) == "hindsight/rubric2"
     assert not lfc.rubric_current({**teacher, "rubric": 1}) and lfc.rubric_current({**ta, "rubric": 3})
+
+
+def test_a_cell_short_of_its_steps_says_which_cap_stopped_it(lfc, tmp_path):
+    results = tmp_path / "results.jsonl"
+    write(results, [
+        row(lfc, "teacher", "oracle_grpo", 0, 0.48, 0.58, steps=12, sets=["policy.device=cuda", "loop.max_minutes=7"]),
+        row(lfc, "teacher", "hybrid", 0, 0.5, 0.5, steps=9, max_minutes=17.0, conversations=119),
+    ])
+    text = lfc.table(results, MODEL)
+    assert "seed 0: 12 of 16 steps within the 7-minute cap)" in text  # the oracle's cap is its --set
+    assert "seed 0: 9 of 16 steps within the 17.0-minute cap, 119 conversations)" in text
