@@ -22,8 +22,9 @@ SHORT_WISH = "keep it under 5 words"
 class ScriptedSiblings:
     """A served policy whose siblings are given texts (one per call, in order), with their own tokens."""
 
-    def __init__(self, texts, version=3):
+    def __init__(self, texts, version=3, tokenizer=None):
         self.texts, self.version, self.asked = list(texts), version, []
+        self.tokenizer = tokenizer  # renders the prompts of prompted siblings
 
     async def generate_ids(self, prompt_ids, sampling):
         self.asked.append((list(prompt_ids), sampling))
@@ -42,9 +43,9 @@ def judged_turn(reply="one two three four five six seven", verdict=-1.0, user="a
                 judge={"prm": JudgeResult(score=verdict)} if verdict is not None else {}, turn_id="t1")
 
 
-def groups(siblings, wishes=(SHORT_WISH,), **settings):
+def groups(siblings, wishes=(SHORT_WISH,), tokenizer=None, **settings):
     rubric = RubricJudge(None, wishes_of=lambda user: list(wishes) if user == "alice" else [])  # cues only
-    return HindsightGroups(ScriptedSiblings(siblings), rubric,
+    return HindsightGroups(ScriptedSiblings(siblings, tokenizer=tokenizer), rubric,
                            HindsightSettings(**{"k": 3, **settings}), temperature=0.7)
 
 
@@ -139,6 +140,7 @@ def test_a_batch_never_splits_a_group(tmp_path):
 @pytest.mark.parametrize("overrides, message", [
     ({"hindsight_k": 1}, "k >= 2"),
     ({"hindsight_k": 4, "adapters": "per_user"}, "adapters: shared"),
+    ({"hindsight_k": 3, "hindsight_prompted": 3}, r"within \[0, k - 1 = 2\]"),
 ])
 def test_serve_settings_validate_hindsight(tmp_path, overrides, message):
     lora = {"lr": 1e-3, "micro_batch_size": 2, "lora": {"enabled": True}}
@@ -225,3 +227,70 @@ def test_forget_me_drops_the_users_waiting_turns_and_samples_from_the_shared_tra
     assert trainer.forget("alice") == 2
     assert [s.metadata["user"] for s in trainer.pending] == ["bob"]
     assert [t.info["user"] for t in trainer.awaiting_group] == ["bob"]
+
+
+def test_prompted_siblings_read_the_wishes_and_train_as_replies_to_the_persons_prompt():
+    from clawgym.inference.models import load_tokenizer
+    from clawgym.rl.trainer.samples import hinted_messages, render_prompt_ids
+
+    tokenizer = load_tokenizer("tiny-random")
+    builder = groups(["four", "a reply of far too many words"], tokenizer=tokenizer, prompted=1)
+    samples, reason = asyncio.run(builder.build(judged_turn(), verdict=-1.0))
+    assert reason is None and [s.metadata["hindsight"] for s in samples] == ["real", "prompted", "sibling"]
+    (prompted_ids, _), (own_ids, _) = builder.policy.asked
+    teacher = hinted_messages(judged_turn().context, "Keep it under 5 words.", "inline")
+    assert prompted_ids == render_prompt_ids(tokenizer, teacher) and own_ids == [1, 2, 3]
+    real, prompted, own = samples
+    assert prompted.prompt_ids == [1, 2, 3] and prompted.off_policy  # trained on the person's own prompt
+    assert not real.off_policy and not own.off_policy
+    assert prompted.reward == 1.0 and prompted.advantage > 0 > own.advantage  # scored like any sibling
+    assert builder.stats["prompted_siblings"] == 1
+
+
+def test_prompted_siblings_are_refused_where_they_cannot_be_built():
+    with pytest.raises(ValueError, match=r"within \[0, k - 1 = 2\]"):
+        HindsightSettings(k=3, prompted=3)
+    with pytest.raises(ValueError, match="tokenizer"):  # the scripted policy has none
+        groups(["four", "five"], prompted=1)
+
+
+def test_prompted_siblings_from_another_model_need_the_policys_tokenizer(tmp_path):
+    config = load_config(config_file(tmp_path, hindsight_k=3, hindsight_prompted=1,
+                                     hindsight_prompted_model="tiny-random-qwen"), ["judge.type=prob"])
+    with pytest.raises(ConfigError, match="another tokenizer than the policy 'tiny-random'"):
+        build_serving(config)
+
+
+def test_a_served_turn_trains_with_a_sibling_the_other_model_wrote_reading_the_wishes(tmp_path):
+    """``serve.hindsight_prompted_model``: a second model (here another tiny one, same tokenizer) samples the
+    prompted sibling from the teacher's prompt; it is trained off-policy in the person's group and the
+    model is closed with the server."""
+    serving = build_serving(load_config(config_file(tmp_path, hindsight_k=3, batch_size=3, max_tokens=16,
+                                                    hindsight_prompted=1, hindsight_prompted_model="tiny-random"),
+                                        ["judge.type=prob"]))
+    groups_ = serving.trainer.hindsight
+    assert groups_.sampler is not serving.policy and groups_.owns_sampler
+    serving.gateway.judge_stage.judges = [ThanksIsGood()]
+    texts = iter(["one two three four five six seven eight", "four", "a b c d e f g"])  # served, prompted, own
+
+    def scripted(policy):
+        async def generate_ids(prompt_ids, sampling, _real=policy.generate_ids):
+            generation = await _real(prompt_ids, sampling)
+            generation.text = next(texts, "four")
+            return generation
+        return generate_ids
+
+    serving.policy.generate_ids = scripted(serving.policy)
+    groups_.sampler.generate_ids = scripted(groups_.sampler)
+    with BackgroundServer(serving.app) as url:
+        api = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        first = {"role": "user", "content": "what is 2+2?"}
+        answer = api.chat.completions.create(model="m", messages=[first], user="alice", max_tokens=16)
+        api.chat.completions.create(model="m", user="alice", max_tokens=16, messages=[
+            first, {"role": "assistant", "content": answer.choices[0].message.content},
+            {"role": "user", "content": "no, keep it under 5 words"}])
+        assert wait_until(lambda: serving.trainer.steps == 1 and not serving.trainer.busy, timeout_s=90), \
+            serving.trainer.refused
+    (record,) = read_jsonl(tmp_path / "run" / "train_steps.jsonl")
+    assert record["samples"] == 3 and record["ratio_mean"] == pytest.approx(1.0, abs=0.05)
+    assert groups_.stats["prompted_siblings"] == 1 and groups_.stats["groups"] == 1

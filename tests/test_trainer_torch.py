@@ -421,3 +421,21 @@ def test_int8_serving_weights_track_published_weights_and_tis_corrects_the_gap()
     assert gap < 0.1
     with pytest.raises(ValueError, match="behavior_correction"):
         TrainerConfig(behavior_correction="magic")
+
+
+def test_an_off_policy_sample_trains_against_the_trainers_own_logprobs(tokenizer):
+    """A response sampled from another prompt (a hindsight sibling that read the wishes) carries that prompt's
+    logprobs; the ratio's old policy is the trainer's own, so a good reply is pushed up instead of clipped."""
+    prompt = render_prompt_ids(tokenizer, CONTEXT)
+    good, bad = encode(tokenizer, "Hello there, Sam!"), encode(tokenizer, "No.")
+    gains, metrics = {}, {}
+    for off_policy in (False, True):
+        trainer = TorchTrainer(tiny(tokenizer), tokenizer, TrainerConfig(method="grpo", lr=1e-2))
+        before = sum(current_logprobs(trainer, prompt, good))
+        elsewhere = Sample(prompt_ids=prompt, response_ids=good, old_logprobs=[-30.0] * len(good), reward=1.0,
+                           group_id="g", off_policy=off_policy)
+        metrics[off_policy] = trainer.train_step([elsewhere, make_sample(trainer, prompt, bad, reward=0.0)])
+        gains[off_policy] = sum(current_logprobs(trainer, prompt, good)) - before
+    assert metrics[True]["ratio_mean"] == pytest.approx(1.0) and metrics[True]["clip_frac"] == 0.0
+    assert metrics[False]["clip_frac"] > 0.3  # read as the sampler's logprobs, the good reply is clipped
+    assert gains[True] > 0.5 and gains[True] > 3 * max(gains[False], 0.0)

@@ -99,7 +99,10 @@ class Sample:
     """One training example: prompt + response tokens, the old logprobs, and the learning signal.
 
     ``reward`` is the scalar the advantage is built from (outcome, PRM score, or their step-wise
-    mix); ``teacher_logprobs`` (OPD) are filled in by the trainer from ``hint``.
+    mix); ``teacher_logprobs`` (OPD) are filled in by the trainer from ``hint``. ``off_policy``: the
+    response was sampled from another prompt (a hindsight sibling that read the user's wishes), so
+    ``old_logprobs`` are that prompt's and the trainer takes its own logprobs before the update as the
+    old policy of the PPO ratio.
     """
 
     prompt_ids: list[int]
@@ -116,6 +119,7 @@ class Sample:
     turn_id: str = ""
     sample_id: str = field(default_factory=new_id)
     metadata: dict[str, Any] = field(default_factory=dict)
+    off_policy: bool = False
 
     def __post_init__(self) -> None:
         if len(self.old_logprobs) != len(self.response_ids):

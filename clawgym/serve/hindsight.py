@@ -17,6 +17,17 @@ decide is left out; a group whose rewards all agree carries no advantage and is 
 requests (serving never waits for a group: the groups are built by a background task, one turn at a
 time, and a turn arriving while ``max_queued`` wait is refused as ``hindsight_busy``).
 
+A small model seldom samples what it was never told (a word of praise the base model never writes
+gives a group no variance on "make it friendlier"), while the same model reading the wishes in its
+prompt often does. ``prompted`` of the ``k - 1`` siblings are therefore sampled from the teacher's
+context, the wishes placed as the OPD hint is (``hint_format``), and trained as replies to the person's
+own prompt: ``off_policy`` samples, whose old policy in the PPO ratio is the trainer's own (the
+sampler's logprobs belong to the other prompt). The rubric scores them like any sibling, so a prompted
+reply is pushed up only where it meets more wishes than the group. The prompted siblings may come from
+a bigger model of the same tokenizer (``sampler``, ``serve.hindsight_prompted_model``): the 0.5B model
+reading the teacher persona's wishes writes replies that score 0.57 on its checks against its own
+0.55, the 1.5B model 0.83 (docs/training.md, "Prompted siblings").
+
 With ``method: hybrid`` (``teacher_hint``) every member of a group also carries the OPD term: the
 teacher reads the person's remembered wishes as its hint, so the trainer adds
 ``w_opd * (log pi_teacher - log pi_old)`` per token to the group's advantage. The rubric's reward holds
@@ -37,6 +48,7 @@ from clawgym.core.messages import text_of
 from clawgym.core.policy import SamplingParams
 from clawgym.rl import losses
 from clawgym.rl.judge.rubric import RubricJudge, reward_of
+from clawgym.rl.trainer.samples import hinted_messages, render_prompt_ids
 from clawgym.rl.types import Sample, Turn
 from clawgym.serve.protocol import conversation
 from clawgym.serve.teacher_hint import hint_with_wishes, teacher_context
@@ -47,12 +59,14 @@ class HindsightSettings:
     """``k``: replies per group, the person's included (>= 2); ``verdict_weight``: how much of the real
     reply's reward is the person's verdict; ``max_tokens``: the siblings' length limit when the turn
     did not record its own (a sibling gets the real reply's limit); ``max_queued``:
-    judged turns waiting for their group before new ones are refused."""
+    judged turns waiting for their group before new ones are refused; ``prompted``: how many of the
+    ``k - 1`` siblings read the wishes in their prompt."""
 
     k: int = 4
     verdict_weight: float = 0.5
     max_tokens: int = 512
     max_queued: int = 8
+    prompted: int = 0
 
     def __post_init__(self) -> None:
         if self.k < 2:
@@ -61,6 +75,8 @@ class HindsightSettings:
             raise ValueError(f"verdict_weight must be within [0, 1], got {self.verdict_weight}")
         if self.max_tokens < 1 or self.max_queued < 1:
             raise ValueError("max_tokens and max_queued must be >= 1")
+        if not 0 <= self.prompted <= self.k - 1:
+            raise ValueError(f"prompted siblings must be within [0, k - 1 = {self.k - 1}], got {self.prompted}")
 
 
 def user_of(turn: Turn) -> str:
@@ -82,12 +98,19 @@ class HindsightGroups:
     """
 
     def __init__(self, policy: Any, rubric: RubricJudge, settings: HindsightSettings, temperature: float,
-                 teacher_hint: bool = False) -> None:
+                 teacher_hint: bool = False, hint_format: str = "inline", sampler: Any = None,
+                 owns_sampler: bool = False) -> None:
+        self.sampler = sampler if sampler is not None else policy  # who writes the prompted siblings
+        if settings.prompted and getattr(self.sampler, "tokenizer", None) is None:
+            raise ValueError("prompted siblings render the teacher's prompt with the sampler's tokenizer, "
+                             f"and {type(self.sampler).__name__} has none")
+        self.owns_sampler = owns_sampler and self.sampler is not policy  # closed with the groups
         self.policy = policy
         self.rubric = rubric
         self.settings = settings
         self.temperature = float(temperature)
         self.teacher_hint = teacher_hint  # hybrid: every member also distils the teacher that reads the wishes
+        self.hint_format = hint_format  # where a prompted sibling's prompt holds the wishes
         self.stats: collections.Counter[str] = collections.Counter()
         # (user, share of wishes the served reply met): the dashboard
         self.on_scored: Callable[[str, float], Any] | None = None
@@ -102,9 +125,15 @@ class HindsightGroups:
             return None, "no_wishes"
         limit = (turn.info.get("sampling") or {}).get("max_tokens") or self.settings.max_tokens
         sampling = SamplingParams(temperature=self.temperature, max_tokens=int(limit))
-        siblings = await asyncio.gather(*(self.policy.generate_ids(list(turn.prompt_ids), sampling)
-                                          for _ in range(self.settings.k - 1)))
+        hint = hint_with_wishes(None, wishes)
+        prompted = self.settings.prompted
+        served_version = int(self.policy.version)
+        teacher_prompt = self._prompted_ids(turn, hint) if prompted else []
+        siblings = await asyncio.gather(
+            *(self.sampler.generate_ids(teacher_prompt, sampling) for _ in range(prompted)),
+            *(self.policy.generate_ids(list(turn.prompt_ids), sampling) for _ in range(self.settings.k - 1 - prompted)))
         self.stats["siblings"] += len(siblings)
+        self.stats["prompted_siblings"] += prompted
         context = conversation(list(turn.context))
         replies = [text_of(turn.action)] + [g.text for g in siblings]
         checks = await asyncio.to_thread(self.rubric.check_many, [(wishes, context, r) for r in replies])
@@ -114,27 +143,37 @@ class HindsightGroups:
         if self.on_scored is not None:
             self.on_scored(user_of(turn), rubric[0])
         members = [(real_reward(rubric[0], verdict, self.settings.verdict_weight), _real_sample(turn))]
-        for generation, reward in zip(siblings, rubric[1:]):
+        for i, (generation, reward) in enumerate(zip(siblings, rubric[1:])):
             if reward is None or not generation.response_ids:
                 self.stats["sibling_unscorable"] += 1
                 continue
-            members.append((reward, _sibling_sample(turn, generation)))
+            members.append((reward, _sibling_sample(turn, generation, served_version if i < prompted else None)))
         rewards = torch.tensor([r for r, _ in members])
         advantages = losses.grpo_advantages(rewards, [turn.turn_id] * len(members))
         if not bool(advantages.abs().gt(0).any()):
             return None, "zero_advantage_group"
         # hybrid: one hint for the whole group, the teacher reading every remembered wish
-        hint = hint_with_wishes(None, wishes) if self.teacher_hint else None
-        extra = teacher_context(turn) if hint else {}
+        extra = teacher_context(turn) if self.teacher_hint else {}
         samples = []
         for (reward, sample), advantage in zip(members, advantages.tolist()):
             sample.reward, sample.advantage = float(reward), float(advantage)
-            if hint:
+            if self.teacher_hint:
                 sample.hint, sample.hint_messages = hint, list(turn.context)
                 sample.metadata.update(extra)
             samples.append(sample)
         self.stats["groups"] += 1
         return samples, None
+
+    def _prompted_ids(self, turn: Turn, hint: str) -> list[int]:
+        """The teacher's prompt: the turn's context with the wishes placed as the OPD hint, rendered as the
+        policy renders any prompt (with the tools the student saw)."""
+        where = teacher_context(turn)
+        messages = hinted_messages(list(turn.context), hint, self.hint_format, where.get("hint_at"))
+        return render_prompt_ids(self.sampler.tokenizer, messages, where.get("tools"))
+
+    async def close(self) -> None:
+        if self.owns_sampler:
+            await self.sampler.close()
 
 
 def _real_sample(turn: Turn) -> Sample:
@@ -144,8 +183,13 @@ def _real_sample(turn: Turn) -> Sample:
                   metadata={"session_id": turn.session_id, "user": user_of(turn), "hindsight": "real"})
 
 
-def _sibling_sample(turn: Turn, generation: Any) -> Sample:
+def _sibling_sample(turn: Turn, generation: Any, prompted_at: int | None = None) -> Sample:
+    """A sibling, trained as a reply to the person's prompt. A prompted one (``prompted_at``: the served
+    weights' version when it was sampled; another sampler's versions are its own) came from another prompt."""
+    prompted = prompted_at is not None
     return Sample(prompt_ids=list(turn.prompt_ids), response_ids=list(generation.response_ids),
                   old_logprobs=list(generation.response_logprobs), group_id=turn.turn_id,
-                  policy_version=int(generation.policy_version), turn_id=turn.turn_id,
-                  metadata={"session_id": turn.session_id, "user": user_of(turn), "hindsight": "sibling"})
+                  policy_version=int(prompted_at if prompted else generation.policy_version), turn_id=turn.turn_id,
+                  off_policy=prompted,
+                  metadata={"session_id": turn.session_id, "user": user_of(turn),
+                            "hindsight": "prompted" if prompted else "sibling"})

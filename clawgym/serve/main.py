@@ -71,6 +71,9 @@ class ServeSettings:
     hindsight_k: int = 0
     hindsight_verdict_weight: float = 0.5  # the share of the person's verdict in their reply's reward
     hindsight_max_queued: int = 8  # judged turns waiting for their group; more are skipped
+    hindsight_prompted: int = 0  # siblings sampled with the user's wishes in their prompt (of hindsight_k - 1)
+    # who samples them: "" the served policy, or a model of the same tokenizer (e.g. qwen2.5-coder-1.5b)
+    hindsight_prompted_model: str = ""
     # the OPD teacher reads every remembered wish of the user (clawgym.serve.wish_memory), not only the turn's hint
     teacher_wishes: bool = False
 
@@ -123,7 +126,8 @@ class ServeSettings:
             raise ConfigError(f"serve.hindsight_k {why}; or turn the groups off with serve.hindsight_k: 0")
         try:
             return HindsightSettings(k=self.hindsight_k, verdict_weight=self.hindsight_verdict_weight,
-                                     max_tokens=self.max_tokens, max_queued=self.hindsight_max_queued)
+                                     max_tokens=self.max_tokens, max_queued=self.hindsight_max_queued,
+                                     prompted=self.hindsight_prompted)
         except ValueError as exc:
             raise ConfigError(f"serve.hindsight_*: {exc}") from None
 
@@ -300,8 +304,30 @@ def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Policy
     if not hasattr(judge_policy, "model"):
         raise ConfigError("serve.hindsight_k: the rubric judge reads label probabilities from a "
                           f"local hf model, and the judge {config.judge.model!r} is not one")
+    sampler, owned = _prompted_sampler(config, settings, policy, judge_policy)
     return HindsightGroups(policy, RubricJudge(judge_policy), settings.hindsight(config), temperature=temperature,
-                           teacher_hint=config.method == "hybrid")
+                           teacher_hint=config.method == "hybrid", hint_format=config.trainer.hint_format,
+                           sampler=sampler, owns_sampler=owned)
+
+
+def _prompted_sampler(config: RunConfig, settings: ServeSettings, policy: Policy,
+                      judge_policy: Policy) -> tuple[Policy, bool]:
+    """(who samples the prompted siblings, whether the groups own it): ``serve.hindsight_prompted_model``
+    loaded in process (the judge's model when it is that one), else the served policy."""
+    name = settings.hindsight_prompted_model
+    if not name or not settings.hindsight_prompted:
+        return policy, False
+    from clawgym.inference.hf import HFPolicy
+    from clawgym.inference.models import load_tokenizer
+    from clawgym.rl.launch.placement import resolve_model
+
+    model = resolve_model(config, name)
+    if load_tokenizer(model).get_vocab() != policy.tokenizer.get_vocab():
+        raise ConfigError(f"serve.hindsight_prompted_model {name!r} has another tokenizer than the policy "
+                          f"{config.policy.model!r}; its replies are trained as the policy's token ids")
+    if judge_policy is not policy and config.judge.model == name:
+        return judge_policy, False  # the judge's model: loaded once, closed by the stack
+    return HFPolicy.from_pretrained(model, device=config.policy.device, name=f"siblings:{model}"), True
 
 
 def sglang_problems(config: RunConfig, settings: ServeSettings) -> list[str]:

@@ -315,6 +315,8 @@ class PersonalTrainer(BackgroundTrainer):
             self._grouping.cancel()
             await asyncio.gather(self._grouping, return_exceptions=True)
             self._grouping = None
+        if self.hindsight is not None:
+            await self.hindsight.close()
         await super().close()
 
     def take_batch(self) -> list[Sample]:

@@ -231,7 +231,8 @@ class MegatronTrainer:
         local = [samples[i] for i in mine]
         width = max(len(s.prompt_ids) + len(s.response_ids) for s in samples)
         extra: dict[str, list[torch.Tensor]] = {
-            "rl_adv": [torch.full((len(s.response_ids),), float(adv_rl[i])) for i, s in zip(mine, local)]}
+            "rl_adv": [torch.full((len(s.response_ids),), float(adv_rl[i])) for i, s in zip(mine, local)],
+            "off_policy": [torch.full((len(s.response_ids),), float(s.off_policy)) for s in local]}
         if tcfg.method in ("opd", "hybrid"):
             teacher_ids = [teacher_prompt_ids(self.tokenizer, s, tcfg.hint_format)
                            if s.hint else s.prompt_ids for s in local]
@@ -256,6 +257,8 @@ class MegatronTrainer:
 
         def loss_fn(batch: dict, logprobs: torch.Tensor):
             mask, old = batch["loss_mask"], batch["old_logprobs"]
+            # a response sampled from another prompt: this policy's own logprobs are the old ones
+            old = torch.where(batch["off_policy"] > 0, logprobs.detach(), old)
             if tcfg.method == "grpo":
                 advantages = batch["rl_adv"]
             elif tcfg.method == "opd":

@@ -227,6 +227,8 @@ class TorchTrainer:
             logits = response_logits(self.model, batch, cfg.temperature)
             logprobs = gather_logprobs(logits, batch.targets)
             sampled = pad_rows([s.old_logprobs for s in part], batch.targets.shape[1], self.device, logprobs.dtype)
+            off_policy = torch.tensor([s.off_policy for s in part], device=self.device)
+            sampled = torch.where(off_policy[:, None], logprobs.detach(), sampled)  # sampled from another prompt
             old, behavior_weight = self._behavior(logprobs, sampled)
             per_token = torch.zeros_like(logprobs)
 
