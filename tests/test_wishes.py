@@ -58,6 +58,19 @@ def test_thanks_statements_and_new_tasks_give_no_wish(said):
     assert wish_from_correction(said) is None
 
 
+@pytest.mark.parametrize("said, wishes", [
+    # what the 1.5B model playing the teacher persona said, in the assistant's voice: no wish
+    ("You're welcome! Don't hesitate to ask if you need anything else. I'm here to help!", []),
+    ("You're welcome! Let me know if you have any other questions.", []),
+    ("If you have any more questions, feel free to ask.", []),
+    # an offer next to a request keeps the request; a permission is not an offer
+    ("Let me know if you need anything. Use his name.", ["use his name"]),
+    ("Feel free to use a list. Keep it short.", ["keep it short"]),
+])
+def test_an_offer_of_help_in_the_assistants_voice_is_no_wish(said, wishes):
+    assert wishes_from_correction(said) == wishes
+
+
 def test_a_message_that_asks_for_several_things_leaves_one_wish_per_thing():
     said = ("Please address the student by name. Could you make it friendlier and more encouraging? "
             "That's too long for a comment; keep it under 80 words. What is the answer?")

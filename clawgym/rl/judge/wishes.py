@@ -11,7 +11,9 @@ the request in a short, stable form, built from the person's own words only:
   long" -> "make it shorter", "I literally just said call me Sam" -> "call me Sam", "what's the
   answer?" -> "give the answer". A message with no request in it (thanks, a statement such as "the
   sum is 17", a new task longer than :data:`MAX_WISH_WORDS`) gives no wish: nothing is remembered
-  from noise.
+  from noise. Neither does a sentence in the assistant's voice ("Don't hesitate to ask if you need
+  anything else", "I'm here to help"): a model playing the person swaps roles now and then, and an
+  offer of help asks nothing of the assistant.
 - :func:`relation` says whether a later wish repeats an earlier one (same key, or at least half of
   their content words shared), contradicts it (the same aspect with the opposite sign: "use bullet
   points" / "no lists", "keep it short" / "more detail", "reply in French" / "reply in English"),
@@ -31,6 +33,10 @@ _DONE = re.compile(r"\b[A-Z]+_DONE\b")
 _LEAD = re.compile(r"(?i)^\W*(?:(?:no|well)(?:\s*[,.!:;\u2026]+|\s+[-\u2013\u2014]+(?=\s)|\s*[\u2013\u2014]+)"
                    r"|(?:ok(?:ay)?|nope|hmm+|ugh|sorry|actually|but|and|so|yeah|yes|sure|also|again|"
                    r"literally|just|seriously)\b[\s,.!]*)\s*")
+# an offer of help, in the assistant's voice: never a request of the person's
+_OFFER = re.compile(r"(?i)\b(?:(?:don'?t|do not) hesitate to|feel free to)\s+(?:ask|reach out|contact|let me know)\b"
+                    r"|\blet me know if (?:you|there)\b|\bi'?m (?:always )?(?:here|happy|glad) to help\b"
+                    r"|\bif you have any (?:other |more |further )?questions\b")
 _POLITE = re.compile(r"(?i)\b(?:please|pls|kindly)\b")
 _ASK = re.compile(r"(?i)^(?:(?:could|can|would|will) you(?: please)?(?: just)?|i(?:'d| would) like you to|"
                   r"i want you to|i need you to|make sure (?:to|you)|remember to|try to|you should|you need to|"
@@ -155,6 +161,7 @@ def _request_parts(text: str) -> list[str]:
     def asks(sentence: str) -> bool:
         return not sentence.rstrip().endswith("?") or bool(_ASK.match(_clean(sentence)))
 
+    sentences = [s for s in sentences if not _OFFER.search(s)]
     ordered = [s for s in sentences if asks(s)] + [s for s in sentences if not asks(s)]
     parts: list[str] = []
     for sentence in ordered:
