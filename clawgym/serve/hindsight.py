@@ -24,9 +24,9 @@ context, the wishes placed as the OPD hint is (``hint_format``), and trained as 
 own prompt: ``off_policy`` samples, whose old policy in the PPO ratio is the trainer's own (the
 sampler's logprobs belong to the other prompt). The rubric scores them like any sibling, so a prompted
 reply is pushed up only where it meets more wishes than the group. The prompted siblings may come from
-a bigger model of the same tokenizer (``sampler``, ``serve.hindsight_prompted_model``): the 0.5B model
-reading the teacher persona's wishes writes replies that score 0.57 on its checks against its own
-0.55, the 1.5B model 0.83 (docs/training.md, "Prompted siblings").
+a bigger model of the same tokenizer (``sampler``, ``serve.hindsight_prompted_model``): on the teacher
+persona the 0.5B model reading the wishes scores 0.58 on its checks against its own 0.55, the 1.5B model
+0.83 (docs/training.md, "Prompted siblings").
 
 With ``method: hybrid`` (``teacher_hint``) every member of a group also carries the OPD term: the
 teacher reads the person's remembered wishes as its hint, so the trainer adds
@@ -104,7 +104,7 @@ class HindsightGroups:
         if settings.prompted and getattr(self.sampler, "tokenizer", None) is None:
             raise ValueError("prompted siblings render the teacher's prompt with the sampler's tokenizer, "
                              f"and {type(self.sampler).__name__} has none")
-        self.owns_sampler = owns_sampler and self.sampler is not policy  # closed with the groups
+        self.owns_sampler = owns_sampler  # closed with the groups
         self.policy = policy
         self.rubric = rubric
         self.settings = settings
@@ -128,7 +128,8 @@ class HindsightGroups:
         hint = hint_with_wishes(None, wishes)
         prompted = self.settings.prompted
         served_version = int(self.policy.version)
-        teacher_prompt = self._prompted_ids(turn, hint) if prompted else []
+        where = teacher_context(turn)  # the tools the student saw and where the person's words are
+        teacher_prompt = self._prompted_ids(turn, hint, where) if prompted else []
         siblings = await asyncio.gather(
             *(self.sampler.generate_ids(teacher_prompt, sampling) for _ in range(prompted)),
             *(self.policy.generate_ids(list(turn.prompt_ids), sampling) for _ in range(self.settings.k - 1 - prompted)))
@@ -153,21 +154,19 @@ class HindsightGroups:
         if not bool(advantages.abs().gt(0).any()):
             return None, "zero_advantage_group"
         # hybrid: one hint for the whole group, the teacher reading every remembered wish
-        extra = teacher_context(turn) if self.teacher_hint else {}
         samples = []
         for (reward, sample), advantage in zip(members, advantages.tolist()):
             sample.reward, sample.advantage = float(reward), float(advantage)
             if self.teacher_hint:
                 sample.hint, sample.hint_messages = hint, list(turn.context)
-                sample.metadata.update(extra)
+                sample.metadata.update(where)
             samples.append(sample)
         self.stats["groups"] += 1
         return samples, None
 
-    def _prompted_ids(self, turn: Turn, hint: str) -> list[int]:
+    def _prompted_ids(self, turn: Turn, hint: str, where: dict[str, Any]) -> list[int]:
         """The teacher's prompt: the turn's context with the wishes placed as the OPD hint, rendered as the
-        policy renders any prompt (with the tools the student saw)."""
-        where = teacher_context(turn)
+        policy renders any prompt (with the tools the student saw; ``where``: :func:`teacher_context`)."""
         messages = hinted_messages(list(turn.context), hint, self.hint_format, where.get("hint_at"))
         return render_prompt_ids(self.sampler.tokenizer, messages, where.get("tools"))
 
