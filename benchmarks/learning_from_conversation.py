@@ -72,6 +72,11 @@ JUDGE_ONLY = tuple(JUDGE_FOR)
 # persona a later version touched is a row of its own (``hindsight/rubric1``, ...).
 RUBRIC = 5
 RUBRIC_CHANGED = {2: PERSONAS, 3: PERSONAS, 4: ("ta",), 5: PERSONAS}
+# The wish extractor, for a person who is a model (``--user-model``): 2 drops sentences in the assistant's
+# voice (offers of help: "don't hesitate to ask", "I'm here to help"), which a role-played person says and
+# the scripted one never does. A role-played row of an earlier version is a row of its own
+# (``.../user=MODEL/wishes1``).
+WISHES = 2
 LEGACY_MODEL = "smollm2-135m"  # the model of the rows that name none
 
 
@@ -110,7 +115,7 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     from clawgym.serve import rehearsal
 
     variant = {"method": method, "temperature": temperature, "sets": list(sets), "user_model": user_model,
-               "user_voice": user_voice, "rubric": RUBRIC}
+               "user_voice": user_voice, "rubric": RUBRIC, "wishes": WISHES}
     cell = label(variant).replace("=", "_").replace("/", "_")
     out = Path(f"runs/lfc/{model or 'default'}-{persona}-{cell}-{seed}")
     if out.exists():  # a previous run of this cell (an earlier recipe): the gateway would resume its weights
@@ -126,7 +131,7 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
         row["sets"] = list(sets)  # an ablation: launcher overrides on top of the method's recipe
     if method in JUDGE_ONLY:
         row.update(recipe=RECIPE, baseline=config.serve.get("baseline", "batch"),
-                   hint_format=config.trainer.hint_format)
+                   hint_format=config.trainer.hint_format, wishes=WISHES)
     if method in HINDSIGHT:
         row["rubric"] = RUBRIC
     if method in UNTRAINED:
@@ -199,6 +204,8 @@ def label(row: dict) -> str:
     name = row["method"] if row.get("temperature", 1.0) == 1.0 else f"{row['method']}@T{row['temperature']:g}"
     if row.get("user_model"):
         name += f"/user={row['user_model']}"
+        if row.get("wishes", 1) < WISHES:
+            name += f"/wishes{row.get('wishes', 1)}"
     if row.get("user_voice", "first") != "first":
         name += f"/voice={row['user_voice']}"
     if row["method"] in HINDSIGHT and not rubric_current(row):
@@ -329,7 +336,8 @@ def main() -> int:
         if args.user_model and args.user_voice != "first":
             parser.error("--user-voice is the scripted person's; a --user-model person speaks for itself")
         cell = label({"method": args.method, "temperature": args.temperature, "sets": args.sets,
-                      "user_model": args.user_model, "user_voice": args.user_voice, "rubric": RUBRIC})
+                      "user_model": args.user_model, "user_voice": args.user_voice, "rubric": RUBRIC,
+                      "wishes": WISHES})
         if (args.persona, cell, args.seed) in done_cells(args.results, args.model):
             print(f"{args.persona} x {cell} x seed {args.seed} is already in {args.results}; skipped")
         else:

@@ -54,12 +54,17 @@ def test_table_shows_mean_std_and_gain_over_seeds_and_keeps_old_rows_apart(lfc, 
 
 def test_another_simulated_person_is_a_row_of_its_own(lfc, tmp_path):
     results = tmp_path / "results.jsonl"
-    current = {"rubric": lfc.RUBRIC}
+    current = {"rubric": lfc.RUBRIC, "wishes": lfc.WISHES}
     write(results, [row(lfc, "teacher", "hindsight", 0, 0.5, 0.6, user_voice="all", **current),
                     row(lfc, "teacher", "hindsight", 0, 0.5, 0.4, user_model="qwen2.5-coder-1.5b", **current),
                     row(lfc, "teacher", "hindsight", 0, 0.5, 0.5, **current),
-                    row(lfc, "teacher", "hindsight", 1, 0.5, 0.3)])  # an earlier rubric judge: a row of its own
+                    row(lfc, "teacher", "hindsight", 1, 0.5, 0.3),  # an earlier rubric judge: a row of its own
+                    # the person's offers of help were still taken for wishes: a row of its own
+                    row(lfc, "teacher", "hindsight", 0, 0.5, 0.2, user_model="qwen2.5-coder-1.5b",
+                        rubric=lfc.RUBRIC)])
     lines = lfc.table(results, MODEL).splitlines()
+    assert "0.20 ± 0.00 [1] -0.30" in next(line for line in lines
+                                           if line.startswith("hindsight/user=qwen2.5-coder-1.5b/wishes1 "))
     assert "0.30 ± 0.00 [1] -0.20" in next(line for line in lines if line.startswith("hindsight/rubric1 "))
     assert "0.60 ± 0.00 [1] +0.10" in next(line for line in lines if line.startswith("hindsight/voice=all "))
     assert "0.40 ± 0.00 [1] -0.10" in next(line for line in lines
