@@ -114,9 +114,7 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     from clawgym.envs.openclaw_chat.personas import PERSONAS as P
     from clawgym.serve import rehearsal
 
-    variant = {"method": method, "temperature": temperature, "sets": list(sets), "user_model": user_model,
-               "user_voice": user_voice, "rubric": RUBRIC, "wishes": WISHES}
-    cell = label(variant).replace("=", "_").replace("/", "_")
+    cell = current_label(method, temperature, sets, user_model, user_voice).replace("=", "_").replace("/", "_")
     out = Path(f"runs/lfc/{model or 'default'}-{persona}-{cell}-{seed}")
     if out.exists():  # a previous run of this cell (an earlier recipe): the gateway would resume its weights
         shutil.rmtree(out)
@@ -211,6 +209,13 @@ def label(row: dict) -> str:
     if row["method"] in HINDSIGHT and not rubric_current(row):
         name += f"/rubric{row.get('rubric', 1)}"
     return name + "".join(f"[{s}]" for s in row.get("sets", []))
+
+
+def current_label(method: str, temperature: float, sets: list[str] | tuple[str, ...], user_model: str | None,
+                  user_voice: str) -> str:
+    """The label of a cell run now (the current rubric judge and wish extractor)."""
+    return label({"method": method, "temperature": temperature, "sets": list(sets), "user_model": user_model,
+                  "user_voice": user_voice, "rubric": RUBRIC, "wishes": WISHES})
 
 
 def rubric_current(row: dict) -> bool:
@@ -335,9 +340,7 @@ def main() -> int:
             parser.error("--user-model / --user-voice: only judge-only methods converse with a simulated person")
         if args.user_model and args.user_voice != "first":
             parser.error("--user-voice is the scripted person's; a --user-model person speaks for itself")
-        cell = label({"method": args.method, "temperature": args.temperature, "sets": args.sets,
-                      "user_model": args.user_model, "user_voice": args.user_voice, "rubric": RUBRIC,
-                      "wishes": WISHES})
+        cell = current_label(args.method, args.temperature, args.sets, args.user_model, args.user_voice)
         if (args.persona, cell, args.seed) in done_cells(args.results, args.model):
             print(f"{args.persona} x {cell} x seed {args.seed} is already in {args.results}; skipped")
         else:
