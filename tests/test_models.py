@@ -91,6 +91,7 @@ def test_the_cached_default_model_is_the_converted_qwen_with_a_tied_output_layer
     assert model.config.tie_word_embeddings and model.lm_head.weight is model.model.embed_tokens.weight
     assert sum(p.numel() for p in model.parameters()) == MODELS[QWEN_05B].params
     assert tokenizer.eos_token == "<|im_end|>" and len(tokenizer) == 151936
+    assert tokenizer.encode("<tool_call>", add_special_tokens=False) == [151657]  # Qwen's tag is one token
     assert load_tokenizer("qwen2.5-coder-1.5b").get_vocab() == tokenizer.get_vocab()  # one tokenizer: distillable
 
 
@@ -125,3 +126,48 @@ def test_a_gguf_copied_from_elsewhere_is_checked_against_the_pin_before_it_is_co
 def test_gguf_names_one_model(capsys):
     assert main(["models", "fetch", "--gguf", "x.gguf"]) == 2
     assert "give exactly one model name" in capsys.readouterr().err
+
+
+def _tokenizer_gguf(path: Path, tokens: list[str], kinds: list[int], eos_id: int) -> Path:
+    """A GGUF holding only tokenizer metadata (what :func:`packaged.read_gguf_tokens` reads)."""
+    from gguf import GGUFWriter
+
+    writer = GGUFWriter(str(path), "qwen2")
+    writer.add_token_list(tokens)
+    writer.add_token_types(kinds)
+    writer.add_eos_token_id(eos_id)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_the_gguf_added_tokens_and_end_of_turn_are_read_from_its_metadata(tmp_path):
+    normal, control, user_defined = 1, packaged.GGUF_CONTROL, packaged.GGUF_USER_DEFINED
+    gguf = _tokenizer_gguf(tmp_path / "t.gguf", ["a", "b", "<|im_end|>", "<tool_call>", "[PAD]"],
+                           [normal, normal, control, user_defined, 5], eos_id=2)
+    tokens = packaged.read_gguf_tokens(gguf)
+    assert tokens.added == ((2, "<|im_end|>", True), (3, "<tool_call>", False)) and tokens.eos_id == 2
+
+
+@pytest.mark.slow
+def test_a_tokenizer_converted_without_the_added_tokens_gets_them_back_at_their_ids():
+    """What transformers 5.17 makes of the Qwen GGUF: 3 added tokens and <|endoftext|> as the end of turn."""
+    import json
+
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    data = json.loads((checkpoint_dir(QWEN_05B) / "tokenizer.json").read_text())
+    added = tuple((t["id"], t["content"], t["special"]) for t in data["added_tokens"])
+    data["added_tokens"] = data["added_tokens"][:3]
+    stripped = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(data)),
+                                       eos_token="<|endoftext|>")
+    assert stripped.encode("<tool_call>") == [27, 14172, 13429, 29]  # the tag as four text pieces
+    packaged.restore_added_tokens(stripped, packaged.GGUFTokens(added=added, eos_id=151645))
+    assert stripped.encode("<tool_call>") == [151657] and stripped.eos_token == "<|im_end|>"
+    assert len(stripped.get_added_vocab()) == len(added) == 22
+    # a token the vocabulary holds at another id is refused, not silently moved
+    with pytest.raises(packaged.ModelFetchError, match=r"other ids .*'<tool_call>', 5, 151657"):
+        packaged.restore_added_tokens(stripped, packaged.GGUFTokens(added=((5, "<tool_call>", False),), eos_id=None))

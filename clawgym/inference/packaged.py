@@ -15,6 +15,10 @@ docs/models.md:
   136 M (0.5B) / 233 M (1.5B) fewer parameters to read per decoded token.
 - **bfloat16 on disk**: half the size; the rounding is far below the 4-6-bit quantisation the weights
   already carry. ``policy.dtype`` chooses what they are computed in.
+
+The tokenizer gets the GGUF's added tokens and end-of-turn token whatever the transformers version
+(:func:`restore_added_tokens`): versions differ in which of them they convert, and the model reads its
+own tool-call tags differently without them.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -134,7 +140,59 @@ def convert_gguf(gguf_file: Path, out_dir: Path, dtype: torch.dtype = torch.bflo
     clean.generation_config = model.generation_config
     clean.save_pretrained(str(out_dir))
     tokenizer = AutoTokenizer.from_pretrained(str(gguf_file.parent), gguf_file=gguf_file.name)
+    restore_added_tokens(tokenizer, read_gguf_tokens(gguf_file))
     tokenizer.save_pretrained(str(out_dir))
+
+
+# llama.cpp's token types: a control token is special (``<|im_end|>``), a user-defined one is an added
+# token that is not (Qwen's ``<tool_call>``).
+GGUF_CONTROL, GGUF_USER_DEFINED = 3, 4
+
+
+@dataclass(frozen=True)
+class GGUFTokens:
+    """What a GGUF says about its tokenizer beyond the vocabulary."""
+
+    added: tuple[tuple[int, str, bool], ...]  # (id, text, special) of every control / user-defined token
+    eos_id: int | None
+
+
+def read_gguf_tokens(gguf_file: Path) -> GGUFTokens:
+    """The added tokens and the end-of-turn id from a GGUF's tokenizer metadata."""
+    from gguf import GGUFReader
+
+    fields = GGUFReader(str(gguf_file)).fields
+
+    def values(key: str) -> list[Any]:
+        return [fields[key].parts[index] for index in fields[key].data] if key in fields else []
+
+    texts = [bytes(part).decode("utf-8") for part in values("tokenizer.ggml.tokens")]
+    kinds = [int(part[0]) for part in values("tokenizer.ggml.token_type")]
+    added = tuple((index, texts[index], kind == GGUF_CONTROL) for index, kind in enumerate(kinds)
+                  if kind in (GGUF_CONTROL, GGUF_USER_DEFINED))
+    eos = values("tokenizer.ggml.eos_token_id")
+    return GGUFTokens(added=added, eos_id=int(eos[0][0]) if eos else None)
+
+
+def restore_added_tokens(tokenizer: Any, tokens: GGUFTokens) -> Any:
+    """Give a tokenizer converted from a GGUF the GGUF's added tokens, at their ids, and its end-of-turn token.
+
+    transformers 5.17 converts the Qwen GGUFs with 3 added tokens and ``<|endoftext|>`` as the end of
+    turn; 5.24 with all 22 and ``<|im_end|>``, as Qwen's own tokenizer. Without them ``<tool_call>`` in
+    the prompt is four text pieces instead of token 151657, and the same weights answer BFCL-v0 in
+    another format (docs/models.md). Raises :class:`ModelFetchError` if a token cannot get its id."""
+    present = tokenizer.get_added_vocab()
+    for special in (True, False):
+        missing = [text for _, text, is_special in tokens.added if is_special == special and text not in present]
+        if missing:
+            tokenizer.add_tokens(missing, special_tokens=special)
+    wrong = [(text, index, tokenizer.convert_tokens_to_ids(text)) for index, text, _ in tokens.added
+             if tokenizer.convert_tokens_to_ids(text) != index]
+    if wrong:
+        raise ModelFetchError(f"the converted tokenizer has GGUF tokens at other ids (token, GGUF id, id): {wrong[:5]}")
+    if tokens.eos_id is not None:
+        tokenizer.eos_token = tokenizer.convert_ids_to_tokens(tokens.eos_id)
+    return tokenizer
 
 
 def build_checkpoint(info: ModelInfo, out_dir: Path, work_dir: Path, gguf_file: Path | None = None) -> None:
