@@ -186,8 +186,8 @@ def restore_added_tokens(tokenizer: Any, tokens: GGUFTokens) -> Any:
         missing = [text for _, text, is_special in tokens.added if is_special == special and text not in present]
         if missing:
             tokenizer.add_tokens(missing, special_tokens=special)
-    wrong = [(text, index, tokenizer.convert_tokens_to_ids(text)) for index, text, _ in tokens.added
-             if tokenizer.convert_tokens_to_ids(text) != index]
+    ids = {text: tokenizer.convert_tokens_to_ids(text) for _, text, _ in tokens.added}
+    wrong = [(text, index, ids[text]) for index, text, _ in tokens.added if ids[text] != index]
     if wrong:
         raise ModelFetchError(f"the converted tokenizer has GGUF tokens at other ids (token, GGUF id, id): {wrong[:5]}")
     if tokens.eos_id is not None:
