@@ -178,6 +178,7 @@ def test_served_turns_become_groups_and_train_and_a_user_who_never_corrects_trai
                                         [f"method={method}", "judge.type=prob" + (",probhint" if method == "hybrid"
                                                                                   else "")]))
     assert serving.trainer.hindsight.teacher_hint is (method == "hybrid")
+    assert serving.trainer.hindsight.rubric.refusals_fail is False  # serve.hindsight_refusals_fail: off by default
     serving.gateway.judge_stage.judges = [ThanksIsGood()]
     personal = serving.trainer
     texts = iter(["four", "one two three four five six seven eight", "four", "a b c d e f g"])
@@ -266,9 +267,11 @@ def test_a_served_turn_trains_with_a_sibling_the_other_model_wrote_reading_the_w
     prompted sibling from the teacher's prompt; it is trained off-policy in the person's group and the
     model is closed with the server."""
     serving = build_serving(load_config(config_file(tmp_path, hindsight_k=3, batch_size=3, max_tokens=16,
-                                                    hindsight_prompted=1, hindsight_prompted_model="tiny-random"),
+                                                    hindsight_prompted=1, hindsight_prompted_model="tiny-random",
+                                                    hindsight_refusals_fail=True),
                                         ["judge.type=prob"]))
     groups_ = serving.trainer.hindsight
+    assert groups_.rubric.refusals_fail  # serve.hindsight_refusals_fail reaches the rubric judge
     assert groups_.sampler is not serving.policy and groups_.owns_sampler
     serving.gateway.judge_stage.judges = [ThanksIsGood()]
     texts = iter(["one two three four five six seven eight", "four", "a b c d e f g"])  # served, prompted, own

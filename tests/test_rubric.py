@@ -9,7 +9,7 @@ import pytest
 from clawgym.inference.hf import HFPolicy
 from clawgym.inference.scoring import label_margins
 from clawgym.rl.judge.rubric import RubricJudge, WishCheck, prompt_for, request_of, reward_of
-from clawgym.rl.judge.rubric_cues import cue_check, name_check, names_in, warmth_check
+from clawgym.rl.judge.rubric_cues import cue_check, name_check, names_in, refuses, warmth_check
 
 CONTEXT = [{"role": "system", "content": "You are helpful."},
            {"role": "user", "content": "Grade Ava's answer 48 to: 6 packs of 8 pencils?"}]
@@ -102,6 +102,36 @@ def test_without_a_model_what_the_cues_leave_open_is_unsure_and_the_reward_count
         RubricJudge(None, wishes.get, cues=False)
     with pytest.raises(ValueError, match="wishes_of"):
         RubricJudge(None).score("ann", CONTEXT, PROSE)
+
+
+@pytest.mark.parametrize("reply, declined", [
+    ("I'm sorry, but I can't assist with that.", True),  # what the 0.5B learned from the 1.5B teacher
+    ("Chloe, I'm really sorry, but I can't assist with that.", True),
+    ("7 stickers per friend.\nI'm sorry, but I can't help with that.", True),
+    ("Sorry, but I can’t assist with that.", True),
+    ("I cannot fulfill this request.", True),
+    ("I'm not able to help you with that.", True),
+    ("I can't help but admire your work, Emma! The answer is 7.", False),  # praise
+    ("Emma, I can't believe how well you did!", False),
+    (PROSE, False),
+    ("Great work, Ava! " * 20 + "I can't help with the other problem.", False),  # it did the rest
+    ("", False),
+])
+def test_a_refusal_is_a_short_reply_that_declines_the_request(reply, declined):
+    assert refuses(reply) is declined
+
+
+def test_with_refusals_fail_a_refusal_meets_no_wish_and_otherwise_nothing_changes():
+    wishes = {"ann": ["address the student by name", "keep it under 80 words", "remind me tomorrow"]}
+    refusal = "Ava, I'm sorry, but I can't assist with that."
+    reward, checks = RubricJudge(None, wishes.get).score("ann", CONTEXT, refusal)  # default: judged as any reply
+    assert reward == 1.0 and [c.met for c in checks] == [None, True, None]
+    strict = RubricJudge(None, wishes.get, refusals_fail=True)
+    reward, checks = strict.score("ann", CONTEXT, refusal)
+    assert reward == 0.0 and [(c.met, c.source) for c in checks] == [(False, "cues"), (False, "cues"),
+                                                                      (None, "uncheckable")]
+    assert strict.stats["refusal"] == 2
+    assert strict.score("ann", CONTEXT, PROSE)[0] == 1.0  # a reply that does the work is judged as before
 
 
 def test_reward_and_request():

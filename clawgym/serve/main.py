@@ -74,6 +74,8 @@ class ServeSettings:
     hindsight_prompted: int = 0  # siblings sampled with the user's wishes in their prompt (of hindsight_k - 1)
     # who samples them: "" the served policy, or a model of the same tokenizer (e.g. qwen2.5-coder-1.5b)
     hindsight_prompted_model: str = ""
+    # the rubric meets no wish with a reply that declines the request ("I'm sorry, but I can't assist with that.")
+    hindsight_refusals_fail: bool = False
     # the OPD teacher reads every remembered wish of the user (clawgym.serve.wish_memory), not only the turn's hint
     teacher_wishes: bool = False
 
@@ -305,7 +307,8 @@ def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Policy
         raise ConfigError("serve.hindsight_k: the rubric judge reads label probabilities from a "
                           f"local hf model, and the judge {config.judge.model!r} is not one")
     sampler, owned = _prompted_sampler(config, settings, policy, judge_policy)
-    return HindsightGroups(policy, RubricJudge(judge_policy), settings.hindsight(config), temperature=temperature,
+    rubric = RubricJudge(judge_policy, refusals_fail=settings.hindsight_refusals_fail)
+    return HindsightGroups(policy, rubric, settings.hindsight(config), temperature=temperature,
                            teacher_hint=config.method == "hybrid", hint_format=config.trainer.hint_format,
                            sampler=sampler, owns_sampler=owned)
 

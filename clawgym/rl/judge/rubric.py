@@ -22,8 +22,10 @@ The reward is the fraction of decided wishes that are met. A margin within ``ban
 threshold is *unsure* (``met=None``) and leaves the wish out, as does a wish no reply can show
 ("answer faster", "email me the summary": :func:`~clawgym.rl.judge.rubric_cues.checkable`); a reply
 with no decided wish (the person has no wishes yet, or none the judge can check) gets reward None,
-and a trainer must not train on it. ``context_messages`` is the conversation the reply answers; the question shows the
-model its first user message (the task) and its last one (often a correction), each clipped.
+and a trainer must not train on it. With ``refusals_fail`` a reply that declines the request outright
+(:func:`~clawgym.rl.judge.rubric_cues.refuses`) meets no wish, like an empty one. ``context_messages`` is
+the conversation the reply answers; the question shows the model its first user message (the task) and its
+last one (often a correction), each clipped.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from clawgym.core.messages import Message, text_of
 from clawgym.rl.judge.request_facts import RequestFacts
-from clawgym.rl.judge.rubric_cues import checkable, cue_check, name_check, warmth_check
+from clawgym.rl.judge.rubric_cues import checkable, cue_check, name_check, refuses, warmth_check
 from clawgym.rl.judge.wishes import wish_question
 
 SYSTEM = ("You check an AI assistant's reply against one wish of the user. Answer Yes if the reply does what the "
@@ -130,13 +132,15 @@ class RubricJudge:
     result and by-name wishes (default: :class:`RequestFacts` on ``policy`` when ``read_facts``). ``wishes_of(user)``
     returns the person's current wishes (texts), e.g. :meth:`WishMemory.texts`. ``conversation``
     maps the context to the conversation proper (the gateway strips OpenClaw's internal blocks).
+    ``refusals_fail``: a short refusal ("I'm sorry, but I can't assist with that.") meets no checkable wish.
     Thread-safe; ``score``/``score_many`` block (call them from a worker thread, never the event loop).
     """
 
     def __init__(self, policy: Any = None, wishes_of: Callable[[str], list[str]] | None = None, *, cues: bool = True,
                  threshold: float = THRESHOLD, band: float = BAND, few_shot: bool = True, style: str = "wish",
                  cache_size: int = 50_000, read_facts: bool = True, facts: RequestFacts | None = None,
-                 conversation: Callable[[list[Message]], list[Message]] | None = None) -> None:
+                 conversation: Callable[[list[Message]], list[Message]] | None = None,
+                 refusals_fail: bool = False) -> None:
         if policy is None and not cues:
             raise ValueError("a rubric judge without a model needs cues=True")
         if band < 0:
@@ -153,6 +157,7 @@ class RubricJudge:
         self.cache_size = cache_size
         self.facts = facts if facts is not None or not read_facts or policy is None else RequestFacts(policy)
         self.conversation = conversation
+        self.refusals_fail = refusals_fail
         self.stats: collections.Counter[str] = collections.Counter()
         self._cache: collections.OrderedDict[str, float] = collections.OrderedDict()
         self._lock = threading.Lock()
@@ -180,6 +185,7 @@ class RubricJudge:
             reply = reply or ""
             conversation = self.conversation(context) if self.conversation else context
             request, task = request_of(conversation), first_request(conversation)
+            refused = self.refusals_fail and refuses(reply)
             for w, wish in enumerate(wishes):
                 if not checkable(wish):  # no reply can show it: left out, never guessed
                     row.append(WishCheck(wish, None, "uncheckable"))
@@ -188,6 +194,10 @@ class RubricJudge:
                 if not reply.strip():
                     row.append(WishCheck(wish, False, "cues"))  # saying nothing meets no wish
                     self.stats["empty_reply"] += 1
+                    continue
+                if refused:
+                    row.append(WishCheck(wish, False, "cues"))  # declining the request does none of it
+                    self.stats["refusal"] += 1
                     continue
                 cue = None
                 if self.cues:  # the formats and counts, the names, warmth; a violation of any decides

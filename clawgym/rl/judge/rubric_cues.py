@@ -19,6 +19,11 @@ words of encouragement or praise (:data:`ENCOURAGEMENT`, general phrases, not an
 missed by one without any (:func:`warmth_check`). Both the 0.5B and the 1.5B judge say Yes to "make it
 friendlier" for every reply, praise or not, so the model part carries nothing here.
 
+A refusal is the last: a short reply that declines the request ("I'm sorry, but I can't assist with
+that.") does none of what the person asked, so with ``refusals_fail`` the rubric judge counts it as
+meeting no wish (:func:`refuses`). No wish names it, because the scripted people never say "just write
+it"; every person would.
+
 Some wishes no reply can show: how fast the answer came, being reminded or emailed, remembering
 something for later (:data:`UNCHECKABLE`). :func:`checkable` says so; the rubric leaves such a wish
 out of every reward (unsure) instead of letting the model guess, and the dashboard marks it.
@@ -168,3 +173,17 @@ def name_check(wish: str, request: str, reply: str) -> bool | None:
         if names and not any(re.search(rf"\b{re.escape(n)}\b", reply) for n in names):
             return False  # no name of the request anywhere in the reply: clearly not addressed by name
     return None
+
+
+# ------------------------------------------------------------------ refusals
+REFUSAL = re.compile(r"(?i)\b(?:I|we)\s*(?:can['’]?t|cannot|can not|won['’]t|(?:am|['’]m|are|['’]re)\s+"
+                     r"(?:unable|not able) to)\s+(?:assist|help|comply|fulfil+|provide|write|do|complete)\b"
+                     r"(?:\s+(?:you\s+)?with)?\s+(?:that|this|it|the|your|such)\b")
+MAX_REFUSAL_WORDS = 40  # a longer reply that declines one part has done something else too
+
+
+def refuses(reply: str) -> bool:
+    """The reply declines the request and does little else: a refusal phrase ("I can't assist with that",
+    "I'm unable to help with this") in a reply of at most :data:`MAX_REFUSAL_WORDS` words. "I can't help
+    but admire ..." is praise, not a refusal: the phrase must decline something ("that", "this", "your ...")."""
+    return 0 < len(reply.split()) <= MAX_REFUSAL_WORDS and REFUSAL.search(reply) is not None
