@@ -5,8 +5,14 @@ paraphrases written for this benchmark (wrong units, wrong language, "that's not
 "perfect, thanks", a terse "ok", ...). It is kept apart from everything used to tune the judge (the
 few-shot examples and threshold in ``clawgym/rl/judge/prob.py`` were chosen without it).
 
-    .venv/bin/python benchmarks/judge_quality.py                       # cues, prob, prob+cues on smollm2-135m
+    .venv/bin/python benchmarks/judge_quality.py                       # cues, prob, prob+cues on qwen2.5-coder-0.5b
+    .venv/bin/python benchmarks/judge_quality.py --model qwen2.5-coder-1.5b   # another judge model
+    .venv/bin/python benchmarks/judge_quality.py --tune --model M      # fit M's threshold on the tuning set
     .venv/bin/python benchmarks/judge_quality.py --judges prm --limit 12   # the generated-vote PRM (slow)
+
+The model's verdict is its margin ``log p(Yes) - log p(No)`` against the judge model's threshold
+(``clawgym.rl.judge.prob.THRESHOLDS``, fitted by ``--tune``); ``AUC`` says how well the margins alone rank
+corrections above acceptances, whatever the threshold.
 
 A correction's hint counts as naming the failed preference when it contains the item's keyword.
 """
@@ -112,23 +118,53 @@ def turn_for(reply: str) -> Turn:
                 next_state=[{"role": "user", "content": reply}], info={"setting": "chat"})
 
 
-def build_judge(kind: str, policy):  # noqa: ANN001
+def build_judge(kind: str, policy, threshold: float | None = None):  # noqa: ANN001
     from clawgym.core.policy import SamplingParams
     from clawgym.rl.judge import PRMJudge, ProbJudge
 
     if kind == "cues":
         return ProbJudge(None, hints=True, cues=True)
     if kind == "prob":
-        return ProbJudge(policy, hints=True, cues=False)
+        return ProbJudge(policy, hints=True, cues=False, threshold=threshold)
     if kind == "prob+cues":
-        return ProbJudge(policy, hints=True, cues=True)
+        return ProbJudge(policy, hints=True, cues=True, threshold=threshold)
     if kind == "prm":
         return PRMJudge(policy, m=3, setting="chat", sampling=SamplingParams(temperature=0.6, max_tokens=256))
     raise SystemExit(f"unknown judge {kind!r}: use cues, prob, prob+cues or prm")
 
 
-async def run(kind: str, policy, items) -> dict:  # noqa: ANN001
-    judge = build_judge(kind, policy)
+def auc(margins: list[float], labels: list[int]) -> float:
+    """The chance that a correction's margin is above an acceptance's (ties count half)."""
+    corrections = [m for m, label in zip(margins, labels) if label < 0]
+    acceptances = [m for m, label in zip(margins, labels) if label > 0]
+    pairs = [(c > a) + 0.5 * (c == a) for c in corrections for a in acceptances]
+    return sum(pairs) / max(len(pairs), 1)
+
+
+async def model_margins(policy, texts: list[str]) -> list[float]:  # noqa: ANN001
+    from clawgym.rl.judge import ProbScorer
+    from clawgym.rl.judge.prob import prompt_for
+
+    scorer = ProbScorer(policy)
+    return list(await asyncio.gather(*(scorer.margin(prompt_for(text)) for text in texts)))
+
+
+def fitted_threshold(margins: list[float], labels: list[int]) -> tuple[float, int]:
+    """The threshold between two neighbouring margins that classifies the most items right (a correction
+    above it), the widest such gap on ties; and how many it gets right."""
+    values = sorted(set(margins))
+    cuts = [(low + high) / 2 for low, high in zip(values, values[1:])] or [values[0]]
+    gaps = {cut: high - low for cut, low, high in zip(cuts, values, values[1:])}
+
+    def right(cut: float) -> int:
+        return sum((m > cut) == (label < 0) for m, label in zip(margins, labels))
+
+    best = max(cuts, key=lambda cut: (right(cut), gaps.get(cut, 0.0)))
+    return best, right(best)
+
+
+async def run(kind: str, policy, items, threshold: float | None = None) -> dict:  # noqa: ANN001
+    judge = build_judge(kind, policy, threshold)
     started = time.perf_counter()
     results = await asyncio.gather(*(judge.judge(turn_for(text)) for text, _, _ in items))
     wall = time.perf_counter() - started
@@ -143,34 +179,32 @@ async def run(kind: str, policy, items) -> dict:  # noqa: ANN001
             named += bool(keyword and keyword in hint)
     right = confusion[(-1, -1)] + confusion[(1, 1)]
     return {"judge": kind, "n": len(items), "agree": right / len(items), "confusion": confusion,
-            "hint_named": named / max(corrections, 1), "turns_per_s": len(items) / wall}
+            "hint_named": named / max(corrections, 1), "turns_per_s": len(items) / wall,
+            "threshold": getattr(judge, "threshold", None) if kind != "cues" else None}
 
 
 def tune(model: str) -> int:
     """Margins of the model alone on the tuning set, the cue verdicts, and the threshold that fits best."""
     from clawgym.inference.hf import HFPolicy
-    from clawgym.rl.judge import ProbScorer, cue_verdict
-    from clawgym.rl.judge.prob import prompt_for
+    from clawgym.rl.judge import cue_verdict
 
     policy = HFPolicy.from_pretrained(model)
-    scorer = ProbScorer(policy)
-
-    async def margins() -> list[float]:
-        return await asyncio.gather(*(scorer.margin(prompt_for(text)) for text, _, _ in TUNING))
-
-    values = asyncio.run(margins())
+    values = asyncio.run(model_margins(policy, [text for text, _, _ in TUNING]))
+    labels = [label for _, label, _ in TUNING]
     for (text, label, _), margin in zip(TUNING, values):
         print(f"{label:+d} cue={cue_verdict(text)} margin={margin:+.3f}  {text}")
-    best = max(sorted(values), key=lambda t: sum((m > t) == (label < 0) for (_, label, _), m in zip(TUNING, values)))
-    right = sum((m > best) == (label < 0) for (_, label, _), m in zip(TUNING, values))
-    print(f"best threshold {best:+.3f}: {right}/{len(TUNING)} on the tuning set (model alone)")
+    best, right = fitted_threshold(values, labels)
+    print(f"best threshold {best:+.3f}: {right}/{len(TUNING)} on the tuning set (model alone), "
+          f"AUC {auc(values, labels):.2f}")
     return 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--judges", default="cues,prob,prob+cues")
-    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--model", default="qwen2.5-coder-0.5b", help="the judge model (the chat launcher's)")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="the model's verdict threshold (default: its fitted one, prob.THRESHOLDS)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N items (0: all)")
     parser.add_argument("--tune", action="store_true",
                         help="the tuning set instead: per-item margins and the best threshold "
@@ -187,17 +221,28 @@ def main() -> int:
         from clawgym.inference.hf import HFPolicy
 
         policy = HFPolicy.from_pretrained(args.model)
-    rows = [asyncio.run(run(kind, policy, items)) for kind in kinds]
+    rows = [asyncio.run(run(kind, policy, items, args.threshold)) for kind in kinds]
     n_corr = sum(1 for i in items if i[1] < 0)
     print(f"judge quality on {len(items)} labelled next states ({n_corr} corrections, "
           f"{len(items) - n_corr} acceptances), "
           f"model {args.model}")
     print(f"{'judge':<10} {'agree':>6} {'corr->-1':>8} {'corr->0':>7} {'corr->+1':>8} {'acc->+1':>7} {'acc->0':>6} "
-          f"{'acc->-1':>7} {'hint names pref':>15} {'turns/s':>8}")
+          f"{'acc->-1':>7} {'hint names pref':>15} {'turns/s':>8} {'threshold':>9}")
     for r in rows:
         c = r["confusion"]
+        threshold = f"{r['threshold']:+.3f}" if r["threshold"] is not None else "-"
         print(f"{r['judge']:<10} {r['agree']:>6.1%} {c[(-1, -1)]:>8} {c[(-1, 0)]:>7} {c[(-1, 1)]:>8} {c[(1, 1)]:>7} "
-              f"{c[(1, 0)]:>6} {c[(1, -1)]:>7} {r['hint_named']:>15.0%} {r['turns_per_s']:>8.2f}")
+              f"{c[(1, 0)]:>6} {c[(1, -1)]:>7} {r['hint_named']:>15.0%} {r['turns_per_s']:>8.2f} {threshold:>9}")
+    if policy is not None:
+        from clawgym.rl.judge import cue_verdict
+
+        margins = asyncio.run(model_margins(policy, [text for text, _, _ in items]))
+        labels = [label for _, label, _ in items]
+        threshold = rows[0]["threshold"] if rows[0]["threshold"] is not None else rows[-1]["threshold"]
+        open_items = [(m, label) for (text, label, _), m in zip(items, margins) if cue_verdict(text) is None]
+        right = sum((m > threshold) == (label < 0) for m, label in open_items)
+        print(f"model alone: AUC {auc(margins, labels):.2f} over all {len(items)}; on the {len(open_items)} the cues "
+              f"leave open, right on {right} at threshold {threshold:+.3f}")
     return 0
 
 

@@ -546,6 +546,24 @@ def test_prob_judge_reads_label_probabilities_in_batches_keyed_by_version() -> N
         ProbJudge(None, cues=False)
 
 
+def test_the_verdict_threshold_is_the_judge_models_own() -> None:
+    """Margins do not carry across models (SmolLM2's sit near -1.3, Qwen's near 0): each fitted model has its
+    threshold, any other model the neutral 0, and an explicit threshold wins."""
+    from types import SimpleNamespace
+
+    from clawgym.rl.judge import ProbJudge, ProbScorer
+    from clawgym.rl.judge.prob import THRESHOLD, THRESHOLDS, threshold_for
+
+    assert threshold_for("qwen2.5-coder-0.5b") == threshold_for("qwen2.5-coder-0.5b:int8") == THRESHOLDS[
+        "qwen2.5-coder-0.5b"]
+    assert threshold_for("smollm2-135m") != threshold_for("qwen2.5-coder-0.5b")
+    assert threshold_for("/some/checkpoint") == THRESHOLD == 0.0
+    qwen = ProbScorer(SimpleNamespace(name="qwen2.5-coder-1.5b"))
+    assert ProbJudge(scorer=qwen).threshold == THRESHOLDS["qwen2.5-coder-1.5b"]
+    assert ProbJudge(scorer=qwen, threshold=0.5).threshold == 0.5
+    assert ProbJudge(None).threshold == THRESHOLD  # cues only: never used
+
+
 def test_make_judges_prob_and_probhint_share_one_scorer() -> None:
     from clawgym.rl.judge import ProbJudge
 

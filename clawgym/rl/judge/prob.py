@@ -47,13 +47,24 @@ ACCEPT_CUES = re.compile(  # satisfaction: anywhere in the message, or a short w
     r"that'?ll do|love it|spot on|nothing to change|no changes|as is|just right|that'?s it|that'?s right)\b|"
     r"^\W*(ok(ay)?|yes|yep|good|nice|super|cheers|lovely|excellent|awesome|brilliant|alright|right|fine|"
     r"wonderful|great|done)\b)")
-THRESHOLD = -1.334  # best on the tuning set (benchmarks/judge_quality.py --tune), never the eval set
+# The margin above which a model's answer means "a correction", fitted per judge model on the tuning set
+# (benchmarks/judge_quality.py --tune --model M), never on the evaluation set. Margins do not carry across
+# models: SmolLM2's sit around -1.3 for every message, Qwen's around 0, so one model's threshold calls
+# every message the other reads a correction.
+THRESHOLDS = {"smollm2-135m": -1.329, "qwen2.5-coder-0.5b": -0.125, "qwen2.5-coder-1.5b": -1.0}
+THRESHOLD = 0.0  # a model not fitted: "Yes" more likely than "No"
 DONE_TOKEN = re.compile(r"\b[A-Z]+_DONE\b")
 
 
 def next_user_text(turn: Turn) -> str:
     """The user's message that followed the action (empty when the episode ended without one)."""
     return "\n".join(text_of(m) for m in turn.next_state if m.get("role") == "user").strip()
+
+
+def threshold_for(model: str) -> float:
+    """The fitted threshold of a judge model by name (``qwen2.5-coder-0.5b:int8`` is the 0.5B's); :data:`THRESHOLD`
+    for any other model."""
+    return THRESHOLDS.get(model.split(":")[0], THRESHOLD)
 
 
 def cue_verdict(reply: str) -> float | None:
@@ -154,19 +165,21 @@ class ProbScorer:
 class ProbJudge:
     """Verdict (+1 accepted / -1 corrected) on the user's next message; ``hints=True`` adds the OPD hint.
 
-    ``threshold``: a margin ``log p(Yes) - log p(No)`` above it means "correction". Turns without a
-    user reply (the episode ended) get no opinion (None).
+    ``threshold``: a margin ``log p(Yes) - log p(No)`` above it means "correction"; None takes the judge
+    model's fitted one (:func:`threshold_for`). Turns without a user reply (the episode ended) get no
+    opinion (None).
     """
 
     def __init__(self, policy: Any = None, *, name: str = "prm", hints: bool = False, cues: bool = True,
-                 threshold: float = THRESHOLD, scorer: ProbScorer | None = None) -> None:
+                 threshold: float | None = None, scorer: ProbScorer | None = None) -> None:
         if policy is None and scorer is None and not cues:
             raise ValueError("a ProbJudge without a model needs cues=True")
         self.name = name
         self.hints = hints
         self.cues = cues
-        self.threshold = threshold
         self.scorer = scorer or (ProbScorer(policy) if policy is not None else None)
+        model = str(getattr(self.scorer.policy, "name", "")) if self.scorer is not None else ""
+        self.threshold = threshold if threshold is not None else threshold_for(model)
         self.stats: collections.Counter[str] = collections.Counter()
 
     async def verdict(self, reply: str) -> tuple[float, str]:
