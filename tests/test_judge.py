@@ -554,11 +554,12 @@ def test_the_verdict_threshold_is_the_judge_models_own() -> None:
     from clawgym.rl.judge import ProbJudge, ProbScorer
     from clawgym.rl.judge.prob import THRESHOLD, THRESHOLDS, threshold_for
 
-    assert threshold_for("qwen2.5-coder-0.5b") == threshold_for("qwen2.5-coder-0.5b:int8") == THRESHOLDS[
-        "qwen2.5-coder-0.5b"]
+    assert threshold_for("qwen2.5-coder-0.5b") == THRESHOLDS["qwen2.5-coder-0.5b"]
+    # a separate judge model is loaded as "judge:<model>" (clawgym.rl.launch.build)
+    assert threshold_for("judge:qwen2.5-coder-1.5b") == THRESHOLDS["qwen2.5-coder-1.5b"]
     assert threshold_for("smollm2-135m") != threshold_for("qwen2.5-coder-0.5b")
     assert threshold_for("/some/checkpoint") == THRESHOLD == 0.0
-    qwen = ProbScorer(SimpleNamespace(name="qwen2.5-coder-1.5b"))
+    qwen = ProbScorer(SimpleNamespace(name="judge:qwen2.5-coder-1.5b"))
     assert ProbJudge(scorer=qwen).threshold == THRESHOLDS["qwen2.5-coder-1.5b"]
     assert ProbJudge(scorer=qwen, threshold=0.5).threshold == 0.5
     assert ProbJudge(None).threshold == THRESHOLD  # cues only: never used

@@ -62,9 +62,12 @@ def next_user_text(turn: Turn) -> str:
 
 
 def threshold_for(model: str) -> float:
-    """The fitted threshold of a judge model by name (``qwen2.5-coder-0.5b:int8`` is the 0.5B's); :data:`THRESHOLD`
-    for any other model."""
-    return THRESHOLDS.get(model.split(":")[0], THRESHOLD)
+    """The fitted threshold of a judge model by its name, whatever role prefix the launcher gave it
+    (``judge:qwen2.5-coder-1.5b`` is the 1.5B's); :data:`THRESHOLD` for any other model."""
+    for part in reversed(model.split(":")):
+        if part in THRESHOLDS:
+            return THRESHOLDS[part]
+    return THRESHOLD
 
 
 def cue_verdict(reply: str) -> float | None:
