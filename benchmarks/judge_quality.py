@@ -118,16 +118,17 @@ def turn_for(reply: str) -> Turn:
                 next_state=[{"role": "user", "content": reply}], info={"setting": "chat"})
 
 
-def build_judge(kind: str, policy, threshold: float | None = None):  # noqa: ANN001
+def build_judge(kind: str, policy, threshold: float | None = None, scorer=None):  # noqa: ANN001
+    """``scorer``: a shared ``ProbScorer``, so the model judges and the AUC line score each message once."""
     from clawgym.core.policy import SamplingParams
     from clawgym.rl.judge import PRMJudge, ProbJudge
 
     if kind == "cues":
         return ProbJudge(None, hints=True, cues=True)
     if kind == "prob":
-        return ProbJudge(policy, hints=True, cues=False, threshold=threshold)
+        return ProbJudge(policy, hints=True, cues=False, threshold=threshold, scorer=scorer)
     if kind == "prob+cues":
-        return ProbJudge(policy, hints=True, cues=True, threshold=threshold)
+        return ProbJudge(policy, hints=True, cues=True, threshold=threshold, scorer=scorer)
     if kind == "prm":
         return PRMJudge(policy, m=3, setting="chat", sampling=SamplingParams(temperature=0.6, max_tokens=256))
     raise SystemExit(f"unknown judge {kind!r}: use cues, prob, prob+cues or prm")
@@ -141,11 +142,9 @@ def auc(margins: list[float], labels: list[int]) -> float:
     return sum(pairs) / max(len(pairs), 1)
 
 
-async def model_margins(policy, texts: list[str]) -> list[float]:  # noqa: ANN001
-    from clawgym.rl.judge import ProbScorer
+async def model_margins(scorer, texts: list[str]) -> list[float]:  # noqa: ANN001
     from clawgym.rl.judge.prob import prompt_for
 
-    scorer = ProbScorer(policy)
     return list(await asyncio.gather(*(scorer.margin(prompt_for(text)) for text in texts)))
 
 
@@ -163,8 +162,8 @@ def fitted_threshold(margins: list[float], labels: list[int]) -> tuple[float, in
     return best, right(best)
 
 
-async def run(kind: str, policy, items, threshold: float | None = None) -> dict:  # noqa: ANN001
-    judge = build_judge(kind, policy, threshold)
+async def run(kind: str, policy, items, threshold: float | None = None, scorer=None) -> dict:  # noqa: ANN001
+    judge = build_judge(kind, policy, threshold, scorer)
     started = time.perf_counter()
     results = await asyncio.gather(*(judge.judge(turn_for(text)) for text, _, _ in items))
     wall = time.perf_counter() - started
@@ -186,10 +185,10 @@ async def run(kind: str, policy, items, threshold: float | None = None) -> dict:
 def tune(model: str) -> int:
     """Margins of the model alone on the tuning set, the cue verdicts, and the threshold that fits best."""
     from clawgym.inference.hf import HFPolicy
-    from clawgym.rl.judge import cue_verdict
+    from clawgym.rl.judge import ProbScorer, cue_verdict
 
     policy = HFPolicy.from_pretrained(model)
-    values = asyncio.run(model_margins(policy, [text for text, _, _ in TUNING]))
+    values = asyncio.run(model_margins(ProbScorer(policy), [text for text, _, _ in TUNING]))
     labels = [label for _, label, _ in TUNING]
     for (text, label, _), margin in zip(TUNING, values):
         print(f"{label:+d} cue={cue_verdict(text)} margin={margin:+.3f}  {text}")
@@ -216,12 +215,14 @@ def main() -> int:
     if args.limit:
         items = items[: args.limit]
     kinds = [k.strip() for k in args.judges.split(",") if k.strip()]
-    policy = None
+    policy = scorer = None
     if any(k != "cues" for k in kinds):
         from clawgym.inference.hf import HFPolicy
+        from clawgym.rl.judge import ProbScorer
 
         policy = HFPolicy.from_pretrained(args.model)
-    rows = [asyncio.run(run(kind, policy, items, args.threshold)) for kind in kinds]
+        scorer = ProbScorer(policy)
+    rows = [asyncio.run(run(kind, policy, items, args.threshold, scorer)) for kind in kinds]
     n_corr = sum(1 for i in items if i[1] < 0)
     print(f"judge quality on {len(items)} labelled next states ({n_corr} corrections, "
           f"{len(items) - n_corr} acceptances), "
@@ -236,7 +237,7 @@ def main() -> int:
     if policy is not None:
         from clawgym.rl.judge import cue_verdict
 
-        margins = asyncio.run(model_margins(policy, [text for text, _, _ in items]))
+        margins = asyncio.run(model_margins(scorer, [text for text, _, _ in items]))
         labels = [label for _, label, _ in items]
         threshold = rows[0]["threshold"] if rows[0]["threshold"] is not None else rows[-1]["threshold"]
         open_items = [(m, label) for (text, label, _), m in zip(items, margins) if cue_verdict(text) is None]
