@@ -4,6 +4,7 @@ later turns cheap, and every request inside the model's 32,768-token window."""
 
 from __future__ import annotations
 
+import datetime
 import shutil
 import time
 
@@ -49,9 +50,11 @@ def test_readme_config_talks_to_the_default_model_for_three_full_turns(real_stac
     assert models["id"] == config["id"] == "qwen2.5-coder-0.5b"  # the README's model is the served default
     assert models["context_window"] == config["contextWindow"] == 32768  # the README says what /v1/models says
     assert config["maxTokens"] <= models["max_output_tokens"]
+    first_day = datetime.date.today()
     replies = [openclaw.chat("A", "Hi! Can you suggest a name for my new cat?"),
                openclaw.chat("B", "What is a good way to start learning Python?"),
                openclaw.chat("A", "Why do you like that name?")]
+    crossed_midnight = datetime.date.today() != first_day
     assert all(reply.strip() for reply in replies), replies
     deadline = time.monotonic() + 10
     while serving.gateway.stats.main_turns < 3 and time.monotonic() < deadline:
@@ -63,7 +66,10 @@ def test_readme_config_talks_to_the_default_model_for_three_full_turns(real_stac
         stopped = turn.response_ids[-1] in serving.policy.stop_ids  # the model ended its answer itself
         assert len(turn.response_ids) >= 20 or stopped, turn.info
         assert len(turn.prompt_ids) + len(turn.response_ids) <= 32768
-    # OpenClaw's system prompt is computed once: every later turn reuses thousands of prefix tokens
+    # OpenClaw's system prompt is the same for every session of a day: every later turn reuses thousands of
+    # prefix tokens. It states the date ("Current date: ..." about 1,500 tokens in), so a run that crosses
+    # midnight (the host's time zone, OpenClaw's default) shares only what comes before that line.
+    floor = 1000 if crossed_midnight else 2000
     assert turns[0].info["reused_prefix_tokens"] == 0
-    assert all(t.info["reused_prefix_tokens"] > 2000 for t in turns[1:]), [
+    assert all(t.info["reused_prefix_tokens"] > floor for t in turns[1:]), [
         t.info["reused_prefix_tokens"] for t in turns]
