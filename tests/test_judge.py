@@ -26,6 +26,7 @@ from clawgym.rl.judge import (
     make_judges,
     parse_boxed,
     parse_hint,
+    parse_verdict,
     select_hints,
     setting_for,
 )
@@ -88,6 +89,29 @@ def test_parse_boxed_is_strict_and_takes_the_last_match(text: str, expected: int
     assert parse_boxed(text) == expected
 
 
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (r"(a) progress \boxed{-1}", -1),  # a box always wins over the label
+        (r"\boxed{2}", None),  # a box that is not a vote stays invalid, whatever else the text says
+        ("1", 1),  # what Qwen2.5-Coder-0.5B answered on BFCL-v0 calls
+        (" -1 ", -1),
+        ("0.", 0),
+        ("(a) progress: the action worked or moved the task forward", 1),  # the 0.5B model, verbatim
+        ("(b) correction or failure: the call is wrong", -1),
+        ("(c)", 0),
+        ("(A) progress", None),
+        ("I think (a)", None),  # a label must open the answer
+        ("a) progress", None),
+        ("10", None),
+        ("the answer is 1", None),
+        ("", None),
+    ],
+)
+def test_parse_verdict_reads_a_bare_vote_or_the_leading_class_label(text: str, expected: int | None) -> None:
+    assert parse_verdict(text) == expected
+
+
 def test_majority_ties_and_invalid_votes() -> None:
     assert majority([1, 1, -1]) == 1
     assert majority([-1, -1, 1]) == -1
@@ -136,6 +160,14 @@ async def test_prm_majority_of_m_votes() -> None:
     assert sorted(result.votes) == [-1.0, 1.0, 1.0]
     assert result.source == "prm" and len(result.raw) == 3
     assert script.calls == 3
+
+
+async def test_prm_reads_the_class_label_a_small_model_answers_with() -> None:
+    script = Script(["(b) correction or failure: the arguments are wrong", "1", "I cannot tell"])
+    judge = PRMJudge(script.policy, m=3, max_retries=0)
+    result = await judge.judge(make_turn())
+    assert result.votes == [-1.0, 1.0, None] and result.score == 0.0  # a tie of the two valid votes
+    assert judge.stats.invalid == 1
 
 
 async def test_prm_tie_gives_zero() -> None:

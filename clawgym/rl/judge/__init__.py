@@ -37,7 +37,15 @@ whose backend is down raises :class:`JudgeUnavailable` and the turn is judged ag
 
 from clawgym.rl.judge.base import Judge, JudgeUnavailable
 from clawgym.rl.judge.llm import HintJudge, JudgeStats, LLMJudge, PRMJudge, Vote
-from clawgym.rl.judge.parsing import chosen_hint, majority, normalise_hint, parse_boxed, parse_hint, select_hints
+from clawgym.rl.judge.parsing import (
+    chosen_hint,
+    majority,
+    normalise_hint,
+    parse_boxed,
+    parse_hint,
+    parse_verdict,
+    select_hints,
+)
 from clawgym.rl.judge.prob import ProbJudge, ProbScorer, cue_verdict, hint_from_reply
 from clawgym.rl.judge.prompts import (
     PROMPT_DIR,
@@ -99,6 +107,7 @@ __all__ = [
     "majority",
     "parse_boxed",
     "parse_hint",
+    "parse_verdict",
     "reward_of",
     "select_hints",
     "setting_for",

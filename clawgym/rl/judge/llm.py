@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from clawgym.core.messages import Message
 from clawgym.core.policy import Policy, SamplingParams
 from clawgym.rl.judge.base import JudgeUnavailable
-from clawgym.rl.judge.parsing import majority, parse_boxed, parse_hint, select_hints
+from clawgym.rl.judge.parsing import majority, parse_boxed, parse_hint, parse_verdict, select_hints
 from clawgym.rl.judge.prompts import SETTINGS, PromptTemplates, setting_for, turn_fields
 from clawgym.rl.types import JudgeResult, Turn
 
@@ -164,9 +164,16 @@ class LLMJudge:
 
 
 class PRMJudge(LLMJudge):
-    """Process reward: was the action good given the next state? -> {+1, -1, 0} by majority."""
+    """Process reward: was the action good given the next state? -> {+1, -1, 0} by majority.
+
+    Votes are read by :func:`parse_verdict`: the box, or the prompt's own class label when a small model
+    leaves the box out.
+    """
 
     kind = "prm"
+
+    def parse(self, text: str) -> Vote:
+        return Vote(score=parse_verdict(text), raw=text)
 
 
 class HintJudge(LLMJudge):

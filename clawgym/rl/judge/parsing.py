@@ -11,6 +11,9 @@ from clawgym.rl.types import JudgeResult
 BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 VOTE_VALUE = re.compile(r"\s*([+-]?)([01])\s*")
 HINT = re.compile(r"\[HINT_START\](.*?)\[HINT_END\]", re.DOTALL)
+BARE_VOTE = re.compile(r"\s*([+-]?[01])\s*\.?\s*")
+LEADING_LABEL = re.compile(r"\s*\(([abc])\)(?=[\s:.,]|$)")
+LABEL_VOTES = {"a": 1, "b": -1, "c": 0}  # the PRM prompt's classes: (a) progress, (b) failure, (c) ambiguous
 
 def parse_boxed(text: str) -> int | None:
     """The last ``\\boxed{...}`` in ``text`` as 1, -1 or 0; None when absent or anything else."""
@@ -24,6 +27,23 @@ def parse_boxed(text: str) -> int | None:
     if digit == "0":
         return 0
     return -1 if sign == "-" else 1
+
+
+def parse_verdict(text: str) -> int | None:
+    """A PRM vote: the last ``\\boxed{...}`` (:func:`parse_boxed`); without one, a reply that is only a vote
+    (``1``, ``-1``, ``0``), or one that opens with the prompt's own class label ``(a)`` / ``(b)`` / ``(c)``.
+
+    Small judge models (Qwen2.5-Coder-0.5B) often answer "1" or "(a) progress: ..." and stop without the box;
+    reading only boxes turned every such answer into an invalid vote, hence a 0 verdict, on every call.
+    Anything else stays invalid (None): prose is not guessed at.
+    """
+    if BOXED.search(text or ""):
+        return parse_boxed(text)
+    bare = BARE_VOTE.fullmatch(text or "")
+    if bare is not None:
+        return parse_boxed(f"\\boxed{{{bare.group(1)}}}")
+    label = LEADING_LABEL.match(text or "")
+    return LABEL_VOTES[label.group(1)] if label is not None else None
 
 
 def parse_hint(text: str) -> str | None:

@@ -1,0 +1,148 @@
+"""Does the model as PRM say anything a GRPO trainer can use on BFCL-v0? Votes against the outcome, per group.
+
+The agentic table's ``outcome_prm`` cells on BFCL-v0 use the policy itself as a process reward model: one
+vote (``judge.votes=1``, 256 tokens, temperature 0.6) on each call, added to the outcome as r = R + 0.5 x
+vote and normalised within the group. This plays the same kind of groups the small budget trains on
+(``--tasks`` train-split tasks, ``--group`` calls each, sampled at temperature 1.0), judges every call as
+the cell does, and prints:
+
+- how many votes are valid under the strict reading (a ``\\boxed{}`` vote only) and under the PRM's reading
+  (:func:`clawgym.rl.judge.parse_verdict`: also a bare ``1`` or the prompt's ``(a)``/``(b)``/``(c)`` label);
+- how the votes split on right and wrong calls, and how often a nonzero vote agrees with the outcome;
+- the groups whose outcomes are all equal (GRPO learns nothing from them) and how many of those the PRM
+  separates: the only place it could add to the outcome, and only usefully when its votes follow quality.
+
+    .venv/bin/python benchmarks/prm_quality.py                     # 16 tasks x 4 calls, qwen2.5-coder-0.5b
+    .venv/bin/python benchmarks/prm_quality.py --seed 1              # other samples and votes
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from agentic_learning import BFCL_CATEGORIES, bfcl_split  # noqa: E402
+
+RESULTS = Path(__file__).parent / "results" / "prm_quality.jsonl"
+
+
+def train_tasks(count: int) -> list[str]:
+    """The first ``count`` train-split BFCL-v0 tasks, round-robin over the categories (a fixed list)."""
+    from clawgym.envs.toolcall.bfcl_data import bfcl_tasks
+
+    by_category: dict[str, list[str]] = {}
+    for task in bfcl_tasks(list(BFCL_CATEGORIES)):
+        if bfcl_split(task.id) == "train":
+            by_category.setdefault(task.data["category"], []).append(task.id)
+    columns = [by_category.get(c, []) for c in BFCL_CATEGORIES]
+    ordered = [column[i] for i in range(max(map(len, columns))) for column in columns if i < len(column)]
+    return ordered[:count]
+
+
+async def play(policy, task_id: str, seed: int, sampling) -> tuple:  # noqa: ANN001
+    """One sampled call on ``task_id``: (the Turn the judge reads, the outcome reward)."""
+    import gymnasium as gym
+
+    from clawgym.core.messages import parse_action
+    from clawgym.rl.types import Turn
+
+    env = gym.make("clawgym/BFCL-v0", category=list(BFCL_CATEGORIES))
+    try:
+        observation, info = env.reset(seed=seed, options={"task_id": task_id})
+        generation = await policy.generate([dict(m) for m in observation], env.unwrapped.tools, sampling)
+        action = generation.message or generation.text
+        message, _ = parse_action(action)
+        next_state, reward, terminated, truncated, step_info = env.step(action)
+    finally:
+        env.close()
+    turn = Turn(episode_id=f"{task_id}/{seed}", turn_index=0, context=list(observation), action=message,
+                next_state=list(next_state), env_id="clawgym/BFCL-v0", task_id=task_id, env_reward=reward,
+                terminated=terminated, truncated=truncated, info=step_info)
+    return turn, float(reward)
+
+
+def summarise(reading: str, groups: list[list[tuple[float, int | None]]]) -> dict:
+    """Counts for one reading of the votes; ``groups``: per task, (outcome, vote) of each call."""
+    calls = [call for group in groups for call in group]
+    valid = [(r, v) for r, v in calls if v is not None]
+    nonzero = [(r, v) for r, v in valid if v != 0]
+    agree = sum((v > 0) == (r > 0) for r, v in nonzero)
+    tied = [g for g in groups if len({r for r, _ in g}) == 1]
+    separated = [g for g in tied if len({v or 0 for _, v in g}) > 1]
+    return {
+        "reading": reading, "calls": len(calls), "valid": len(valid),
+        "right": {str(v): sum(1 for r, x in valid if r > 0 and x == v) for v in (1, 0, -1)},
+        "wrong": {str(v): sum(1 for r, x in valid if r <= 0 and x == v) for v in (1, 0, -1)},
+        "agree": agree, "nonzero": len(nonzero), "groups": len(groups), "tied_groups": len(tied),
+        "tied_separated": len(separated),
+    }
+
+
+async def measure(model: str, tasks: int, group: int, seed: int) -> tuple[list[dict], dict]:
+    import torch
+
+    from clawgym.core.policy import SamplingParams
+    from clawgym.inference.hf import HFPolicy
+    from clawgym.rl.judge import PRMJudge, parse_boxed, parse_verdict
+
+    torch.manual_seed(seed)
+    policy = HFPolicy.from_pretrained(model)
+    ids = train_tasks(tasks)
+    sampling = SamplingParams(temperature=1.0, max_tokens=256)
+    started = time.perf_counter()
+    played = await asyncio.gather(*(play(policy, task_id, seed * 1000 + k, sampling)
+                                    for task_id in ids for k in range(group)))
+    rollout_s = time.perf_counter() - started
+    judge = PRMJudge(policy, m=1, setting="toolcall", max_retries=0,
+                     sampling=SamplingParams(temperature=0.6, max_tokens=256, seed=seed))
+    started = time.perf_counter()
+    results = await asyncio.gather(*(judge.judge(turn) for turn, _ in played))
+    judge_s = time.perf_counter() - started
+    raws = [result.raw[0] for result in results]
+    rows = []
+    for reading, parse in (("boxed only", parse_boxed), ("parse_verdict", parse_verdict)):
+        votes = [parse(raw) for raw in raws]
+        groups = [[(played[i][1], votes[i]) for i in range(t * group, (t + 1) * group)] for t in range(len(ids))]
+        rows.append(summarise(reading, groups))
+    timing = {"rollout_s": round(rollout_s, 1), "judge_s": round(judge_s, 1),
+              "examples": [{"task": played[i][0].task_id, "reward": played[i][1], "raw": raws[i][:160]}
+                           for i in range(0, len(played), max(1, len(played) // 6))]}
+    return rows, timing
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="qwen2.5-coder-0.5b", help="the policy and its PRM (the small budget's)")
+    parser.add_argument("--tasks", type=int, default=16)
+    parser.add_argument("--group", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    rows, timing = asyncio.run(measure(args.model, args.tasks, args.group, args.seed))
+    print(f"PRM votes on BFCL-v0 train calls: {args.model} as policy and PRM, {args.tasks} tasks x {args.group} "
+          f"calls (T 1.0), one vote each (T 0.6, 256 tokens); rollouts {timing['rollout_s']} s, "
+          f"votes {timing['judge_s']} s")
+    print(f"{'reading':<14} {'valid':>9} {'right:+1/0/-1':>14} {'wrong:+1/0/-1':>14} {'agrees':>9} "
+          f"{'tied groups':>11} {'separated':>9}")
+    for r in rows:
+        right = "/".join(str(r["right"][v]) for v in ("1", "0", "-1"))
+        wrong = "/".join(str(r["wrong"][v]) for v in ("1", "0", "-1"))
+        print(f"{r['reading']:<14} {r['valid']:>4}/{r['calls']:<4} {right:>14} {wrong:>14} "
+              f"{r['agree']:>4}/{r['nonzero']:<4} {r['tied_groups']:>5}/{r['groups']:<5} {r['tied_separated']:>9}")
+    for example in timing["examples"]:
+        print(f"  reward {example['reward']:.0f}  {example['task']:<24} {json.dumps(example['raw'])}")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    with RESULTS.open("a") as out:
+        out.write(json.dumps({"model": args.model, "tasks": args.tasks, "group": args.group, "seed": args.seed,
+                              "rows": rows, **timing}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
