@@ -13,7 +13,7 @@ the cell does, and prints:
   separates: the only place it could add to the outcome, and only usefully when its votes follow quality.
 
     .venv/bin/python benchmarks/prm_quality.py                     # 16 tasks x 4 calls, qwen2.5-coder-0.5b
-    .venv/bin/python benchmarks/prm_quality.py --seed 1              # other samples and votes
+    .venv/bin/python benchmarks/prm_quality.py --judge-model qwen2.5-coder-1.5b   # a bigger PRM, same calls
 """
 
 from __future__ import annotations
@@ -85,11 +85,53 @@ def summarise(reading: str, groups: list[list[tuple[float, int | None]]]) -> dic
     }
 
 
-async def measure(model: str, tasks: int, group: int, seed: int) -> tuple[list[dict], dict]:
+def yes_no_prompt(turn) -> list[dict]:  # noqa: ANN001
+    """The call, its request and the functions on offer, asked as one Yes/No question (scored, not sampled)."""
+    from clawgym.rl.judge import clip, render_message
+
+    system = next((m.get("content") or "" for m in turn.context if m.get("role") == "system"), "")
+    request = next((m.get("content") or "" for m in turn.context if m.get("role") == "user"), "")
+    return [{"role": "system", "content": "You check one function call against a request."},
+            {"role": "user", "content": f"Instructions and functions:\n{clip(system, 3000)}\n\nRequest:\n"
+                                        f"{clip(request, 1500)}\n\nThe call:\n{render_message(turn.action, 1500)}\n\n"
+                                        "Is this call right for the request (the right function, the right values, "
+                                        "and a call was needed at all)? Answer Yes or No."}]
+
+
+def scored_summary(groups: list[list[tuple[float, float]]]) -> dict:
+    """How well a margin (log p(Yes) - log p(No)) ranks right calls above wrong ones: over all calls, and
+    within the groups that hold both (the pairs GRPO compares)."""
+    right = [m for g in groups for r, m in g if r > 0]
+    wrong = [m for g in groups for r, m in g if r <= 0]
+    pairs = [(a > b) + 0.5 * (a == b) for a in right for b in wrong]
+    within = [(a > b) + 0.5 * (a == b) for g in groups
+              for a in (m for r, m in g if r > 0) for b in (m for r, m in g if r <= 0)]
+    return {"auc": sum(pairs) / max(len(pairs), 1), "within_group_auc": sum(within) / max(len(within), 1),
+            "within_pairs": len(within)}
+
+
+def templates_with_guide(guide: Path | None):  # noqa: ANN201
+    """The shipped judge prompts, with ``guide`` as the tool-call setting's guide when given."""
+    import shutil
+    import tempfile
+
+    from clawgym.rl.judge import PROMPT_DIR, PromptTemplates
+
+    if guide is None:
+        return PromptTemplates()
+    directory = Path(tempfile.mkdtemp(prefix="prm-prompts-"))
+    shutil.copytree(PROMPT_DIR, directory, dirs_exist_ok=True)
+    shutil.copy(guide, directory / "guide.toolcall.txt")
+    return PromptTemplates(directory)
+
+
+async def measure(model: str, judge_model: str, tasks: int, group: int, seed: int,
+                  guide: Path | None = None) -> tuple[list[dict], dict]:
     import torch
 
     from clawgym.core.policy import SamplingParams
     from clawgym.inference.hf import HFPolicy
+    from clawgym.inference.scoring import label_margins
     from clawgym.rl.judge import PRMJudge, parse_boxed, parse_verdict
 
     torch.manual_seed(seed)
@@ -100,7 +142,8 @@ async def measure(model: str, tasks: int, group: int, seed: int) -> tuple[list[d
     played = await asyncio.gather(*(play(policy, task_id, seed * 1000 + k, sampling)
                                     for task_id in ids for k in range(group)))
     rollout_s = time.perf_counter() - started
-    judge = PRMJudge(policy, m=1, setting="toolcall", max_retries=0,
+    judge_policy = policy if judge_model == model else HFPolicy.from_pretrained(judge_model)
+    judge = PRMJudge(judge_policy, m=1, setting="toolcall", max_retries=0, templates=templates_with_guide(guide),
                      sampling=SamplingParams(temperature=0.6, max_tokens=256, seed=seed))
     started = time.perf_counter()
     results = await asyncio.gather(*(judge.judge(turn) for turn, _ in played))
@@ -111,7 +154,11 @@ async def measure(model: str, tasks: int, group: int, seed: int) -> tuple[list[d
         votes = [parse(raw) for raw in raws]
         groups = [[(played[i][1], votes[i]) for i in range(t * group, (t + 1) * group)] for t in range(len(ids))]
         rows.append(summarise(reading, groups))
-    timing = {"rollout_s": round(rollout_s, 1), "judge_s": round(judge_s, 1),
+    margins = await asyncio.to_thread(label_margins, judge_policy, [yes_no_prompt(turn) for turn, _ in played],
+                                      ("Yes", "No"))
+    scored = scored_summary([[(played[i][1], margins[i]) for i in range(t * group, (t + 1) * group)]
+                             for t in range(len(ids))])
+    timing = {"rollout_s": round(rollout_s, 1), "judge_s": round(judge_s, 1), "scored": scored,
               "examples": [{"task": played[i][0].task_id, "reward": played[i][1], "raw": raws[i][:160]}
                            for i in range(0, len(played), max(1, len(played) // 6))]}
     return rows, timing
@@ -120,14 +167,18 @@ async def measure(model: str, tasks: int, group: int, seed: int) -> tuple[list[d
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="qwen2.5-coder-0.5b", help="the policy and its PRM (the small budget's)")
+    parser.add_argument("--judge-model", default=None, help="the PRM (default: the policy, as the cells use)")
+    parser.add_argument("--guide", type=Path, default=None,
+                        help="a file to use as the tool-call guide of the PRM prompt (default: the shipped one)")
     parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--group", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    rows, timing = asyncio.run(measure(args.model, args.tasks, args.group, args.seed))
-    print(f"PRM votes on BFCL-v0 train calls: {args.model} as policy and PRM, {args.tasks} tasks x {args.group} "
-          f"calls (T 1.0), one vote each (T 0.6, 256 tokens); rollouts {timing['rollout_s']} s, "
-          f"votes {timing['judge_s']} s")
+    judge_model = args.judge_model or args.model
+    rows, timing = asyncio.run(measure(args.model, judge_model, args.tasks, args.group, args.seed, args.guide))
+    print(f"PRM votes on BFCL-v0 train calls: {args.model} as policy, {judge_model} as PRM"
+          f"{f' (guide {args.guide})' if args.guide else ''}, {args.tasks} tasks x {args.group} calls (T 1.0), "
+          f"one vote each (T 0.6, 256 tokens); rollouts {timing['rollout_s']} s, votes {timing['judge_s']} s")
     print(f"{'reading':<14} {'valid':>9} {'right:+1/0/-1':>14} {'wrong:+1/0/-1':>14} {'agrees':>9} "
           f"{'tied groups':>11} {'separated':>9}")
     for r in rows:
@@ -135,11 +186,15 @@ def main() -> int:
         wrong = "/".join(str(r["wrong"][v]) for v in ("1", "0", "-1"))
         print(f"{r['reading']:<14} {r['valid']:>4}/{r['calls']:<4} {right:>14} {wrong:>14} "
               f"{r['agree']:>4}/{r['nonzero']:<4} {r['tied_groups']:>5}/{r['groups']:<5} {r['tied_separated']:>9}")
+    scored = timing["scored"]
+    print(f"scored Yes/No (log p(Yes) - log p(No), no sampling): AUC right over wrong {scored['auc']:.2f}; "
+          f"within the groups holding both, {scored['within_group_auc']:.2f} over {scored['within_pairs']} pairs")
     for example in timing["examples"]:
         print(f"  reward {example['reward']:.0f}  {example['task']:<24} {json.dumps(example['raw'])}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with RESULTS.open("a") as out:
-        out.write(json.dumps({"model": args.model, "tasks": args.tasks, "group": args.group, "seed": args.seed,
+        out.write(json.dumps({"model": args.model, "judge_model": judge_model, "tasks": args.tasks,
+                              "group": args.group, "seed": args.seed, "guide": str(args.guide or ""),
                               "rows": rows, **timing}) + "\n")
     return 0
 
