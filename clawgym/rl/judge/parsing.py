@@ -15,6 +15,7 @@ BARE_VOTE = re.compile(r"\s*([+-]?[01])\s*\.?\s*")
 LEADING_LABEL = re.compile(r"\s*\(([abc])\)(?=[\s:.,]|$)")
 LABEL_VOTES = {"a": 1, "b": -1, "c": 0}  # the PRM prompt's classes: (a) progress, (b) failure, (c) ambiguous
 
+
 def parse_boxed(text: str) -> int | None:
     """The last ``\\boxed{...}`` in ``text`` as 1, -1 or 0; None when absent or anything else."""
     matches = BOXED.findall(text or "")
