@@ -101,12 +101,12 @@ def yes_no_prompt(turn) -> list[dict]:  # noqa: ANN001
 def scored_summary(groups: list[list[tuple[float, float]]]) -> dict:
     """How well a margin (log p(Yes) - log p(No)) ranks right calls above wrong ones: over all calls, and
     within the groups that hold both (the pairs GRPO compares)."""
-    right = [m for g in groups for r, m in g if r > 0]
-    wrong = [m for g in groups for r, m in g if r <= 0]
-    pairs = [(a > b) + 0.5 * (a == b) for a in right for b in wrong]
-    within = [(a > b) + 0.5 * (a == b) for g in groups
-              for a in (m for r, m in g if r > 0) for b in (m for r, m in g if r <= 0)]
-    return {"auc": sum(pairs) / max(len(pairs), 1), "within_group_auc": sum(within) / max(len(within), 1),
+    def pairs(calls: list[tuple[float, float]]) -> list[float]:  # right above wrong: 1, a tie 0.5
+        return [(a > b) + 0.5 * (a == b) for ra, a in calls if ra > 0 for rb, b in calls if rb <= 0]
+
+    overall = pairs([call for group in groups for call in group])
+    within = [p for group in groups for p in pairs(group)]
+    return {"auc": sum(overall) / max(len(overall), 1), "within_group_auc": sum(within) / max(len(within), 1),
             "within_pairs": len(within)}
 
 

@@ -11,7 +11,6 @@ from clawgym.rl.types import JudgeResult
 BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 VOTE_VALUE = re.compile(r"\s*([+-]?)([01])\s*")
 HINT = re.compile(r"\[HINT_START\](.*?)\[HINT_END\]", re.DOTALL)
-BARE_VOTE = re.compile(r"\s*([+-]?[01])\s*\.?\s*")
 LEADING_LABEL = re.compile(r"\s*\(([abc])\)(?=[\s:.,]|$)")
 LABEL_VOTES = {"a": 1, "b": -1, "c": 0}  # the PRM prompt's classes: (a) progress, (b) failure, (c) ambiguous
 
@@ -19,9 +18,12 @@ LABEL_VOTES = {"a": 1, "b": -1, "c": 0}  # the PRM prompt's classes: (a) progres
 def parse_boxed(text: str) -> int | None:
     """The last ``\\boxed{...}`` in ``text`` as 1, -1 or 0; None when absent or anything else."""
     matches = BOXED.findall(text or "")
-    if not matches:
-        return None
-    value = VOTE_VALUE.fullmatch(matches[-1])
+    return vote_value(matches[-1]) if matches else None
+
+
+def vote_value(text: str) -> int | None:
+    """``1``, ``+1``, ``-1``, ``0`` (spaces around allowed) as a vote; None for anything else."""
+    value = VOTE_VALUE.fullmatch(text)
     if value is None:
         return None
     sign, digit = value.groups()
@@ -38,12 +40,13 @@ def parse_verdict(text: str) -> int | None:
     reading only boxes turned every such answer into an invalid vote, hence a 0 verdict, on every call.
     Anything else stays invalid (None): prose is not guessed at.
     """
-    if BOXED.search(text or ""):
+    text = text or ""
+    if BOXED.search(text):
         return parse_boxed(text)
-    bare = BARE_VOTE.fullmatch(text or "")
+    bare = vote_value(text.strip().removesuffix("."))
     if bare is not None:
-        return parse_boxed(f"\\boxed{{{bare.group(1)}}}")
-    label = LEADING_LABEL.match(text or "")
+        return bare
+    label = LEADING_LABEL.match(text)
     return LABEL_VOTES[label.group(1)] if label is not None else None
 
 
