@@ -50,7 +50,7 @@ async def play(policy, task_id: str, seed: int, sampling) -> tuple:  # noqa: ANN
     """One sampled call on ``task_id``: (the Turn the judge reads, the outcome reward)."""
     import gymnasium as gym
 
-    from clawgym.core.messages import parse_action
+    from clawgym.core.env import recorded_action
     from clawgym.rl.types import Turn
 
     env = gym.make("clawgym/BFCL-v0", category=list(BFCL_CATEGORIES))
@@ -58,7 +58,7 @@ async def play(policy, task_id: str, seed: int, sampling) -> tuple:  # noqa: ANN
         observation, info = env.reset(seed=seed, options={"task_id": task_id})
         generation = await policy.generate([dict(m) for m in observation], env.unwrapped.tools, sampling)
         action = generation.message or generation.text
-        message, _ = parse_action(action)
+        message = recorded_action(action, info)
         next_state, reward, terminated, truncated, step_info = env.step(action)
     finally:
         env.close()

@@ -67,7 +67,8 @@ def test_reset_observation_and_info():
     env = Sum()
     obs, info = env.reset(seed=3)
     assert [m["role"] for m in obs] == ["system", "user"]
-    assert info == {"task_id": env.task.id, "turn": 0, "tool_calls": 0, "tool_errors": 0}
+    assert info == {"task_id": env.task.id, "turn": 0, "tool_calls": 0, "tool_errors": 0,
+                    "tool_call_reading": "lenient"}
     assert env.messages == obs and env.messages is not obs
 
 

@@ -104,11 +104,11 @@ def test_envs_read_leniently_by_default_and_strictly_when_asked():
     lenient = gym.make("clawgym/ToolCall-v0").unwrapped
     strict = gym.make("clawgym/ToolCall-v0", tool_call_reading="strict").unwrapped
     try:
-        lenient.reset(seed=0)
+        assert lenient.reset(seed=0)[1]["tool_call_reading"] == "lenient"
         observation, _, terminated, _, info = lenient.step(bare)
         assert not terminated and observation[0]["role"] == "tool" and "5" in observation[0]["content"]
         assert info["tool_calls"] == 1
-        strict.reset(seed=0)
+        assert strict.reset(seed=0)[1]["tool_call_reading"] == "strict"
         observation, _, terminated, _, info = strict.step(bare)
         assert terminated and info["tool_calls"] == 0  # read as the final answer
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 import time
@@ -221,6 +222,30 @@ async def test_stream_yields_in_completion_order_and_early_exit_cancels() -> Non
     assert time.perf_counter() - started < 0.8
     assert first.task_id == "add-1"
     assert pool.stats.episodes == 1
+
+
+async def test_turns_record_the_action_as_the_env_read_it() -> None:
+    """A bare JSON call (no <tool_call> tags) is a call to a lenient env: the turn records it as one, the same
+    message the env's transcript holds, and the next context repeats it. A strict env keeps it prose."""
+    def bare_json(messages: list[Message]) -> str:
+        last = messages[-1]
+        return last["content"] if last["role"] == "tool" else '{"name": "add", "arguments": {"a": 2, "b": 3}}'
+
+    specs = make_groups(["add-1"], group_size=1, seed=0)
+    async with RolloutPool(ENV_ID, ScriptedPolicy(bare_json), num_workers=1) as pool:
+        (trajectory,) = await pool.run(specs)
+    first, second = trajectory.turns
+    assert first.action["tool_calls"][0]["function"]["name"] == "add"
+    assert first.next_state[0]["role"] == "tool" and first.next_state[0]["content"] == "5"
+    assert second.context == first.context + [first.action] + first.next_state
+    assert trajectory.success
+
+    strict = functools.partial(AdderEnv, tool_call_reading="strict")
+    async with RolloutPool(strict, ScriptedPolicy(bare_json), num_workers=1) as pool:
+        (trajectory,) = await pool.run(specs)
+    (only,) = trajectory.turns
+    assert "tool_calls" not in only.action and only.action["content"].startswith('{"name": "add"')
+    assert only.terminated and not trajectory.success
 
 
 async def test_sample_groups_and_bad_arguments() -> None:

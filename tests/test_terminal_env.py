@@ -49,7 +49,8 @@ def test_reset_observation_tools_and_render(env):
     observation, info = env.reset(seed=0, options={"task_id": "files-create-nested"})
     assert [m["role"] for m in observation] == ["system", "user"]
     assert "name.txt" in observation[1]["content"]
-    assert info == {"task_id": "files-create-nested", "turn": 0, "tool_calls": 0, "tool_errors": 0}
+    assert info == {"task_id": "files-create-nested", "turn": 0, "tool_calls": 0, "tool_errors": 0,
+                    "tool_call_reading": "lenient"}
     assert [t["function"]["name"] for t in env.unwrapped.tools] == ["bash", "submit"]
     observation, reward, terminated, truncated, info = env.step(bash("cat name.txt; false"))
     assert observation[0]["role"] == "tool" and observation[0]["content"].startswith("exit code: 1\n")

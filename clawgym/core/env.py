@@ -3,7 +3,8 @@
 - action: the agent's assistant message (raw text with ``<tool_call>`` blocks, or an OpenAI dict);
 - observation: the messages the environment adds since the last action (the *next state*);
 - reward / terminated / truncated: the setting's verifiable outcome, given when the episode ends;
-- info: ``task_id``, ``turn``, ``tool_calls``, ``tool_errors`` and, at the end, ``success``.
+- info: ``task_id``, ``turn``, ``tool_calls``, ``tool_errors``, at reset the ``tool_call_reading`` that
+  ``step`` applies, and at the end ``success``.
 
 A setting subclasses :class:`AgentEnv` and fills in a handful of hooks (``make_tools``,
 ``system_prompt``, ``setup``, ``score``, ``teardown``). The base class owns the episode loop: task
@@ -40,6 +41,8 @@ from clawgym.core.messages import (
 from clawgym.core.spaces import AssistantMessage, Messages
 from clawgym.core.tasks import Task, TaskSet
 from clawgym.core.tools import Tool, ToolResult
+
+READING_INFO_KEY = "tool_call_reading"  # reset's info: "lenient" or "strict", as step reads actions
 
 
 class EpisodeOver(RuntimeError):
@@ -141,6 +144,14 @@ class AgentEnv(gym.Env[list, Any]):
         raise NotImplementedError(f"{type(self).__name__} has no oracle")
 
     # ---------------------------------------------------------------- gymnasium API
+    def action_reading(self) -> str:
+        """The reading ``step`` applies to an action: lenient only where there is a tool to call.
+
+        ``reset`` reports it in ``info["tool_call_reading"]``, so a rollout runner that talks to the env
+        through an executor records each action as the env read it (:func:`recorded_action`).
+        """
+        return "lenient" if self._tools and self.tool_call_reading == "lenient" else "strict"
+
     @property
     def tools(self) -> list[dict[str, Any]]:
         """OpenAI function schemas of the tools the agent may call."""
@@ -169,7 +180,9 @@ class AgentEnv(gym.Env[list, Any]):
             self.teardown()
             raise
         self.messages = copy.deepcopy(observation)
-        return observation, self._info()
+        info = self._info()
+        info[READING_INFO_KEY] = self.action_reading()
+        return observation, info
 
     def step(self, action: Any) -> tuple[list, SupportsFloat, bool, bool, dict[str, Any]]:
         if self.task is None or self._closed:
@@ -177,7 +190,7 @@ class AgentEnv(gym.Env[list, Any]):
         if self._done:
             raise EpisodeOver("step() called after the episode ended (terminated or truncated); call env.reset()")
         # raises InvalidAction before any state changes; bare-JSON calls count only where there are tools
-        message, calls = parse_action(action, lenient=bool(self._tools) and self.tool_call_reading == "lenient")
+        message, calls = parse_action(action, lenient=self.action_reading() == "lenient")
         self.turn += 1
         self.messages.append(message)
         if calls:
@@ -241,6 +254,14 @@ class AgentEnv(gym.Env[list, Any]):
         return info
 
 
+def recorded_action(action: Any, reset_info: dict[str, Any]) -> Message:
+    """The assistant message an env records for ``action``, from the ``info`` of its ``reset``.
+
+    An env that does not report its reading (any gym env, the live chat) is read strictly.
+    """
+    return parse_action(action, lenient=reset_info.get(READING_INFO_KEY) == "lenient")[0]
+
+
 def format_transcript(messages: list[Message]) -> str:
     """A readable transcript for ``render_mode="ansi"`` and ``clawgym play``."""
     lines = []
@@ -257,4 +278,5 @@ def format_transcript(messages: list[Message]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["AgentEnv", "EpisodeOptions", "EpisodeOver", "InvalidAction", "format_transcript"]
+__all__ = ["AgentEnv", "EpisodeOptions", "EpisodeOver", "InvalidAction", "READING_INFO_KEY", "format_transcript",
+           "recorded_action"]

@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence, Union
 
-from clawgym.core.messages import Message, parse_action
+from clawgym.core.env import recorded_action
+from clawgym.core.messages import Message
 from clawgym.core.policy import Generation, Policy, SamplingParams
 from clawgym.rl.types import Trajectory, Turn, new_id
 
@@ -66,8 +67,8 @@ async def play_episode(
     Errors propagate: the pool turns them into ``trajectory.error`` and rebuilds the env.
     """
     options = {"task_id": spec.task_id} if spec.task_id is not None else None
-    observation, info, tools = await executor.reset(slot, spec.seed, options)
-    trajectory.task_id = str(info.get("task_id", trajectory.task_id))
+    observation, reset_info, tools = await executor.reset(slot, spec.seed, options)
+    trajectory.task_id = str(reset_info.get("task_id", trajectory.task_id))
     context: list[Message] = list(observation)
     turn_index = 0
     while True:
@@ -78,7 +79,7 @@ async def play_episode(
         generation: Generation = await policy.generate([dict(m) for m in context], tools, params)
         t1 = time.perf_counter()
         action: Any = generation.message or generation.text
-        message, _ = parse_action(action)
+        message = recorded_action(action, reset_info)  # as the env reads it (a bare JSON call is a call)
         observation, reward, terminated, truncated, info = await executor.step(slot, action)
         t2 = time.perf_counter()
         turn = Turn(
