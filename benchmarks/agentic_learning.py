@@ -11,7 +11,8 @@ scored by the loop's own held-out eval (:meth:`AsyncRLLoop.evaluate`: greedy, fi
 
 Envs (launcher; train / held-out):
 
-- ``toolcall``: ToolCall-v0 (``toolcall``; its ``train`` / ``test`` splits, 250 / 75 tasks).
+- ``toolcall``: ToolCall-v0 (``toolcall``; its ``train`` / ``test`` splits, 250 / 75 tasks; held-out tasks
+  interleaved over the 25 families, :func:`toolcall_eval_ids`).
 - ``bfcl``: BFCL-v0 (``toolcall`` launcher, env swapped; :data:`BFCL_CATEGORIES`, single-turn): a fixed
   split by a hash of the task id (:func:`bfcl_split`, the one place it is defined), held-out tasks
   interleaved over the categories so the first N held-out episodes cover every category.
@@ -145,10 +146,13 @@ def split_ids(ids_by_category: dict[str, Sequence[str]]) -> tuple[list[str], lis
     for category, ids in ids_by_category.items():
         for task_id in ids:
             (held.setdefault(category, []) if bfcl_split(task_id) == "test" else train).append(task_id)
-    columns = list(held.values())
-    held_out = [column[i] for i in range(max((len(c) for c in columns), default=0))
-                for column in columns if i < len(column)]
-    return train, held_out
+    return train, interleave(list(held.values()))
+
+
+def interleave(columns: Sequence[Sequence[str]]) -> list[str]:
+    """The first id of every column, then the second, ...: the first N ids cover N columns."""
+    rounds = max((len(column) for column in columns), default=0)
+    return [column[i] for i in range(rounds) for column in columns if i < len(column)]
 
 
 def bfcl_ids(categories: Sequence[str] = BFCL_CATEGORIES) -> tuple[list[str], list[str]]:
@@ -159,6 +163,18 @@ def bfcl_ids(categories: Sequence[str] = BFCL_CATEGORIES) -> tuple[list[str], li
     for task in bfcl_tasks(list(categories)):
         by_category.setdefault(task.data["category"], []).append(task.id)
     return split_ids(by_category)
+
+
+def toolcall_eval_ids() -> list[str]:
+    """ToolCall-v0's held-out ids (its ``test`` split, 3 tasks of each of 25 families) interleaved over the
+    families. The split lists them family by family, so its first 16 were six families (the word problems
+    and the primes, which the 0.5B model solves none of); interleaved, 16 episodes cover 16 families."""
+    from clawgym.envs.toolcall.env import ToolCallEnv
+
+    by_family: dict[str, list[str]] = {}
+    for task in ToolCallEnv.bundled_tasks().split("test"):
+        by_family.setdefault(str(task.data.get("family", "")), []).append(task.id)
+    return interleave(list(by_family.values()))
 
 
 def miniwob_eval_ids(episodes: int) -> list[str]:
@@ -300,7 +316,10 @@ async def run_cell(env: str, method: str, seed: int, budget: str, model: str, se
     # no 1 GB HF export per cell (not in the config schema)
     loop.config = dataclasses.replace(loop.config, export_final=False)
     held_out = "the env's eval split"
-    if env == "bfcl":
+    if env == "toolcall":
+        loop.eval_task_ids = toolcall_eval_ids()
+        held_out = "the test split interleaved over its 25 families"
+    elif env == "bfcl":
         loop.task_ids, loop.eval_task_ids = bfcl_ids()
         held_out = f"{len(loop.eval_task_ids)} of {len(loop.task_ids) + len(loop.eval_task_ids)} tasks by bfcl_split"
     elif env == "miniwob":

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from agentic_learning import BFCL_CATEGORIES, bfcl_split  # noqa: E402
+from agentic_learning import BFCL_CATEGORIES, bfcl_split, interleave  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "prm_quality.jsonl"
 
@@ -41,9 +41,7 @@ def train_tasks(count: int) -> list[str]:
     for task in bfcl_tasks(list(BFCL_CATEGORIES)):
         if bfcl_split(task.id) == "train":
             by_category.setdefault(task.data["category"], []).append(task.id)
-    columns = [by_category.get(c, []) for c in BFCL_CATEGORIES]
-    ordered = [column[i] for i in range(max(map(len, columns))) for column in columns if i < len(column)]
-    return ordered[:count]
+    return interleave([by_category.get(c, []) for c in BFCL_CATEGORIES])[:count]
 
 
 async def play(policy, task_id: str, seed: int, sampling) -> tuple:  # noqa: ANN001

@@ -81,6 +81,16 @@ def test_bfcl_split_is_fixed_disjoint_and_interleaved(al):
     assert al.bfcl_split("simple_python_0") == al.bfcl_split("simple_python_0")
 
 
+def test_toolcall_held_out_covers_the_families(al):
+    ids = al.toolcall_eval_ids()
+    assert len(ids) == len(set(ids)) == 75 and ids == al.toolcall_eval_ids()
+    families = [i.removeprefix("toolcall-").rsplit("-", 1)[0] for i in ids]
+    assert len(set(families[:16])) == 16 and len(set(families[:25])) == 25  # one task of each family per round
+    from clawgym.envs.toolcall.env import ToolCallEnv
+
+    assert {t.id for t in ToolCallEnv.bundled_tasks().split("test")} == set(ids)  # the held-out split, all of it
+
+
 def test_bfcl_split_of_the_real_categories(al):
     pytest.importorskip("bfcl_eval")
     train, held_out = al.bfcl_ids()
