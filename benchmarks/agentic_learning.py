@@ -318,7 +318,7 @@ async def run_cell(env: str, method: str, seed: int, budget: str, model: str, se
     held_out = "the env's eval split"
     if env == "toolcall":
         loop.eval_task_ids = toolcall_eval_ids()
-        held_out = "the test split interleaved over its 25 families"
+        held_out = f"the {len(loop.eval_task_ids)} test tasks interleaved over their families"
     elif env == "bfcl":
         loop.task_ids, loop.eval_task_ids = bfcl_ids()
         held_out = f"{len(loop.eval_task_ids)} of {len(loop.task_ids) + len(loop.eval_task_ids)} tasks by bfcl_split"
