@@ -189,6 +189,23 @@ def test_dialogs_are_accepted_and_reported():
         env.close()
 
 
+def test_a_step_waits_for_fetch_work_the_network_never_reports():
+    """A click whose result arrives through a body read the network never sees (a stream that ends after
+    300 ms): Playwright's request events cannot tell the env to wait, the page's own count can."""
+    slow = ("new Response(new ReadableStream({start(c) { setTimeout(() => { "
+            "c.enqueue(new TextEncoder().encode('loaded')); c.close(); }, 300); }})).text()"
+            ".then((t) => { document.getElementById('out').textContent = t; })")
+    page = PageTask(id="slow-body", pages={"index.html": f'<button onclick="{slow}">Load</button><p id="out"></p>'},
+                    generate=lambda rng: {"prompt": "Load."}, check=lambda p, s, a: True)
+    env = GUIEnv(tasks=[page])
+    try:
+        env.reset(seed=0)
+        obs, *_ = env.step(act("click", ref=1))
+        assert 'text "loaded"' in obs[0]["content"], obs[0]["content"]
+    finally:
+        env.close()
+
+
 def test_rgb_array_render_and_screenshots_in_info():
     env = gym.make("clawgym/GUI-v0", render_mode="rgb_array", screenshots=True)
     try:

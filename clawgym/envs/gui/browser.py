@@ -50,6 +50,32 @@ CHROMIUM_ARGS = [
 ]
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 
+# Runs before any page script (a context init script): counts the page's own fetch and XHR work still
+# pending, body reads included. Playwright hears of a request a click started only when the browser reports
+# it, which on a loaded machine can come after our round trip; the page itself knows at once.
+PENDING_JS = r"""
+(() => {
+  if (window.__cgPending) return;
+  let pending = 0;
+  const done = () => { pending = Math.max(0, pending - 1); };
+  const track = (promise) => { pending++; promise.then(done, done); return promise; };
+  Object.defineProperty(window, '__cgPending', {value: () => pending});
+  const fetch = window.fetch;
+  if (fetch) window.fetch = function (...args) { return track(fetch.apply(this, args)); };
+  for (const name of ['text', 'json', 'blob', 'arrayBuffer', 'formData']) {
+    const read = window.Response && Response.prototype[name];
+    if (read) Response.prototype[name] = function (...args) { return track(read.apply(this, args)); };
+  }
+  const send = window.XMLHttpRequest && XMLHttpRequest.prototype.send;
+  if (send) XMLHttpRequest.prototype.send = function (...args) {
+    pending++;
+    this.addEventListener('loadend', done, {once: true});
+    try { return send.apply(this, args); } catch (error) { done(); throw error; }
+  };
+})();
+"""
+ROUND_TRIP_JS = "() => new Promise((done) => setTimeout(() => done(window.__cgPending ? window.__cgPending() : 0), 0))"
+
 
 class PageBroken(RuntimeError):
     """The page crashed, hung or left the allowed origins: the episode cannot go on."""
@@ -186,6 +212,7 @@ class Browser:
                                                      service_workers="block", accept_downloads=False)
             self._block_all_but(self.allowed)
             self.context.add_init_script(LISTEN_JS)
+            self.context.add_init_script(PENDING_JS)
             if hasattr(self.context, "route_web_socket"):
                 self.context.route_web_socket("**/*", self._route_ws)
             self.context.on("page", self._on_page)
@@ -388,8 +415,9 @@ class Browser:
             raise PageBroken("no page is open")
 
     def settle(self, after_action: bool = False) -> None:
-        """Wait, as needed, for a started navigation and in-flight requests; ``after_action``: a round trip
-        first, as a request an action started (a click's ``fetch``) reaches the counters a moment later."""
+        """Wait, as needed, for a started navigation and for requests in flight: those Playwright saw and
+        those the page itself still waits on (``PENDING_JS``); ``after_action``: a round trip first, as a
+        request an action started (a click's ``fetch``) reaches the counters a moment later."""
         page = self.page
         try:
             page.wait_for_load_state("domcontentloaded", timeout=self.load_timeout_ms)
@@ -397,24 +425,27 @@ class Browser:
             if _is_crash(exc) or self.broken:
                 raise
             log.debug("load state wait: %s", exc)
-        if after_action and self._requests == 0:
-            self._page_round_trip()
+        pending = self._page_round_trip() if after_action and self._requests == 0 else 0
         deadline = time.monotonic() + self.idle_timeout_ms / 1000
-        while self._requests > 0 and time.monotonic() < deadline:
+        while (self._requests > 0 or pending > 0) and time.monotonic() < deadline:
             while self._inflight > 0 and time.monotonic() < deadline:
                 page.wait_for_timeout(5)
+            if pending > 0 and self._requests == 0:
+                page.wait_for_timeout(5)  # the page waits on work the network has not reported yet
             # responses reach the page's callbacks a moment after the network says done: let them run
             self._requests = 0
-            self._page_round_trip()
+            pending = self._page_round_trip()
 
-    def _page_round_trip(self) -> None:
-        """Let the page run its pending callbacks (a ``setTimeout(0)``) and deliver its events to us."""
+    def _page_round_trip(self) -> int:
+        """Let the page run its pending callbacks (a ``setTimeout(0)``) and deliver its events to us;
+        returns how many fetch/XHR calls the page still waits on."""
         try:
-            self.page.evaluate("() => new Promise((done) => setTimeout(done, 0))")
+            return int(self.page.evaluate(ROUND_TRIP_JS))
         except Exception as exc:  # a navigation replaced the document meanwhile: wait for it instead
             if _is_crash(exc) or self.broken:
                 raise
             self.page.wait_for_load_state("domcontentloaded", timeout=self.load_timeout_ms)
+            return 0
 
     def goto(self, url: str) -> None:
         with self.guard():
