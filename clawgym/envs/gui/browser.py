@@ -36,8 +36,10 @@ from urllib.parse import urljoin
 
 import numpy as np
 
+from clawgym.envs.gui.driver import acquire_playwright, release_playwright
 from clawgym.envs.gui.observe import LISTEN_JS, SNAPSHOT_JS, PageView
 from clawgym.envs.gui.origins import blocked_pattern, origin_of
+from clawgym.envs.gui.pending import PENDING_JS, ROUND_TRIP_JS
 from clawgym.envs.gui.task import STATE_JS
 from clawgym.envs.gui.wipe import wipe_page
 from clawgym.sandbox import procs
@@ -50,32 +52,6 @@ CHROMIUM_ARGS = [
 ]
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 
-# Runs before any page script (a context init script): counts the page's own fetch and XHR work still
-# pending, body reads included. Playwright hears of a request a click started only when the browser reports
-# it, which on a loaded machine can come after our round trip; the page itself knows at once.
-PENDING_JS = r"""
-(() => {
-  if (window.__cgPending) return;
-  let pending = 0;
-  const done = () => { pending = Math.max(0, pending - 1); };
-  const track = (promise) => { pending++; promise.then(done, done); return promise; };
-  Object.defineProperty(window, '__cgPending', {value: () => pending});
-  const fetch = window.fetch;
-  if (fetch) window.fetch = function (...args) { return track(fetch.apply(this, args)); };
-  for (const name of ['text', 'json', 'blob', 'arrayBuffer', 'formData']) {
-    const read = window.Response && Response.prototype[name];
-    if (read) Response.prototype[name] = function (...args) { return track(read.apply(this, args)); };
-  }
-  const send = window.XMLHttpRequest && XMLHttpRequest.prototype.send;
-  if (send) XMLHttpRequest.prototype.send = function (...args) {
-    pending++;
-    this.addEventListener('loadend', done, {once: true});
-    try { return send.apply(this, args); } catch (error) { done(); throw error; }
-  };
-})();
-"""
-ROUND_TRIP_JS = "() => new Promise((done) => setTimeout(() => done(window.__cgPending ? window.__cgPending() : 0), 0))"
-
 
 class PageBroken(RuntimeError):
     """The page crashed, hung or left the allowed origins: the episode cannot go on."""
@@ -83,30 +59,6 @@ class PageBroken(RuntimeError):
 
 class WrongThread(RuntimeError):
     """A Playwright object was used from a thread other than the one that created it."""
-
-
-# ---------------------------------------------------------------- one sync driver per thread
-_local = threading.local()
-
-
-def _acquire_playwright() -> Any:
-    if getattr(_local, "count", 0) == 0:
-        from playwright.sync_api import sync_playwright
-
-        _local.driver = sync_playwright().start()
-        _local.count = 0
-    _local.count += 1
-    return _local.driver
-
-
-def _release_playwright() -> None:
-    _local.count -= 1
-    if _local.count == 0:
-        driver, _local.driver = _local.driver, None
-        try:
-            driver.stop()
-        except Exception as exc:  # the driver may already be gone
-            log.debug("playwright stop failed: %s", exc)
 
 
 class Browser:
@@ -174,7 +126,7 @@ class Browser:
                 "install it (apt-get install chromium) or set CLAWGYM_CHROMIUM"
             )
         self._thread = threading.get_ident()
-        self._driver = _acquire_playwright()
+        self._driver = acquire_playwright()
         try:
             self._browser = self._driver.chromium.launch(
                 executable_path=self.executable, headless=True,
@@ -182,7 +134,7 @@ class Browser:
             )
         except BaseException:
             self._driver = None
-            _release_playwright()
+            release_playwright()
             raise
 
     def new_episode(self, allowed_origins: set[str]) -> None:
@@ -306,7 +258,7 @@ class Browser:
             log.debug("browser close failed: %s", exc)
         finally:
             self._driver = None
-            _release_playwright()
+            release_playwright()
 
     # ---------------------------------------------------------------- event handlers
     def _allowed(self, url: str) -> bool:
