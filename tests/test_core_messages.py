@@ -46,6 +46,7 @@ def test_malformed_blocks_become_calls_with_errors(body, fragment):
     assert len(calls) == 1 and calls[0].error and fragment in calls[0].error
     assert calls[0].name in (INVALID, "a")
     assert "<tool_call>" in message["content"], "the model's raw text is kept when a block cannot be read"
+    assert "tool_calls" not in message, "a later turn's context shows what the model wrote, not invalid_tool_call"
 
 
 def test_openai_dict_with_structured_calls():

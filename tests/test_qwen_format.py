@@ -12,7 +12,7 @@ import gymnasium as gym
 import pytest
 
 import clawgym  # noqa: F401  (registers the ids)
-from clawgym.core.messages import parse_action, parse_bare_json_calls
+from clawgym.core.messages import INVALID, parse_action, parse_bare_json_calls
 from clawgym.inference.chat_template import encode_prompt, render_prompt, supports_tools
 from clawgym.inference.models import load_tokenizer
 
@@ -86,17 +86,48 @@ def test_parallel_calls_written_as_consecutive_objects_are_read_in_order(text):
 
 
 @pytest.mark.parametrize("text", [
-    '{"name": "get_weather", "arguments": {"city": "Oslo"}}\nand then the time',  # prose after the objects
-    '{"name": "get_weather", "arguments": {"city": "Oslo"}}\n{"answer": 42}',  # one of them is not a call
-    'Call this: {"name": "get_weather", "arguments": {"city": "Oslo"}}',  # prose around it
-    '{"name": "get_weather", "arguments": {"city": "Oslo"}, "note": 1}',  # not only a call
-    '{"name": "get_weather", "arguments": "Oslo"}',  # arguments not an object
-    '{"answer": 42}', "[1, 2]", '{"name": 3}', "```json\n{not json}\n```", "",
+    'Call this: {"name": "get_weather", "arguments": {"city": "Oslo"}}',  # prose before it
+    '{"answer": 42}', "[1, 2]", "```json\n{not json}\n```", "", "The answer is 42.",
 ])
 def test_the_lenient_reading_leaves_everything_else_as_text(text):
     assert parse_bare_json_calls(text) == []
     message, calls = parse_action(text, lenient=True)
     assert calls == [] and message["content"] in (text, text.strip())
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ('{"name": "python", "arguments": {"code": """print(1)"""}}', "not valid JSON"),  # Python triple quotes
+    ('{"name": "python", "arguments": {"code": "print(1)"})', "not valid JSON"),  # ")" for "}"
+    ("```json\n{'name': 'python', 'arguments': {}}\n```", "not valid JSON"),  # a Python dict, fenced
+    ('{"name": "get_weather", "arguments": {"city": "Oslo"}}\nand then the time', "text follows the call"),
+    ('{"name": "get_weather", "arguments": {"city": "Oslo"}}\n{"answer": 42}', 'a string "name"'),
+    # the same call over and over, cut off by the token limit
+    ('{"name": "f", "arguments": {}}\n{"name": "f", "arguments": {}}\n{"name": "f", "argu', "not valid JSON"),
+    ('{"name": "get_weather", "arguments": {"city": "Oslo"}, "note": 1}', 'a string "name"'),  # not only a call
+    ('{"name": "get_weather", "arguments": "Oslo"}', 'an object "arguments"'),
+    ('[{"name": "get_weather", "arguments": {}}, 3]', 'a string "name"'),
+    ('{"name": 3}', 'a string "name"'),
+])
+def test_a_message_that_starts_like_a_bare_call_but_is_not_one_is_an_invalid_call(text, problem):
+    """The agent gets a tool error saying what to fix, not an episode ended by a half-written call."""
+    assert parse_bare_json_calls(text) == []
+    message, calls = parse_action(text, lenient=True)
+    assert [call.name for call in calls] == [INVALID] and problem in calls[0].error
+    assert "write a call as" in calls[0].error and message["content"] == text and "tool_calls" not in message
+    assert parse_action(text)[1] == []  # the strict reading: still the final answer
+
+
+def test_a_broken_bare_call_costs_a_turn_not_the_episode():
+    env = gym.make("clawgym/ToolCall-v0").unwrapped
+    try:
+        env.reset(seed=0)
+        observation, reward, terminated, _, info = env.step('{"name": "python", "arguments": {"code": """1"""}}')
+        assert not terminated and reward == 0.0 and info["tool_errors"] == 1
+        assert observation[0]["role"] == "tool" and "not valid JSON" in observation[0]["content"]
+        observation, _, terminated, _, _ = env.step('{"name": "calculator", "arguments": {"expression": "2+3"}}')
+        assert not terminated and observation[0]["content"].strip() == "5"
+    finally:
+        env.close()
 
 
 def test_envs_read_leniently_by_default_and_strictly_when_asked():

@@ -8,13 +8,21 @@ tool calls it contains, and builds the messages an environment sends back.
 Raw model text may carry tool calls as ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
 blocks (the Qwen/Hermes convention used by most open chat templates). A block whose JSON is malformed
 is kept as a :class:`ToolCall` with ``error`` set, so the environment can answer it with a tool error
-message instead of crashing.
+message instead of crashing. The assistant message of such an action is the text the model wrote, with
+no ``tool_calls``: rendered through a chat template, a later turn's context shows the model what it
+wrote, not a call named ``invalid_tool_call`` it never wrote (a small model copies that name). The tool
+messages that answer it carry the errors; a strict OpenAI server may reject a history with such a tool
+message, and a server returns structured calls, so only raw model text reaches this path.
 
 The *lenient* reading (``parse_action(..., lenient=True)``, every env's default) also takes a message
 that is exactly one call, or a list of calls, written as bare JSON or in one fenced code block
 (```` ```json {"name": ..., "arguments": {...}} ``` ````), as BFCL's own prompt-mode handlers do
 (they strip code fences and ``json.loads`` the rest). Small instruct models often drop the tags;
-the strict reading (``tool_call_reading="strict"`` on any env) keeps them required.
+the strict reading (``tool_call_reading="strict"`` on any env) keeps them required. A message that
+starts like a bare call (``{"name": ...``) but cannot be read as one (broken JSON, Python triple quotes,
+prose after the object) is a call with ``error`` set, as a malformed block is: the agent gets a tool
+error and another turn, where it would otherwise have ended the episode with a half-written call as
+its final answer.
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ INVALID = "invalid_tool_call"  # the name given to a call that could not be pars
 TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 FENCED = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
 CALL_KEYS = ({"name", "arguments"}, {"name", "parameters"}, {"name"})
+LOOKS_LIKE_A_CALL = re.compile(r"""^\[?\s*\{\s*["']name["']\s*:""")  # a bare JSON call's first key
+CALL_FORM = '{"name": ..., "arguments": {...}}'
 TOOL_CALL_READINGS = ("lenient", "strict")
 
 
@@ -134,10 +144,7 @@ def parse_bare_json_calls(text: str) -> list[ToolCall]:
 
     Several calls may come as a list or as consecutive objects (one per line: how Qwen2.5-Coder writes
     parallel calls without its tags)."""
-    body = text.strip()
-    fenced = FENCED.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
+    body = _unfenced(text)
     if not body.startswith(("{", "[")):
         return []
     items = _json_values(body)
@@ -145,13 +152,55 @@ def parse_bare_json_calls(text: str) -> list[ToolCall]:
         items = items[0]
     calls = []
     for index, item in enumerate(items):
-        if not (isinstance(item, dict) and set(item) in CALL_KEYS and isinstance(item.get("name"), str)):
+        if not _is_call_object(item):
             return []
-        raw = item.get("arguments", item.get("parameters"))
-        if raw is not None and not isinstance(raw, dict):
-            return []
-        calls.append(ToolCall(name=item["name"], arguments=raw or {}, id=f"call_{index}"))
+        calls.append(ToolCall(name=item["name"], arguments=item.get("arguments", item.get("parameters")) or {},
+                              id=f"call_{index}"))
     return calls
+
+
+def unreadable_bare_call(text: str) -> list[ToolCall]:
+    """One call with ``error`` set when the message starts like a bare JSON call but is not one, else [].
+
+    Call it after :func:`parse_bare_json_calls` found nothing; the error says what to fix."""
+    body = _unfenced(text)
+    if not LOOKS_LIKE_A_CALL.match(body):
+        return []
+    return [ToolCall(name=INVALID, id="call_0",
+                     error=f"{_why_not_calls(body)}; write a call as {CALL_FORM} and nothing else")]
+
+
+def _why_not_calls(body: str) -> str:
+    """The first thing that keeps ``body`` from being a sequence of call objects (as _json_values reads it)."""
+    decoder, at = json.JSONDecoder(), 0
+    while at < len(body):
+        if at and body[at] not in "{[":
+            return f"text follows the call: {body[at:at + 200]!r}"
+        try:
+            value, at = decoder.raw_decode(body, at)
+        except json.JSONDecodeError as exc:
+            return (f"the call is not valid JSON ({exc.msg} at position {exc.pos}): "
+                    f"{body[max(0, exc.pos - 160):exc.pos + 40]!r}")
+        items = value if isinstance(value, list) else [value]
+        if not items or not all(_is_call_object(item) for item in items):
+            return f'a call is an object with a string "name" and an object "arguments", got {body[:200]!r}'
+        while at < len(body) and (body[at].isspace() or body[at] == ","):
+            at += 1
+    return "the calls could not be read"  # not reached: parse_bare_json_calls would have read them
+
+
+def _unfenced(text: str) -> str:
+    body = text.strip()
+    fenced = FENCED.match(body)
+    return fenced.group(1).strip() if fenced else body
+
+
+def _is_call_object(item: Any) -> bool:
+    """``{"name": str}`` with an optional object of "arguments" (or "parameters"), and no other key."""
+    if not (isinstance(item, dict) and set(item) in CALL_KEYS and isinstance(item.get("name"), str)):
+        return False
+    raw = item.get("arguments", item.get("parameters"))
+    return raw is None or isinstance(raw, dict)
 
 
 def _json_values(body: str) -> list[Any]:
@@ -193,6 +242,9 @@ def _parse_text(text: str, lenient: bool) -> tuple[Message, list[ToolCall]]:
         calls = parse_bare_json_calls(text)
         if calls:
             return assistant(None, calls), calls
+        calls = unreadable_bare_call(text)
+    if any(call.error for call in calls):  # recorded as written: a later turn shows the model its own text
+        return assistant(text), calls
     return assistant(prose, calls), calls
 
 
