@@ -11,8 +11,7 @@ is kept as a :class:`ToolCall` with ``error`` set, so the environment can answer
 message instead of crashing. The assistant message of such an action is the text the model wrote, with
 no ``tool_calls``: rendered through a chat template, a later turn's context shows the model what it
 wrote, not a call named ``invalid_tool_call`` it never wrote (a small model copies that name). The tool
-messages that answer it carry the errors; a strict OpenAI server may reject a history with such a tool
-message, and a server returns structured calls, so only raw model text reaches this path.
+messages that answer it carry the errors.
 
 The *lenient* reading (``parse_action(..., lenient=True)``, every env's default) also takes a message
 that is exactly one call, or a list of calls, written as bare JSON or in one fenced code block
@@ -147,7 +146,9 @@ def parse_bare_json_calls(text: str) -> list[ToolCall]:
     body = _unfenced(text)
     if not body.startswith(("{", "[")):
         return []
-    items = _json_values(body)
+    items, problem = _json_values(body)
+    if problem:
+        return []
     if len(items) == 1 and isinstance(items[0], list):
         items = items[0]
     calls = []
@@ -159,34 +160,21 @@ def parse_bare_json_calls(text: str) -> list[ToolCall]:
     return calls
 
 
-def unreadable_bare_call(text: str) -> list[ToolCall]:
+def _unreadable_bare_call(text: str) -> list[ToolCall]:
     """One call with ``error`` set when the message starts like a bare JSON call but is not one, else [].
 
     Call it after :func:`parse_bare_json_calls` found nothing; the error says what to fix."""
     body = _unfenced(text)
     if not LOOKS_LIKE_A_CALL.match(body):
         return []
-    return [ToolCall(name=INVALID, id="call_0",
-                     error=f"{_why_not_calls(body)}; write a call as {CALL_FORM} and nothing else")]
-
-
-def _why_not_calls(body: str) -> str:
-    """The first thing that keeps ``body`` from being a sequence of call objects (as _json_values reads it)."""
-    decoder, at = json.JSONDecoder(), 0
-    while at < len(body):
-        if at and body[at] not in "{[":
-            return f"text follows the call: {body[at:at + 200]!r}"
-        try:
-            value, at = decoder.raw_decode(body, at)
-        except json.JSONDecodeError as exc:
-            return (f"the call is not valid JSON ({exc.msg} at position {exc.pos}): "
-                    f"{body[max(0, exc.pos - 160):exc.pos + 40]!r}")
+    values, problem = _json_values(body)
+    for value in values:  # what was read comes first: a value that is not a call
         items = value if isinstance(value, list) else [value]
         if not items or not all(_is_call_object(item) for item in items):
-            return f'a call is an object with a string "name" and an object "arguments", got {body[:200]!r}'
-        while at < len(body) and (body[at].isspace() or body[at] == ","):
-            at += 1
-    return "the calls could not be read"  # not reached: parse_bare_json_calls would have read them
+            problem = f'a call is an object with a string "name" and an object "arguments", got {body[:200]!r}'
+            break
+    problem = problem or "the calls could not be read"  # not reached: parse_bare_json_calls would have read them
+    return [ToolCall(name=INVALID, id="call_0", error=f"{problem}; write a call as {CALL_FORM} and nothing else")]
 
 
 def _unfenced(text: str) -> str:
@@ -203,19 +191,22 @@ def _is_call_object(item: Any) -> bool:
     return raw is None or isinstance(raw, dict)
 
 
-def _json_values(body: str) -> list[Any]:
-    """The JSON values that make up all of ``body``, separated by white space (or commas); [] if anything else
-    is there."""
+def _json_values(body: str) -> tuple[list[Any], str | None]:
+    """The JSON values at the start of ``body``, separated by white space (or commas), and what stopped the
+    reading: None when they make up all of ``body``, else the text after them or the JSON that does not parse."""
     decoder, values, at = json.JSONDecoder(), [], 0
     while at < len(body):
+        if values and body[at] not in "{[":
+            return values, f"text follows the call: {body[at:at + 200]!r}"
         try:
             value, at = decoder.raw_decode(body, at)
-        except json.JSONDecodeError:
-            return []
+        except json.JSONDecodeError as exc:
+            return values, (f"the call is not valid JSON ({exc.msg} at position {exc.pos}): "
+                            f"{body[max(0, exc.pos - 160):exc.pos + 40]!r}")
         values.append(value)
         while at < len(body) and (body[at].isspace() or body[at] == ","):
             at += 1
-    return values
+    return values, None
 
 
 def _parse_openai_tool_calls(raw_calls: Any) -> list[ToolCall]:
@@ -242,7 +233,7 @@ def _parse_text(text: str, lenient: bool) -> tuple[Message, list[ToolCall]]:
         calls = parse_bare_json_calls(text)
         if calls:
             return assistant(None, calls), calls
-        calls = unreadable_bare_call(text)
+        calls = _unreadable_bare_call(text)
     if any(call.error for call in calls):  # recorded as written: a later turn shows the model its own text
         return assistant(text), calls
     return assistant(prose, calls), calls
