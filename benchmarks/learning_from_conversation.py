@@ -176,7 +176,8 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
         finally:
             if user_model:
                 await simulator.policy.close()
-        row.update(max_minutes=max_minutes, conversations=result.conversations, before=result.before,
+        row.update(max_minutes=max_minutes, cap_ends_training=max_minutes is not None,
+                   conversations=result.conversations, before=result.before,
                    after=result.after, steps=result.steps, refused=result.refused, turns=result.turns,
                    judged=result.judged, judge_lag_s=result.judge_lag_s,
                    trainer_wait_judge_frac=result.trainer_wait_judge_frac, checks_before=result.checks_before,
@@ -187,10 +188,13 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
 
 def short_of_budget(row: dict) -> str:
     """Why a cell stopped short of its steps: a judge-only run's ``--max-minutes``, or the training cap an
-    oracle row was given with ``--set loop.max_minutes=...``."""
+    oracle row was given with ``--set loop.max_minutes=...``. A judge-only row without ``cap_ends_training``
+    predates the cap stopping the trainer: its conversations stopped at the cap, the steps already due ran on."""
     caps = [s.split("=", 1)[1] for s in row.get("sets", []) if s.startswith("loop.max_minutes=")]
     cap = row.get("max_minutes") or (caps[-1] if caps else None)
     said = f"within the {cap}-minute cap" if cap is not None else "before the run ended"
+    if row.get("max_minutes") and not row.get("cap_ends_training"):
+        said = f"by the end of the run (conversations stopped at the {cap}-minute cap, steps due then trained past it)"
     if "conversations" in row:
         said += f", {row['conversations']} conversations"
     return said

@@ -235,6 +235,44 @@ def test_a_rehearsal_trains_exactly_its_step_budget_and_scores_fixed_weights(tmp
     assert before == 0 and after == still == result.steps
 
 
+def test_a_rehearsals_time_cap_stops_training_too(tmp_path, monkeypatch):
+    """Past ``max_minutes`` no step starts, however many batches are due: the step in flight finishes and
+    the held-out score comes next (a cap that stopped only the conversations let an OPD cell train 45
+    minutes past its 30-minute cap)."""
+    import asyncio
+    import time
+
+    from clawgym import launchers
+    from clawgym.rl.launch import load_config
+    from clawgym.rl.trainer.torch_trainer import TorchTrainer
+    from clawgym.serve import rehearsal
+
+    real_step, real_score = TorchTrainer.train_step, rehearsal.score_checks
+    step_starts, score_starts = [], []
+
+    def slow_step(self, samples):  # slower than the users' turns arrive: batches pile up behind the trainer
+        step_starts.append(time.perf_counter())
+        time.sleep(1.0)
+        return real_step(self, samples)
+
+    async def timed_score(policy, tasks, **kwargs):
+        score_starts.append(time.perf_counter())
+        return await real_score(policy, tasks, **kwargs)
+
+    monkeypatch.setattr(TorchTrainer, "train_step", slow_step)
+    monkeypatch.setattr(rehearsal, "score_checks", timed_score)
+    config = load_config(launchers.resolve("chat"), [
+        "policy.model=tiny-random", "method=grpo", "judge.type=prob", "serve.baseline=none",
+        f"loop.output_dir={tmp_path}", "serve.batch_size=2", "trainer.micro_batch_size=2", "serve.hindsight_k=0"])
+    cap_s = 6.0
+    result = asyncio.run(rehearsal.rehearse(config, persona="teacher", steps=100, users=4, max_turns=2,
+                                            max_tokens=8, eval_tasks=1, max_minutes=cap_s / 60))
+    cap_at = score_starts[0] + cap_s  # the run's clock starts just before the first held-out score
+    assert 1 <= result.steps == len(step_starts) < 100, result
+    assert all(start <= cap_at + 0.1 for start in step_starts), [round(s - cap_at, 2) for s in step_starts]
+    assert result.judged >= 2 * (result.steps + 1)  # batches were still due when the cap came
+
+
 def read_jsonl_turns(path):
     from clawgym.serve.turn_log import TurnLog
 

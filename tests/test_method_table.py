@@ -127,8 +127,13 @@ def test_a_cell_short_of_its_steps_says_which_cap_stopped_it(lfc, tmp_path):
     results = tmp_path / "results.jsonl"
     write(results, [
         row(lfc, "teacher", "oracle_grpo", 0, 0.48, 0.58, steps=12, sets=["policy.device=cuda", "loop.max_minutes=7"]),
-        row(lfc, "teacher", "hybrid", 0, 0.5, 0.5, steps=9, max_minutes=17.0, conversations=119),
+        row(lfc, "teacher", "hybrid", 0, 0.5, 0.5, steps=9, max_minutes=17.0, conversations=119,
+            cap_ends_training=True),
+        row(lfc, "teacher", "hybrid", 1, 0.5, 0.5, steps=11, max_minutes=30.0, conversations=77),
     ])
     text = lfc.table(results, MODEL)
     assert "seed 0: 12 of 16 steps within the 7-minute cap)" in text  # the oracle's cap is its --set
     assert "seed 0: 9 of 16 steps within the 17.0-minute cap, 119 conversations)" in text
+    # a row from before the cap stopped the trainer says its steps may have trained past the cap
+    assert ("seed 1: 11 of 16 steps by the end of the run (conversations stopped at the 30.0-minute cap, "
+            "steps due then trained past it), 77 conversations)") in text

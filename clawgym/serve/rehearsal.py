@@ -108,7 +108,8 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
                    max_tokens: int = 96, max_minutes: float | None = None, eval_tasks: int | None = None,
                    simulator: Any = None) -> RehearsalResult:
     """Train the served policy for ``steps`` personal-trainer steps on simulated ``persona`` users
-    (``simulator``: the scripted user by default, or e.g. a :class:`RolePlayedUser`)."""
+    (``simulator``: the scripted user by default, or e.g. a :class:`RolePlayedUser`). ``max_minutes`` caps the
+    whole run's training: past it no conversation and no step starts (those in flight finish)."""
     import httpx
 
     from clawgym.serve.main import build_serving
@@ -121,6 +122,12 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
     held_out = persona_tasks(persona, "test")[: eval_tasks or None]
     training = itertools.cycle(persona_tasks(persona, "train"))
     started = time.perf_counter()
+
+    def stop_training() -> None:  # the time cap ends training too: the step in flight finishes, no new one starts
+        trainer.max_steps = min(steps, trainer.steps + int(trainer.busy))
+
+    cap = (asyncio.get_running_loop().call_later(60 * max_minutes, stop_training)
+           if max_minutes is not None else None)
     before, checks_before = await score_checks(serving.policy, held_out, max_tokens=max_tokens)
     counts = {"conversations": 0, "turns": 0}
     wait_judge = 0.0
@@ -143,10 +150,12 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
                     and stage.stats.submitted - stage.stats.judged - stage.stats.errors > 0):
                 wait_judge += 0.25
         await asyncio.gather(*workers)
-        # let the steps already due finish (a step is never cut off; the result reports the real count)
+        # let the steps already due finish, within the budget and the cap (a step is never cut off)
         while trainer.busy or (trainer._task is not None and not trainer._task.done() and not trainer.budget_spent()
                                and len(trainer.pending) >= trainer.batch_size):
             await asyncio.sleep(0.1)
+    if cap is not None:
+        cap.cancel()
     await trainer.stop()  # turns judged from now on train nothing: "after" scores fixed weights
     after, checks_after = await score_checks(serving.policy, held_out, max_tokens=max_tokens)
     turns = serving.gateway.log.turns()
