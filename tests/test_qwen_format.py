@@ -98,6 +98,8 @@ def test_the_lenient_reading_leaves_everything_else_as_text(text):
 @pytest.mark.parametrize(("text", "problem"), [
     ('{"name": "python", "arguments": {"code": """print(1)"""}}', "not valid JSON"),  # Python triple quotes
     ('{"name": "python", "arguments": {"code": "print(1)"})', "not valid JSON"),  # ")" for "}"
+    # code with a raw newline inside the string: the message names the fault once ("character at position")
+    ('{"name": "python", "arguments": {"code": "x = 1\nprint(x)"}}', "Invalid control character at position 47"),
     ("```json\n{'name': 'python', 'arguments': {}}\n```", "not valid JSON"),  # a Python dict, fenced
     ('{"name": "get_weather", "arguments": {"city": "Oslo"}}\nand then the time', "text follows the call"),
     ('{"name": "get_weather", "arguments": {"city": "Oslo"}}\n{"answer": 42}', 'a string "name"'),

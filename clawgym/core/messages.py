@@ -96,6 +96,11 @@ def text_of(message: Message) -> str:
     return str(content)
 
 
+def _json_problem(exc: json.JSONDecodeError) -> str:
+    """What json found wrong and where; some of its messages end in "at" already ("Invalid control character at")."""
+    return f"{exc.msg.removesuffix(' at')} at position {exc.pos}"
+
+
 def _decode_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     """Tool arguments arrive as a JSON string (OpenAI) or an object (model text): return a dict."""
     if raw is None or raw == "":
@@ -106,7 +111,7 @@ def _decode_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
-            return {}, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+            return {}, f"arguments are not valid JSON ({_json_problem(exc)})"
         if not isinstance(value, dict):
             return {}, f"arguments must be a JSON object, got {type(value).__name__}"
         return value, None
@@ -123,8 +128,7 @@ def parse_text_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
             payload = json.loads(body)
         except json.JSONDecodeError as exc:
             calls.append(ToolCall(name=INVALID, id=call_id,
-                                  error=f"tool call is not valid JSON ({exc.msg} at position "
-                                        f"{exc.pos}): {body[:200]!r}"))
+                                  error=f"tool call is not valid JSON ({_json_problem(exc)}): {body[:200]!r}"))
             continue
         if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
             calls.append(ToolCall(name=INVALID, id=call_id,
@@ -201,7 +205,7 @@ def _json_values(body: str) -> tuple[list[Any], str | None]:
         try:
             value, at = decoder.raw_decode(body, at)
         except json.JSONDecodeError as exc:
-            return values, (f"the call is not valid JSON ({exc.msg} at position {exc.pos}): "
+            return values, (f"the call is not valid JSON ({_json_problem(exc)}): "
                             f"{body[max(0, exc.pos - 160):exc.pos + 40]!r}")
         values.append(value)
         while at < len(body) and (body[at].isspace() or body[at] == ","):
