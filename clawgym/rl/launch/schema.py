@@ -130,7 +130,7 @@ class PolicySection(Section):
     backend: Literal["hf", "sglang"] = "hf"  # a backend that can receive weights
     model: str = DEFAULT_MODEL  # a name from `clawgym models` (qwen2.5-coder-0.5b, ...) or an HF checkpoint dir
     device: str = "cpu"
-    # empty: the model's own default (catalog.default_dtype), set before validate sees it
+    # empty: the model's own default on the computing device (catalog.default_dtype), set before validate sees it
     dtype: Literal["float32", "bfloat16", "float16"] = ""
     max_batch_size: int = 32
     base_url: str | None = None  # sglang: an already running server (else one is launched)
@@ -139,12 +139,6 @@ class PolicySection(Section):
     # int8: int8 weight-only serving weights on the CPU (clawgym/inference/int8.py)
     quantize: Literal["none", "int8"] = "none"
 
-
-    @model_validator(mode="after")
-    def _model_dtype(self) -> "PolicySection":
-        if not self.dtype:
-            self.dtype = default_dtype(self.model)
-        return self
 
 
 @plain_fields(LoopConfig, workers="judge_workers")  # concurrent judge calls; null: one per rollout worker
@@ -240,6 +234,16 @@ class RunConfig(Section):
     gpu: GpuSection = Field(default_factory=GpuSection)
     ray: RaySection = Field(default_factory=RaySection)
     serve: dict[str, Any] = Field(default_factory=dict)  # read by `clawgym serve`; ignored by train
+
+    @model_validator(mode="after")
+    def _model_dtype(self) -> "RunConfig":
+        """policy.dtype empty: the model's own on the device that computes (the GPU partition's, if enabled)."""
+        if not self.policy.dtype:
+            device = "cuda" if self.gpu.enabled else self.policy.device
+            # int8 serving weights multiply bfloat16 activations, whatever the CPU
+            self.policy.dtype = ("bfloat16" if self.policy.quantize == "int8"
+                                 else default_dtype(self.policy.model, device))
+        return self
 
 
 def closed_keys(section: type[BaseModel] = RunConfig, prefix: str = "") -> dict[str, tuple[str, ...]]:
