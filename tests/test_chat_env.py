@@ -271,6 +271,7 @@ def test_a_rehearsals_time_cap_stops_training_too(tmp_path, monkeypatch):
     assert 1 <= result.steps == len(step_starts) < 100, result
     assert all(start <= cap_at + 0.1 for start in step_starts), [round(s - cap_at, 2) for s in step_starts]
     assert result.judged >= 2 * (result.steps + 1)  # batches were still due when the cap came
+    assert result.turns >= result.conversations  # every conversation answered a turn, counted across the users
 
 
 def read_jsonl_turns(path):

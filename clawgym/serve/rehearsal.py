@@ -138,8 +138,11 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
             while trainer.steps < steps:
                 if max_minutes is not None and time.perf_counter() - started > 60 * max_minutes:
                     return
-                counts["turns"] += await chat(client, serving.gateway.model_name, PERSONAS[persona], next(training),
-                                              max_turns=max_turns, max_tokens=max_tokens, simulator=simulator)
+                # awaited first: `counts["turns"] += await ...` reads the count before the wait, and the
+                # users' conversations overlap, so one user's increment overwrote another's
+                answered = await chat(client, serving.gateway.model_name, PERSONAS[persona], next(training),
+                                      max_turns=max_turns, max_tokens=max_tokens, simulator=simulator)
+                counts["turns"] += answered
                 counts["conversations"] += 1
 
         workers = [asyncio.create_task(user_loop()) for _ in range(users)]
