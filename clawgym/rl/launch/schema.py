@@ -140,7 +140,6 @@ class PolicySection(Section):
     quantize: Literal["none", "int8"] = "none"
 
 
-
 @plain_fields(LoopConfig, workers="judge_workers")  # concurrent judge calls; null: one per rollout worker
 class JudgeSection(Section):
     type: str = "none"  # none, or parts of JUDGE_TYPES comma-joined
