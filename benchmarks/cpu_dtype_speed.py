@@ -22,13 +22,18 @@ import argparse
 import asyncio
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 
 import torch
 
-RESULTS = Path(__file__).resolve().parent / "results" / "cpu_dtype_speed.jsonl"
-STORY = [{"role": "user", "content": "Write a short story about a robot learning to paint."}]
+ROOT = Path(__file__).resolve().parent
+RESULTS = ROOT / "results" / "cpu_dtype_speed.jsonl"
+sys.path.insert(0, str(ROOT))
+
+from model_cpu_speed import SHORT as STORY  # noqa: E402  (the decode benchmark's request and its rate)
+from model_cpu_speed import rate  # noqa: E402
 
 
 async def decode_rate(policy, concurrency: int, max_tokens: int) -> float:
@@ -36,10 +41,7 @@ async def decode_rate(policy, concurrency: int, max_tokens: int) -> float:
     from clawgym.core.policy import SamplingParams
 
     await policy.generate(STORY, sampling=SamplingParams(max_tokens=4, seed=0))
-    start = time.perf_counter()
-    replies = await asyncio.gather(*[policy.generate(STORY, sampling=SamplingParams(max_tokens=max_tokens, seed=i))
-                                     for i in range(concurrency)])
-    return sum(len(r.response_ids) for r in replies) / (time.perf_counter() - start)
+    return await rate(policy, concurrency, max_tokens)
 
 
 def train_step_seconds(model, tokenizer, samples: int, prompt: int, response: int) -> float:

@@ -189,9 +189,12 @@ def default_dtype(name_or_path: str, device: str = "cpu") -> str:
     (docs/models.md, "Compute dtype")."""
     info = MODELS.get(name_or_path)
     dtype = info.default_dtype if info else "float32"
-    if dtype == "bfloat16" and str(device).startswith("cpu") and not cpu_has_native_bf16():
-        return "float32"
-    return dtype
+    return "float32" if dtype == "bfloat16" and emulates_bf16(device) else dtype
+
+
+def emulates_bf16(device: str) -> bool:
+    """Whether bfloat16 matmuls on ``device`` are emulated: a CPU without native bfloat16."""
+    return str(device).startswith("cpu") and not cpu_has_native_bf16()
 
 
 @functools.cache

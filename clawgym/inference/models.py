@@ -40,8 +40,8 @@ from clawgym.inference.catalog import (
     SMOLLM2,
     TINY_RANDOM,
     TINY_RANDOM_QWEN,
-    cpu_has_native_bf16,
     default_dtype,
+    emulates_bf16,
     known_names,
 )
 
@@ -302,7 +302,7 @@ def load_model(
 
     _offline()
     dtype = dtype or getattr(torch, default_dtype(name_or_path, str(device)))
-    if dtype == torch.bfloat16 and str(device).startswith("cpu") and not cpu_has_native_bf16():
+    if dtype == torch.bfloat16 and emulates_bf16(str(device)):
         logger.warning("%s in bfloat16 on a CPU without native bfloat16 matmuls: torch emulates them, up to 170x "
                        "slower than float32 (leave policy.dtype empty to get float32 here)", name_or_path)
     tokenizer = load_tokenizer(name_or_path)

@@ -122,11 +122,14 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
     held_out = persona_tasks(persona, "test")[: eval_tasks or None]
     training = itertools.cycle(persona_tasks(persona, "train"))
     started = time.perf_counter()
+    capped = False
 
-    def stop_training() -> None:  # the time cap ends training too: the step in flight finishes, no new one starts
+    def stop_at_cap() -> None:  # no conversation and no step starts from now; those in flight finish
+        nonlocal capped
+        capped = True
         trainer.max_steps = min(steps, trainer.steps + int(trainer.busy))
 
-    cap = (asyncio.get_running_loop().call_later(60 * max_minutes, stop_training)
+    cap = (asyncio.get_running_loop().call_later(60 * max_minutes, stop_at_cap)
            if max_minutes is not None else None)
     before, checks_before = await score_checks(serving.policy, held_out, max_tokens=max_tokens)
     counts = {"conversations": 0, "turns": 0}
@@ -135,9 +138,7 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
     transport = httpx.ASGITransport(app=serving.app)
     async with httpx.AsyncClient(transport=transport, base_url="http://rehearsal", timeout=None) as client:
         async def user_loop() -> None:
-            while trainer.steps < steps:
-                if max_minutes is not None and time.perf_counter() - started > 60 * max_minutes:
-                    return
+            while trainer.steps < steps and not capped:
                 # awaited first: `counts["turns"] += await ...` reads the count before the wait, and the
                 # users' conversations overlap, so one user's increment overwrote another's
                 answered = await chat(client, serving.gateway.model_name, PERSONAS[persona], next(training),
