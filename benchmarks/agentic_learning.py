@@ -340,6 +340,7 @@ async def run_cell(env: str, method: str, seed: int, budget: str, model: str, se
         "knobs": {**BUDGETS[budget], **({"env.kwargs.max_turns": config.env.kwargs.get("max_turns")}
                                         if "max_turns" in config.env.kwargs else {})},
         "lora": config.trainer.lora.enabled, "lr": config.trainer.lr,
+        "dtype": config.policy.dtype,  # rows without it computed in bfloat16
         "device": device_name(config), "host": f"{platform.machine()} {os.cpu_count()} cores",
         "torch_threads": config.loop.torch_threads, "commit": _git_commit(),
     }
