@@ -1,5 +1,7 @@
 """Sequences to tensors and response log-probs: right-padded batches with an attention mask (no packing),
-and logits computed only at the response positions, so long agent prompts cost no ``[L, V]`` logits."""
+logits computed only at the response positions, so long agent prompts cost no ``[L, V]`` logits, and a
+prompt beginning that every row of a batch shares (a GRPO group's prompt, an agent's system prompt and
+tools) run through the model once instead of once a row."""
 
 from __future__ import annotations
 
@@ -42,7 +44,23 @@ def collate(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
     )
 
 
-def response_logits(model: nn.Module, batch: Batch, temperature: float = 1.0) -> torch.Tensor:
+# Below this many shared tokens the second forward pass costs more than the tokens it saves.
+MIN_SHARED_PREFIX = 16
+
+
+def shared_prefix_length(batch: Batch) -> int:
+    """How many leading tokens all rows of ``batch`` have in common, stopping before the first row's
+    first prediction (every hidden state the loss reads stays in the per-row part); 0 for one row."""
+    rows = batch.input_ids.shape[0]
+    if rows < 2:
+        return 0
+    limit = int(batch.positions[:, 0].min())  # the hidden state that predicts a row's first response token
+    differs = (batch.input_ids[:, :limit] != batch.input_ids[:1, :limit]).any(dim=0).nonzero()
+    return int(differs[0]) if len(differs) else limit
+
+
+def response_logits(model: nn.Module, batch: Batch, temperature: float = 1.0,
+                    share_prefix: bool = True) -> torch.Tensor:
     """Float32 logits ``[B, T, V]`` (fp64 for an fp64 model) at the response positions only, divided by the
     sampling temperature.
 
@@ -50,14 +68,43 @@ def response_logits(model: nn.Module, batch: Batch, temperature: float = 1.0) ->
     attends to a later position, so the real positions come out the same. Without a mask, SDPA runs
     its flash kernel (blocked, causal) instead of materialising ``[B, heads, L, L]`` attention
     weights for the backward pass: at an 8k-token OpenClaw prompt that would be 4.6 GB a layer.
+
+    With ``share_prefix``, a beginning of at least :data:`MIN_SHARED_PREFIX` tokens that every row shares
+    runs once, and the rest of each row attends to its keys and values (repeated per row; gradients
+    flow back through them and add up): the same logits and gradients as running every row whole, for
+    fewer tokens forwarded, e.g. a GRPO group of 8 replies to one prompt. Not under gradient
+    checkpointing, which drops the KV cache inside the checkpointed layers.
     """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     decoder, head = base.get_decoder(), base.get_output_embeddings()
-    hidden = decoder(input_ids=batch.input_ids, use_cache=False).last_hidden_state
-    index = batch.positions[..., None].expand(-1, -1, hidden.shape[-1])
+    shared = shared_prefix_length(batch) if share_prefix and not _checkpointing(decoder) else 0
+    if shared >= MIN_SHARED_PREFIX:
+        hidden = _hidden_after_prefix(decoder, batch.input_ids, shared)
+        positions = (batch.positions - shared).clamp(min=0)  # padded response slots point anywhere; masked later
+    else:
+        hidden = decoder(input_ids=batch.input_ids, use_cache=False).last_hidden_state
+        positions = batch.positions
+    index = positions[..., None].expand(-1, -1, hidden.shape[-1])
     logits = head(hidden.gather(1, index))
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
     return logits / temperature if temperature != 1.0 else logits
+
+
+def _checkpointing(decoder: nn.Module) -> bool:
+    return any(getattr(module, "gradient_checkpointing", False) for module in decoder.modules())
+
+
+def _hidden_after_prefix(decoder: nn.Module, input_ids: torch.Tensor, shared: int) -> torch.Tensor:
+    """Last hidden states ``[B, L - shared, H]`` of every row after its first ``shared`` tokens, the
+    prefix (the same in every row) run once and its keys and values repeated for the rows."""
+    from clawgym.inference.kv_buffer import CACHE_KWARG
+
+    rows, width = input_ids.shape
+    cache = getattr(decoder(input_ids=input_ids[:1, :shared], use_cache=True), CACHE_KWARG)
+    cache.batch_repeat_interleave(rows)
+    positions = torch.arange(shared, width, device=input_ids.device).expand(rows, -1)
+    out = decoder(input_ids=input_ids[:, shared:], position_ids=positions, use_cache=True, **{CACHE_KWARG: cache})
+    return out.last_hidden_state
 
 
 def gather_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

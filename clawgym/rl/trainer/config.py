@@ -52,6 +52,8 @@ class TrainerConfig:
     hint_format: Literal["header", "inline"] = "header"
     temperature: float = 1.0  # the sampling temperature the old logprobs were computed at
     gradient_checkpointing: bool = False
+    # run a micro-batch's shared prompt beginning once (same logits and gradients; off under checkpointing)
+    shared_prefix: bool = True
     behavior_correction: BehaviorCorrection = "none"
     tis_cap: float = 2.0
     seed: int = 0

@@ -147,7 +147,8 @@ class TorchTrainer:
                 chunk = todo[start : start + mbs]
                 prompts = [teacher_prompt_ids(self.tokenizer, s, self.config.hint_format) for s in chunk]
                 batch = collate(prompts, [s.response_ids for s in chunk], self.pad_id, self.device)
-                logprobs = gather_logprobs(response_logits(teacher, batch, self.config.temperature), batch.targets)
+                logits = response_logits(teacher, batch, self.config.temperature, self.config.shared_prefix)
+                logprobs = gather_logprobs(logits, batch.targets)
                 for row, s in zip(logprobs.cpu(), chunk):
                     s.teacher_logprobs = row[: len(s.response_ids)].tolist()
 
@@ -224,7 +225,7 @@ class TorchTrainer:
             mask = pad_rows([s.loss_mask for s in part], batch.targets.shape[1], self.device)
             adv_rl = rl_adv[start : start + len(part)].to(self.device)
 
-            logits = response_logits(self.model, batch, cfg.temperature)
+            logits = response_logits(self.model, batch, cfg.temperature, cfg.shared_prefix)
             logprobs = gather_logprobs(logits, batch.targets)
             sampled = pad_rows([s.old_logprobs for s in part], batch.targets.shape[1], self.device, logprobs.dtype)
             off_policy = torch.tensor([s.off_policy for s in part], device=self.device)
@@ -304,14 +305,16 @@ class TorchTrainer:
     @torch.no_grad()
     def _reference_logprobs(self, batch: Batch) -> torch.Tensor:
         with self._initial_weights() as reference:
-            return gather_logprobs(response_logits(reference, batch, self.config.temperature), batch.targets)
+            return gather_logprobs(response_logits(reference, batch, self.config.temperature,
+                                                   self.config.shared_prefix), batch.targets)
 
     @torch.no_grad()
     def _teacher_full_logprobs(self, part: Sequence[Sample], depth: int) -> torch.Tensor:
         prompts = [teacher_prompt_ids(self.tokenizer, s, self.config.hint_format) for s in part]
         batch = collate(prompts, [s.response_ids for s in part], self.pad_id, self.device)
         with self._teacher() as teacher:
-            return torch.log_softmax(response_logits(teacher, batch, self.config.temperature), -1)[:, :depth]
+            logits = response_logits(teacher, batch, self.config.temperature, self.config.shared_prefix)
+            return torch.log_softmax(logits, -1)[:, :depth]
 
     # ---- publishing weights --------------------------------------------------------------------
 
