@@ -9,6 +9,10 @@ steps end at the same adapter weights. Workloads, each the trainer settings of a
 
 - ``demo``: `make run` (``clawgym/launchers/demo.yaml``): two GRPO groups of 8 replies to a teacher
   task of OpenClawChat-v0, micro-batch 8, LoRA r16 on every layer, replies of 40-128 tokens;
+- ``chat``: the personal trainer as ``clawgym/launchers/chat.yaml`` builds it (method hybrid, the OPD
+  teacher reading an inline hint, gradient checkpointing, micro-batch 8) on two hindsight groups of 4 replies
+  of 40-128 tokens to teacher tasks, the groups' samples interleaved; shared, a group is a micro-batch of
+  its own and, forwarding under ``checkpoint_above_tokens: 1024`` tokens, runs without checkpointing;
 - ``toolcall``: ToolCall-v0's first turn (its system prompt, task and tool schemas, as the policy renders
   them) in a group of 4 replies of 40-96 tokens, micro-batch 4 (the agentic benchmark's small budget takes
   2), LoRA r16 on the top 4 layers.
@@ -38,6 +42,11 @@ RESULTS = Path(__file__).resolve().parent / "results" / "shared_prefix_training.
 WORKLOADS = {
     "demo": {"env": "clawgym/OpenClawChat-v0", "kwargs": {"personas": ["teacher"], "max_turns": 1, "split": "train"},
              "groups": 2, "group_size": 8, "micro_batch": 8, "reply": (40, 128), "top_layers": None},
+    "chat": {"env": "clawgym/OpenClawChat-v0", "kwargs": {"personas": ["teacher"], "max_turns": 1, "split": "train"},
+             "groups": 2, "group_size": 4, "micro_batch": 8, "reply": (40, 128), "top_layers": None,
+             "interleave": True, "hint": "Address the student by name and state the correct result.",
+             "trainer": {"method": "hybrid", "hint_format": "inline", "gradient_checkpointing": True},
+             "shared": {"checkpoint_above_tokens": 1024}},
     "toolcall": {"env": "clawgym/ToolCall-v0", "kwargs": {}, "groups": 1, "group_size": 4, "micro_batch": 4,
                  "reply": (40, 96), "top_layers": 4},
 }
@@ -73,9 +82,12 @@ def make_samples(tokenizer, spec: dict, seed: int) -> list:
                 length = int(torch.randint(low, high + 1, (1,), generator=generator))
                 reply = torch.randint(100, 20000, (length,), generator=generator).tolist()
                 samples.append(Sample(prompt_ids=prompt, response_ids=reply, old_logprobs=[-3.0] * length,
-                                      reward=float(i % 2), group_id=f"g{group}"))
+                                      reward=float(i % 2), group_id=f"g{group}", hint=spec.get("hint"),
+                                      hint_messages=list(observation) if spec.get("hint") else None))
     finally:
         env.close()
+    if spec.get("interleave"):  # the personal trainer's batches need not come group by group
+        samples = [samples[i] for i in sorted(range(len(samples)), key=lambda i: i % spec["group_size"])]
     return samples
 
 
@@ -88,8 +100,9 @@ def one_step(model_name: str, dtype: torch.dtype, spec: dict, samples: list, sha
     model, tokenizer = load_model(model_name, dtype=dtype)
     targets = lora_targets(LoraSection(top_layers=spec["top_layers"] or 0), model.config.num_hidden_layers)
     lora = LoraSettings(r=16, alpha=32, target_modules=targets)
+    settings = {**spec.get("trainer", {}), **(spec.get("shared", {}) if shared else {})}
     trainer = TorchTrainer(model, tokenizer, TrainerConfig(lr=2e-4, micro_batch_size=spec["micro_batch"], lora=lora,
-                                                           shared_prefix=shared))
+                                                           shared_prefix=shared, **settings))
     start = time.perf_counter()
     metrics = trainer.train_step(samples)
     seconds = time.perf_counter() - start
@@ -97,17 +110,14 @@ def one_step(model_name: str, dtype: torch.dtype, spec: dict, samples: list, sha
 
 
 def forwarded_tokens(samples: list, micro_batch: int, shared: bool) -> int:
-    """Token positions the decoder runs: every row padded to its micro-batch's width, or, shared, the
-    common beginning once plus each row's rest."""
-    from clawgym.rl.trainer.batching import MIN_SHARED_PREFIX, collate, shared_prefix_length
+    """Token positions the trainer's forward pass runs (a checkpointed micro-batch runs it twice; not counted)."""
+    from clawgym.rl.trainer import batching
 
     total = 0
-    for start in range(0, len(samples), micro_batch):
-        part = samples[start : start + micro_batch]
-        batch = collate([s.prompt_ids for s in part], [s.response_ids for s in part], 0, torch.device("cpu"))
-        rows, width = batch.input_ids.shape
-        common = shared_prefix_length(batch) if shared else 0
-        total += common + rows * (width - common) if common >= MIN_SHARED_PREFIX else rows * width
+    for indices in batching.micro_batches([s.prompt_ids for s in samples], micro_batch, by_prompt=shared):
+        part = [samples[i] for i in indices]
+        batch = batching.collate([s.prompt_ids for s in part], [s.response_ids for s in part], 0, torch.device("cpu"))
+        total += batching.forwarded_tokens(batch, shared)
     return total
 
 

@@ -112,3 +112,56 @@ def test_a_train_step_with_and_without_sharing_ends_at_the_same_weights(tokenize
     assert shared_metrics["grad_norm"] == pytest.approx(whole_metrics["grad_norm"], rel=1e-3)
     for name, value in whole_weights.items():
         torch.testing.assert_close(shared_weights[name], value, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_micro_batches_put_each_prompts_samples_together():
+    a, b, c, d = [1] * 20, [2] * 20, [3] * 20, [4] * 20
+    prompts = [a, b, a, c, b, a, d]
+    assert batching.micro_batches(prompts, 3) == [[0, 1, 2], [3, 4, 5], [6]]  # in order, as before
+    assert batching.micro_batches(prompts, 3, by_prompt=True) == [[0, 2, 5], [1, 4], [3, 6]]
+    assert batching.micro_batches(prompts, 2, by_prompt=True) == [[0, 2], [5], [1, 4], [3, 6]]
+    assert batching.micro_batches([], 4, by_prompt=True) == []
+    every = sorted(i for chunk in batching.micro_batches(prompts, 2, by_prompt=True) for i in chunk)
+    assert every == list(range(len(prompts)))  # every sample once
+
+
+def interleaved_samples():
+    """Two groups' samples interleaved, as the personal trainer's batches can come."""
+    other = list(range(200, 250))
+    rows = [(PROMPT, list(range(300, 310))), (other, list(range(310, 316))), (PROMPT, list(range(320, 334))),
+            (other, list(range(340, 343)))]
+    return [Sample(prompt_ids=p, response_ids=r, old_logprobs=[-2.0] * len(r), reward=float(i // 2),
+                   group_id=f"g{i % 2}") for i, (p, r) in enumerate(rows)]
+
+
+@pytest.mark.parametrize("threshold", [0, 10_000])
+def test_checkpointing_threshold_changes_speed_not_the_step(tokenizer, monkeypatch, threshold):
+    """gradient_checkpointing with checkpoint_above_tokens: a micro-batch under the threshold runs
+    without it (and shares its prompt), one over it is checkpointed; both end at the same weights as
+    a step without checkpointing or sharing."""
+    shared_calls = []
+    run_prefix = batching._hidden_after_prefix
+    monkeypatch.setattr(batching, "_hidden_after_prefix",
+                        lambda decoder, ids, shared: shared_calls.append(shared) or run_prefix(decoder, ids, shared))
+
+    def trained(**overrides):
+        cfg = TrainerConfig(lr=1e-2, micro_batch_size=4, lora=LoraSettings(r=4, alpha=8), **overrides)
+        trainer = TorchTrainer(build_tiny_random(len(tokenizer), seed=3), tokenizer, cfg)
+        metrics = trainer.train_step(interleaved_samples())
+        layers = [m for m in trainer.model.modules() if hasattr(m, "gradient_checkpointing")]
+        return metrics, trainer.trainable_state_dict(), layers
+
+    plain_metrics, plain_weights, _ = trained(shared_prefix=False)
+    assert shared_calls == []
+    metrics, weights, layers = trained(gradient_checkpointing=True, checkpoint_above_tokens=threshold)
+    # by prompt: two micro-batches of one group each, each shared only when not checkpointed
+    assert shared_calls == ([] if threshold == 0 else [len(PROMPT) - 1, 49])
+    assert any(m.gradient_checkpointing for m in layers)  # configured as before once the step is done
+    assert metrics["loss"] == pytest.approx(plain_metrics["loss"], rel=1e-4, abs=1e-6)
+    for name, value in plain_weights.items():
+        torch.testing.assert_close(weights[name], value, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_negative_checkpoint_threshold_is_refused():
+    with pytest.raises(ValueError, match="checkpoint_above_tokens"):
+        TrainerConfig(checkpoint_above_tokens=-1)

@@ -5,7 +5,8 @@ tools) run through the model once instead of once a row."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -46,6 +47,43 @@ def collate(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
 
 # Below this many shared tokens the second forward pass costs more than the tokens it saves.
 MIN_SHARED_PREFIX = 16
+
+
+def micro_batches(prompts: Sequence[Sequence[int]], size: int, by_prompt: bool = False) -> list[list[int]]:
+    """Index lists of at most ``size`` samples, in order; ``by_prompt``: samples with the same prompt
+    (a GRPO group) go into micro-batches of their own, so their prompt can run once, and the others fill
+    micro-batches in order. The loss is normalised by the optimiser step's totals, so how a step is cut
+    into micro-batches changes its memory and speed, not its result."""
+    if not by_prompt:
+        return [list(range(start, min(start + size, len(prompts)))) for start in range(0, len(prompts), size)]
+    same: dict[tuple[int, ...], list[int]] = {}
+    for index, prompt in enumerate(prompts):
+        same.setdefault(tuple(prompt), []).append(index)
+    groups = [members for members in same.values() if len(members) > 1]
+    rest = [members[0] for members in same.values() if len(members) == 1]
+    return [chunk[start : start + size] for chunk in groups + [rest] for start in range(0, len(chunk), size)]
+
+
+def forwarded_tokens(batch: Batch, share_prefix: bool) -> int:
+    """Token positions the decoder runs for ``batch``: every row at the batch's width, or with a shared
+    beginning that :func:`response_logits` would run once, that beginning once and each row's rest."""
+    rows, width = batch.input_ids.shape
+    shared = shared_prefix_length(batch) if share_prefix else 0
+    return shared + rows * (width - shared) if shared >= MIN_SHARED_PREFIX else rows * width
+
+
+@contextmanager
+def checkpointing_off(model: nn.Module) -> Iterator[None]:
+    """The model's layers run without activation checkpointing inside (a pass without gradients, or a
+    micro-batch small enough to keep its activations), and as configured after."""
+    layers = [module for module in model.modules() if getattr(module, "gradient_checkpointing", False)]
+    for module in layers:
+        module.gradient_checkpointing = False
+    try:
+        yield
+    finally:
+        for module in layers:
+            module.gradient_checkpointing = True
 
 
 def shared_prefix_length(batch: Batch) -> int:

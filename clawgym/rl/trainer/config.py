@@ -52,7 +52,11 @@ class TrainerConfig:
     hint_format: Literal["header", "inline"] = "header"
     temperature: float = 1.0  # the sampling temperature the old logprobs were computed at
     gradient_checkpointing: bool = False
-    # run a micro-batch's shared prompt beginning once (same logits and gradients; off under checkpointing)
+    # with gradient_checkpointing, only micro-batches that forward more tokens than this are checkpointed
+    # (0: all); a smaller one keeps its activations (~3 MB a token for a 0.5B model) and runs no second forward
+    checkpoint_above_tokens: int = 0
+    # torch trainer: a GRPO group's prompt (a micro-batch's shared beginning) runs once, not once a sample;
+    # the same loss and gradients for fewer tokens (not inside a checkpointed micro-batch)
     shared_prefix: bool = True
     behavior_correction: BehaviorCorrection = "none"
     tis_cap: float = 2.0
@@ -70,6 +74,7 @@ class TrainerConfig:
             **{name: getattr(self, name) in values for name, values in _CHOICES.items()},
             "micro_batch_size": self.micro_batch_size >= 1,
             "grad_accum": self.grad_accum >= 1,
+            "checkpoint_above_tokens": self.checkpoint_above_tokens >= 0,
             "temperature": self.temperature > 0,
             "tis_cap": self.tis_cap > 0,
             "lr": self.lr >= 0,

@@ -39,7 +39,16 @@ from torch import nn
 
 from clawgym.rl import losses
 from clawgym.rl.trainer import checkpoint as ckpt
-from clawgym.rl.trainer.batching import Batch, collate, gather_logprobs, pad_rows, response_logits
+from clawgym.rl.trainer.batching import (
+    Batch,
+    checkpointing_off,
+    collate,
+    forwarded_tokens,
+    gather_logprobs,
+    micro_batches,
+    pad_rows,
+    response_logits,
+)
 from clawgym.rl.trainer.config import (  # noqa: F401  (re-exported: importers of the trainer's config)
     LoraSettings,
     TrainerConfig,
@@ -142,7 +151,7 @@ class TorchTrainer:
         """Fill ``teacher_logprobs`` of hinted samples: log pi_teacher(response | hinted prompt)."""
         todo = [s for s in samples if s.teacher_logprobs is None and s.hint]
         mbs = self.config.micro_batch_size
-        with self._teacher() as teacher:
+        with self._teacher() as teacher, checkpointing_off(teacher):  # no gradients: nothing to recompute
             for start in range(0, len(todo), mbs):
                 chunk = todo[start : start + mbs]
                 prompts = [teacher_prompt_ids(self.tokenizer, s, self.config.hint_format) for s in chunk]
@@ -218,64 +227,14 @@ class TorchTrainer:
                     opd_adv=0.0, abs_logprob_diff=0.0)
         tokens = 0
         self.optimizer.zero_grad(set_to_none=True)
-        for start in range(0, len(samples), cfg.micro_batch_size):
-            part = samples[start : start + cfg.micro_batch_size]
+        for indices in micro_batches([s.prompt_ids for s in samples], cfg.micro_batch_size, cfg.shared_prefix):
+            part = [samples[i] for i in indices]
             batch = collate([s.prompt_ids for s in part], [s.response_ids for s in part], self.pad_id, self.device)
             tokens += int(batch.attention_mask.sum())
             mask = pad_rows([s.loss_mask for s in part], batch.targets.shape[1], self.device)
-            adv_rl = rl_adv[start : start + len(part)].to(self.device)
-
-            logits = response_logits(self.model, batch, cfg.temperature, cfg.shared_prefix)
-            logprobs = gather_logprobs(logits, batch.targets)
-            sampled = pad_rows([s.old_logprobs for s in part], batch.targets.shape[1], self.device, logprobs.dtype)
-            off_policy = torch.tensor([s.off_policy for s in part], device=self.device)
-            sampled = torch.where(off_policy[:, None], logprobs.detach(), sampled)  # sampled from another prompt
-            old, behavior_weight = self._behavior(logprobs, sampled)
-            per_token = torch.zeros_like(logprobs)
-
-            if cfg.method == "grpo":
-                advantages = adv_rl[:, None].expand_as(logprobs)
-            elif cfg.method in ("opd", "hybrid"):
-                teacher = pad_rows(
-                    [s.teacher_logprobs if s.teacher_logprobs is not None else s.old_logprobs for s in part],
-                    batch.targets.shape[1],
-                    self.device,
-                    logprobs.dtype,
-                )
-                no_teacher = torch.tensor([s.teacher_logprobs is None for s in part], device=self.device)
-                teacher = torch.where(no_teacher[:, None], old, teacher)  # no hint: no OPD advantage
-                opd = losses.opd_advantages(teacher, old)
-                sums["opd_adv"] += float((opd * mask).sum())
-                if cfg.method == "opd":
-                    advantages = opd
-                else:
-                    advantages = losses.hybrid_advantages(adv_rl, teacher, old, cfg.w_rl, cfg.w_opd)
-            else:  # opd_topk
-                advantages = adv_rl[:, None].expand_as(logprobs)
-                teacher_logp = self._teacher_full_logprobs(part, batch.targets.shape[1])
-                topk = losses.topk_reverse_kl(torch.log_softmax(logits, -1), teacher_logp, cfg.topk)
-                per_token = per_token + cfg.w_opd * topk
-                sums["topk_kl"] += float(losses.token_mean(topk.detach(), mask, num_tokens))
-
-            if behavior_weight is not None:
-                advantages = advantages * behavior_weight
-            pg, clipped = losses.ppo_clip_loss(logprobs, old, advantages, cfg.eps_clip, cfg.eps_clip_high)
-            if cfg.method == "opd_topk":
-                pg = cfg.w_rl * pg
-            per_token = per_token + pg
-            if cfg.kl_coef > 0:
-                ref = self._reference_logprobs(batch)
-                kl = losses.kl_k3(logprobs, ref)
-                per_token = per_token + cfg.kl_coef * kl
-                sums["kl"] += float(losses.token_mean(kl.detach(), mask, num_tokens))
-
-            loss = losses.aggregate(per_token, mask, cfg.aggregation, num_tokens, num_sequences)
-            loss.backward()
-            sums["loss"] += float(loss.detach())
-            sums["pg_loss"] += float(losses.aggregate(pg.detach(), mask, cfg.aggregation, num_tokens, num_sequences))
-            sums["clipped"] += float((clipped * mask).sum())
-            sums["ratio"] += float((torch.exp(logprobs.detach() - old) * mask).sum())
-            sums["abs_logprob_diff"] += float(((logprobs.detach() - sampled).abs() * mask).sum())
+            adv_rl = rl_adv[indices].to(self.device)
+            with self._checkpointing_for(batch):
+                self._micro_batch_loss(part, batch, mask, adv_rl, num_tokens, num_sequences, sums).backward()
 
         params = [p for group in self.optimizer.param_groups for p in group["params"]]
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params,
@@ -302,9 +261,73 @@ class TorchTrainer:
             "tokens": float(tokens),
         }
 
+    def _micro_batch_loss(self, part: list[Sample], batch: Batch, mask: torch.Tensor, adv_rl: torch.Tensor,
+                          num_tokens: float, num_sequences: float, sums: dict[str, float]) -> torch.Tensor:
+        """The loss of one micro-batch (normalised by the optimiser step's totals), its metrics added to ``sums``."""
+        cfg = self.config
+        logits = response_logits(self.model, batch, cfg.temperature, cfg.shared_prefix)
+        logprobs = gather_logprobs(logits, batch.targets)
+        sampled = pad_rows([s.old_logprobs for s in part], batch.targets.shape[1], self.device, logprobs.dtype)
+        off_policy = torch.tensor([s.off_policy for s in part], device=self.device)
+        sampled = torch.where(off_policy[:, None], logprobs.detach(), sampled)  # sampled from another prompt
+        old, behavior_weight = self._behavior(logprobs, sampled)
+        per_token = torch.zeros_like(logprobs)
+
+        if cfg.method == "grpo":
+            advantages = adv_rl[:, None].expand_as(logprobs)
+        elif cfg.method in ("opd", "hybrid"):
+            teacher = pad_rows(
+                [s.teacher_logprobs if s.teacher_logprobs is not None else s.old_logprobs for s in part],
+                batch.targets.shape[1],
+                self.device,
+                logprobs.dtype,
+            )
+            no_teacher = torch.tensor([s.teacher_logprobs is None for s in part], device=self.device)
+            teacher = torch.where(no_teacher[:, None], old, teacher)  # no hint: no OPD advantage
+            opd = losses.opd_advantages(teacher, old)
+            sums["opd_adv"] += float((opd * mask).sum())
+            if cfg.method == "opd":
+                advantages = opd
+            else:
+                advantages = losses.hybrid_advantages(adv_rl, teacher, old, cfg.w_rl, cfg.w_opd)
+        else:  # opd_topk
+            advantages = adv_rl[:, None].expand_as(logprobs)
+            teacher_logp = self._teacher_full_logprobs(part, batch.targets.shape[1])
+            topk = losses.topk_reverse_kl(torch.log_softmax(logits, -1), teacher_logp, cfg.topk)
+            per_token = per_token + cfg.w_opd * topk
+            sums["topk_kl"] += float(losses.token_mean(topk.detach(), mask, num_tokens))
+
+        if behavior_weight is not None:
+            advantages = advantages * behavior_weight
+        pg, clipped = losses.ppo_clip_loss(logprobs, old, advantages, cfg.eps_clip, cfg.eps_clip_high)
+        if cfg.method == "opd_topk":
+            pg = cfg.w_rl * pg
+        per_token = per_token + pg
+        if cfg.kl_coef > 0:
+            ref = self._reference_logprobs(batch)
+            kl = losses.kl_k3(logprobs, ref)
+            per_token = per_token + cfg.kl_coef * kl
+            sums["kl"] += float(losses.token_mean(kl.detach(), mask, num_tokens))
+
+        loss = losses.aggregate(per_token, mask, cfg.aggregation, num_tokens, num_sequences)
+        sums["loss"] += float(loss.detach())
+        sums["pg_loss"] += float(losses.aggregate(pg.detach(), mask, cfg.aggregation, num_tokens, num_sequences))
+        sums["clipped"] += float((clipped * mask).sum())
+        sums["ratio"] += float((torch.exp(logprobs.detach() - old) * mask).sum())
+        sums["abs_logprob_diff"] += float(((logprobs.detach() - sampled).abs() * mask).sum())
+        return loss
+
+    def _checkpointing_for(self, batch: Batch):
+        """Checkpointing as configured, except for a micro-batch that forwards no more than
+        ``checkpoint_above_tokens`` tokens: it keeps its activations (and can run a shared prompt once)."""
+        if self.config.gradient_checkpointing and (
+                forwarded_tokens(batch, self.config.shared_prefix) <= self.config.checkpoint_above_tokens):
+            return checkpointing_off(self.model)
+        return nullcontext()
+
     @torch.no_grad()
     def _reference_logprobs(self, batch: Batch) -> torch.Tensor:
-        with self._initial_weights() as reference:
+        with self._initial_weights() as reference, checkpointing_off(reference):
             return gather_logprobs(response_logits(reference, batch, self.config.temperature,
                                                    self.config.shared_prefix), batch.targets)
 
@@ -312,7 +335,7 @@ class TorchTrainer:
     def _teacher_full_logprobs(self, part: Sequence[Sample], depth: int) -> torch.Tensor:
         prompts = [teacher_prompt_ids(self.tokenizer, s, self.config.hint_format) for s in part]
         batch = collate(prompts, [s.response_ids for s in part], self.pad_id, self.device)
-        with self._teacher() as teacher:
+        with self._teacher() as teacher, checkpointing_off(teacher):
             logits = response_logits(teacher, batch, self.config.temperature, self.config.shared_prefix)
             return torch.log_softmax(logits, -1)[:, :depth]
 
