@@ -18,9 +18,11 @@ steps end at the same adapter weights. Workloads, each the trainer settings of a
   2), LoRA r16 on the top 4 layers.
 
 Replies are seeded random tokens of the stated lengths: the work of a step depends on the lengths, not
-on which tokens. One torch thread, as the demo's trainer gets on 2 cores (``--threads`` to change).
+on which tokens. Their old logprobs are the starting weights' own (on-policy, ratio 1), so every sample's
+gradient counts and "max weight diff" compares two real updates. One torch thread, as the demo's trainer
+gets on 2 cores (``--threads`` to change).
 
-    .venv/bin/python benchmarks/shared_prefix_training.py [--workloads demo toolcall] [--model qwen2.5-coder-0.5b]
+    .venv/bin/python benchmarks/shared_prefix_training.py [--workloads demo chat toolcall] [--model qwen2.5-coder-0.5b]
 
 Appends its rows to ``benchmarks/results/shared_prefix_training.jsonl`` with the CPU's name and the dtype.
 """
@@ -91,6 +93,19 @@ def make_samples(tokenizer, spec: dict, seed: int) -> list:
     return samples
 
 
+@torch.no_grad()
+def set_old_logprobs(model_name: str, dtype: torch.dtype, samples: list) -> None:
+    """The starting weights' logprobs of each reply, one sample at a time (nothing shared)."""
+    from clawgym.inference.models import load_model
+    from clawgym.rl.trainer.batching import collate, gather_logprobs, response_logits
+
+    model, _ = load_model(model_name, dtype=dtype)
+    for sample in samples:
+        batch = collate([sample.prompt_ids], [sample.response_ids], 0, torch.device("cpu"))
+        logits = response_logits(model, batch, share_prefix=False)
+        sample.old_logprobs = gather_logprobs(logits, batch.targets)[0].tolist()
+
+
 def one_step(model_name: str, dtype: torch.dtype, spec: dict, samples: list, shared: bool) -> tuple[float, dict, dict]:
     from clawgym.inference.models import load_model
     from clawgym.rl.launch.convert import lora_targets
@@ -141,6 +156,7 @@ def main() -> None:
     for name in args.workloads:
         spec = WORKLOADS[name]
         samples = make_samples(tokenizer, spec, args.seed)
+        set_old_logprobs(args.model, dtype, samples)
         whole_s, whole_m, whole_w = one_step(args.model, dtype, spec, samples, shared=False)
         shared_s, shared_m, shared_w = one_step(args.model, dtype, spec, samples, shared=True)
         drift = max(float((shared_w[k] - whole_w[k]).abs().max()) for k in whole_w)

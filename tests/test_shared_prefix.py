@@ -165,3 +165,38 @@ def test_checkpointing_threshold_changes_speed_not_the_step(tokenizer, monkeypat
 def test_negative_checkpoint_threshold_is_refused():
     with pytest.raises(ValueError, match="checkpoint_above_tokens"):
         TrainerConfig(checkpoint_above_tokens=-1)
+
+
+def test_hybrid_teacher_logprobs_are_the_same_shared(tokenizer):
+    """The OPD teacher's pass (hinted prompts, no gradients, checkpointing configured) groups by prompt too."""
+    from clawgym.rl.trainer.samples import render_prompt_ids
+
+    contexts = [[{"role": "system", "content": "You are a helpful assistant who grades homework. " * 4},
+                 {"role": "user", "content": f"Please grade answer {n} to the problem about {n} apples."}]
+                for n in (3, 7)]
+
+    def samples():
+        out = []
+        for i in range(6):
+            context = contexts[i % 2]
+            reply = list(range(300 + i, 312 + 2 * i))
+            out.append(Sample(prompt_ids=render_prompt_ids(tokenizer, context), response_ids=reply,
+                              old_logprobs=[-2.0] * len(reply), reward=float(i // 2 % 2), group_id=f"g{i % 2}",
+                              hint="Name the student.", hint_messages=context))
+        return out
+
+    def trained(share: bool):
+        cfg = TrainerConfig(method="hybrid", lr=1e-2, micro_batch_size=4, hint_format="inline",
+                            gradient_checkpointing=True, checkpoint_above_tokens=4096,
+                            lora=LoraSettings(r=4, alpha=8), shared_prefix=share)
+        trainer = TorchTrainer(build_tiny_random(len(tokenizer), seed=3), tokenizer, cfg)
+        batch = samples()
+        trainer.train_step(batch)
+        return [s.teacher_logprobs for s in batch], trainer.trainable_state_dict()
+
+    shared_teacher, shared_weights = trained(True)
+    whole_teacher, whole_weights = trained(False)
+    for shared_row, whole_row in zip(shared_teacher, whole_teacher):
+        assert shared_row == pytest.approx(whole_row, abs=1e-5)
+    for name, value in whole_weights.items():
+        torch.testing.assert_close(shared_weights[name], value, rtol=1e-4, atol=1e-6, msg=name)

@@ -150,12 +150,13 @@ class TorchTrainer:
     def compute_teacher_logprobs(self, samples: Sequence[Sample]) -> None:
         """Fill ``teacher_logprobs`` of hinted samples: log pi_teacher(response | hinted prompt)."""
         todo = [s for s in samples if s.teacher_logprobs is None and s.hint]
-        mbs = self.config.micro_batch_size
+        hinted = [teacher_prompt_ids(self.tokenizer, s, self.config.hint_format) for s in todo]
+        cfg = self.config
         with self._teacher() as teacher, checkpointing_off(teacher):  # no gradients: nothing to recompute
-            for start in range(0, len(todo), mbs):
-                chunk = todo[start : start + mbs]
-                prompts = [teacher_prompt_ids(self.tokenizer, s, self.config.hint_format) for s in chunk]
-                batch = collate(prompts, [s.response_ids for s in chunk], self.pad_id, self.device)
+            for indices in micro_batches(hinted, cfg.micro_batch_size, cfg.shared_prefix):
+                chunk = [todo[i] for i in indices]
+                batch = collate([hinted[i] for i in indices], [s.response_ids for s in chunk], self.pad_id,
+                                self.device)
                 logits = response_logits(teacher, batch, self.config.temperature, self.config.shared_prefix)
                 logprobs = gather_logprobs(logits, batch.targets)
                 for row, s in zip(logprobs.cpu(), chunk):
