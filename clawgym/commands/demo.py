@@ -84,6 +84,9 @@ def train_main(args: argparse.Namespace) -> int:
         f"teacher tasks, greedy, up to {config.rollout.max_tokens} tokens",
         flush=True,
     )
+    note = demo.budget_note(config, minutes_given=args.minutes is not None)
+    if note:
+        print(note, flush=True)
     started = time.perf_counter()
     result, before, after = asyncio.run(demo.run_demo(config))
     wall = time.perf_counter() - started

@@ -32,6 +32,27 @@ TASKS_PER_PERSONA = 120  # 85 train / 35 held-out teacher tasks (personas.split_
 CHECKS = ("names_student", "friendly", "mentions_result", "short")  # the teacher persona's checks
 
 
+# On a CPU without native bfloat16 the Qwen models compute in float32 and a demo step takes about twice as
+# long: on 2 AVX2-only cores the shipped 15 minutes gave 8 train steps and no gain, 35 minutes gave 19 steps
+# and +0.24 (docs/training.md, "The default demo"). The shipped budget stays: the note says what to run.
+SLOW_CPU_MINUTES = 35
+
+
+def budget_note(config, minutes_given: bool) -> str | None:  # noqa: ANN001
+    """What the time budget buys on this machine when it is too little to show a gain, else None."""
+    from clawgym.inference import catalog
+
+    info = catalog.MODELS.get(config.policy.model)
+    emulated = (info is not None and info.default_dtype == "bfloat16" and config.policy.dtype == "float32"
+                and not config.gpu.enabled and catalog.emulates_bf16(config.policy.device))
+    if minutes_given or not emulated:
+        return None
+    return (f"note: this CPU has no native bfloat16, so {config.policy.model} computes in float32 and a train step "
+            f"takes about twice as long as on one that has it. On 2 such cores {config.loop.max_minutes:g} minutes "
+            f"gave 8 train steps and no gain; `python -m clawgym.demo --minutes {SLOW_CPU_MINUTES}` gave 19 steps "
+            f"and +0.24 on the held-out checks, about 42 minutes in all (docs/training.md).")
+
+
 def _clip(text: str) -> str:
     return text if len(text) <= MAX_CHARS else text[:MAX_CHARS] + f"\n... [{len(text) - MAX_CHARS} more characters]"
 
