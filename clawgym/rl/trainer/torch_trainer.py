@@ -7,7 +7,10 @@ sequences see each other). Logits are computed only at response positions (decod
 gathered there, then the LM head), so long agent prompts cost no ``[L, V]`` logits.
 
 Every loss is normalised by the totals of the optimiser step (tokens for ``aggregation="token"``,
-sequences for ``"sequence"``), so splitting a step into micro-batches changes nothing but memory.
+sequences for ``"sequence"``), so splitting a step into micro-batches changes nothing but memory. With
+``shared_prefix`` (default) a step is split by prompt, so a GRPO group's prompt runs once
+(:func:`~clawgym.rl.trainer.batching.response_logits`); with ``gradient_checkpointing``, a micro-batch of at
+most ``checkpoint_above_tokens`` forwarded tokens is not checkpointed.
 
 Methods (``TrainerConfig.method``):
 
@@ -157,7 +160,7 @@ class TorchTrainer:
                 chunk = [todo[i] for i in indices]
                 batch = collate([hinted[i] for i in indices], [s.response_ids for s in chunk], self.pad_id,
                                 self.device)
-                logits = response_logits(teacher, batch, self.config.temperature, self.config.shared_prefix)
+                logits = response_logits(teacher, batch, cfg.temperature, cfg.shared_prefix)
                 logprobs = gather_logprobs(logits, batch.targets)
                 for row, s in zip(logprobs.cpu(), chunk):
                     s.teacher_logprobs = row[: len(s.response_ids)].tolist()
