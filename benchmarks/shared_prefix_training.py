@@ -55,13 +55,8 @@ WORKLOADS = {
 
 
 def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    """As benchmarks/cpu_dtype_speed.py names the CPU."""
+    return torch.cpu.get_capabilities().get("cpu_name") or platform.processor() or platform.machine()
 
 
 def make_samples(tokenizer, spec: dict, seed: int) -> list:

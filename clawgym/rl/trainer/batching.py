@@ -76,7 +76,7 @@ def forwarded_tokens(batch: Batch, share_prefix: bool) -> int:
 def checkpointing_off(model: nn.Module) -> Iterator[None]:
     """The model's layers run without activation checkpointing inside (a pass without gradients, or a
     micro-batch small enough to keep its activations), and as configured after."""
-    layers = [module for module in model.modules() if getattr(module, "gradient_checkpointing", False)]
+    layers = _checkpointed_layers(model)
     for module in layers:
         module.gradient_checkpointing = False
     try:
@@ -115,7 +115,7 @@ def response_logits(model: nn.Module, batch: Batch, temperature: float = 1.0,
     """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     decoder, head = base.get_decoder(), base.get_output_embeddings()
-    shared = shared_prefix_length(batch) if share_prefix and not _checkpointing(decoder) else 0
+    shared = shared_prefix_length(batch) if share_prefix and not _checkpointed_layers(decoder) else 0
     if shared >= MIN_SHARED_PREFIX:
         hidden = _hidden_after_prefix(decoder, batch.input_ids, shared)
         positions = (batch.positions - shared).clamp(min=0)  # padded response slots point anywhere; masked later
@@ -128,8 +128,8 @@ def response_logits(model: nn.Module, batch: Batch, temperature: float = 1.0,
     return logits / temperature if temperature != 1.0 else logits
 
 
-def _checkpointing(decoder: nn.Module) -> bool:
-    return any(getattr(module, "gradient_checkpointing", False) for module in decoder.modules())
+def _checkpointed_layers(model: nn.Module) -> list[nn.Module]:
+    return [module for module in model.modules() if getattr(module, "gradient_checkpointing", False)]
 
 
 def _hidden_after_prefix(decoder: nn.Module, input_ids: torch.Tensor, shared: int) -> torch.Tensor:
