@@ -7,6 +7,8 @@ the cell's row when the checkpoint is its last step. One JSON line per (task, be
 
     .venv/bin/python benchmarks/cell_replies.py --method hindsight_hybrid --persona teacher --seed 0 \\
         --checkpoint runs/lfc/qwen2.5-coder-0.5b-teacher-hindsight_hybrid_voice_all-0/checkpoint
+
+A cell run with ``--set`` overrides takes the same ``--set``s here (``policy.dtype=float32`` above all).
 """
 
 from __future__ import annotations
@@ -45,18 +47,22 @@ def main() -> int:
     parser.add_argument("--persona", choices=PERSONAS, required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--checkpoint", type=Path, required=True)
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="the cell's launcher overrides (repeatable), e.g. policy.dtype=float32: the "
+                             "replies are only the cell's when its model computes as it did")
     args = parser.parse_args()
 
     from clawgym.rl.launch.build import build_stack
 
     with tempfile.TemporaryDirectory() as out:
-        stack = build_stack(config_for(args.method, args.seed, 16, Path(out)))
+        stack = build_stack(config_for(args.method, args.seed, 16, Path(out), sets=tuple(args.sets)))
         before = asyncio.run(replies(stack.policy, args.persona, "before"))
         stack.trainer.load_checkpoint(args.checkpoint)
         asyncio.run(stack.policy.update_weights(stack.trainer.export_weights()))
         after = asyncio.run(replies(stack.policy, args.persona, "after"))
     for row in [r for pair in zip(before, after) for r in pair]:
-        print(json.dumps({"method": args.method, "persona": args.persona, "seed": args.seed, **row}))
+        sets = {"sets": args.sets} if args.sets else {}
+        print(json.dumps({"method": args.method, "persona": args.persona, "seed": args.seed, **sets, **row}))
     mean = [sum(r["score"] for r in rows) / len(rows) for rows in (before, after)]
     print(f"held-out score {mean[0]:.3f} -> {mean[1]:.3f}", file=sys.stderr)
     return 0
