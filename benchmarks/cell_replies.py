@@ -60,8 +60,8 @@ def main() -> int:
         stack.trainer.load_checkpoint(args.checkpoint)
         asyncio.run(stack.policy.update_weights(stack.trainer.export_weights()))
         after = asyncio.run(replies(stack.policy, args.persona, "after"))
+    sets = {"sets": args.sets} if args.sets else {}
     for row in [r for pair in zip(before, after) for r in pair]:
-        sets = {"sets": args.sets} if args.sets else {}
         print(json.dumps({"method": args.method, "persona": args.persona, "seed": args.seed, **sets, **row}))
     mean = [sum(r["score"] for r in rows) / len(rows) for rows in (before, after)]
     print(f"held-out score {mean[0]:.3f} -> {mean[1]:.3f}", file=sys.stderr)
