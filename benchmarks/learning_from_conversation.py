@@ -63,6 +63,11 @@ RECIPE = 3
 SUPERSEDED = {1: "A = r without a baseline, hint wrapped under a header",
               2: "a step could train the fresh remainder (1-7 turns) of a batch whose other turns were stale"}
 JUDGE_ONLY = tuple(JUDGE_FOR)
+OPD_METHODS = tuple(m for m, (trainer_method, _) in JUDGE_FOR.items() if trainer_method != "grpo")
+# The weight of the OPD term (trainer.w_opd) in the rows that did not record it: the chat launcher's until
+# it became 0.3. A row trained at another weight is a row of its own (``...[trainer.w_opd=0.3]``), whether the
+# weight came from ``--set`` or from the launcher, so changing the launcher never renames or merges rows.
+LEGACY_W_OPD = 1.0
 # The rubric judge of the hindsight rows, and whose wishes each version changed: 2 decides name wishes by
 # the names (rubric_cues.name_check); 3 also decides result wishes by solving the request, by-name wishes
 # by the name the judge reads off it (request_facts) and warmth by words of encouragement; 4 also decides a
@@ -133,6 +138,8 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
                    hint_format=config.trainer.hint_format, wishes=WISHES)
     if method in HINDSIGHT:
         row["rubric"] = RUBRIC
+    if method in OPD_METHODS:
+        row["w_opd"] = config.trainer.w_opd
     if method in UNTRAINED:
         from clawgym.inference.hf import HFPolicy
 
@@ -213,14 +220,38 @@ def label(row: dict) -> str:
         name += f"/voice={row['user_voice']}"
     if row["method"] in HINDSIGHT and not rubric_current(row):
         name += f"/rubric{row.get('rubric', 1)}"
-    return name + "".join(f"[{s}]" for s in row.get("sets", []))
+    sets = list(row.get("sets", []))
+    weight = opd_weight(row)
+    if weight is not None:
+        sets = [s for s in sets if not s.startswith("trainer.w_opd=")]
+        if weight != LEGACY_W_OPD:
+            sets.append(f"trainer.w_opd={weight:g}")
+    return name + "".join(f"[{s}]" for s in sets)
+
+
+def opd_weight(row: dict) -> float | None:
+    """The weight a row's OPD term was trained at (None: the method has no OPD term)."""
+    if row["method"] not in OPD_METHODS:
+        return None
+    for override in row.get("sets", []):
+        if override.startswith("trainer.w_opd="):
+            return float(override.split("=", 1)[1])
+    return row.get("w_opd", LEGACY_W_OPD)
+
+
+def launcher_w_opd(sets: list[str] | tuple[str, ...]) -> float:
+    """The OPD weight a cell run now trains at: the chat launcher's, or the ``--set`` override."""
+    from clawgym import launchers
+    from clawgym.rl.launch import load_config
+
+    return load_config(launchers.resolve("chat"), list(sets)).trainer.w_opd
 
 
 def current_label(method: str, temperature: float, sets: list[str] | tuple[str, ...], user_model: str | None,
                   user_voice: str) -> str:
-    """The label of a cell run now (the current rubric judge and wish extractor)."""
+    """The label of a cell run now (the current rubric judge, wish extractor and OPD weight)."""
     return label({"method": method, "temperature": temperature, "sets": list(sets), "user_model": user_model,
-                  "user_voice": user_voice, "rubric": RUBRIC, "wishes": WISHES})
+                  "user_voice": user_voice, "rubric": RUBRIC, "wishes": WISHES, "w_opd": launcher_w_opd(sets)})
 
 
 def rubric_current(row: dict) -> bool:

@@ -123,6 +123,28 @@ def test_a_row_stays_current_until_a_rubric_change_touches_its_persona(lfc, monk
     assert not lfc.rubric_current({**teacher, "rubric": 1}) and lfc.rubric_current({**ta, "rubric": 3})
 
 
+def test_a_row_is_named_by_the_opd_weight_it_trained_at_wherever_the_weight_came_from(lfc):
+    """The launcher's default weight may change; the rows trained at the old one keep their names and the
+    new default's rows join the ``--set`` rows of the same weight, never the old default's."""
+    old = {"persona": "teacher", "method": "hindsight_hybrid", "temperature": 0.7, "rubric": lfc.RUBRIC}
+    explicit = {**old, "sets": ["policy.dtype=float32", "trainer.w_opd=0.3"]}
+    recorded = {**old, "sets": ["policy.dtype=float32"], "w_opd": 0.3}
+    assert lfc.label(old) == "hindsight_hybrid@T0.7"  # written before rows recorded their weight: 1.0
+    both = "hindsight_hybrid@T0.7[policy.dtype=float32][trainer.w_opd=0.3]"
+    assert lfc.label(explicit) == lfc.label(recorded) == both
+    assert lfc.label({**old, "w_opd": 1.0}) == lfc.label({**old, "sets": ["trainer.w_opd=1.0"]}) == lfc.label(old)
+    no_opd_term = {"persona": "ta", "method": "hindsight", "w_opd": 0.3, "rubric": lfc.RUBRIC}
+    assert lfc.label(no_opd_term) == "hindsight"
+    assert lfc.opd_weight({"method": "binary"}) is None and lfc.opd_weight({"method": "opd", "w_opd": 0.5}) == 0.5
+
+
+def test_a_cell_run_now_is_named_by_the_launchers_opd_weight_unless_set(lfc):
+    shipped = lfc.launcher_w_opd([])
+    assert lfc.launcher_w_opd(["trainer.w_opd=0.25"]) == 0.25
+    named = lfc.current_label("hybrid", 1.0, [], None, "first")
+    assert named == ("hybrid" if shipped == lfc.LEGACY_W_OPD else f"hybrid[trainer.w_opd={shipped:g}]")
+    assert lfc.current_label("hybrid", 1.0, [f"trainer.w_opd={shipped}"], None, "first") == named
+
 def test_a_cell_short_of_its_steps_says_which_cap_stopped_it(lfc, tmp_path):
     results = tmp_path / "results.jsonl"
     write(results, [
