@@ -64,9 +64,9 @@ SUPERSEDED = {1: "A = r without a baseline, hint wrapped under a header",
               2: "a step could train the fresh remainder (1-7 turns) of a batch whose other turns were stale"}
 JUDGE_ONLY = tuple(JUDGE_FOR)
 OPD_METHODS = tuple(m for m, (trainer_method, _) in JUDGE_FOR.items() if trainer_method != "grpo")
-# The weight of the OPD term (trainer.w_opd) in the rows that did not record it: the chat launcher's until
-# it became 0.3. A row trained at another weight is a row of its own (``...[trainer.w_opd=0.3]``), whether the
-# weight came from ``--set`` or from the launcher, so changing the launcher never renames or merges rows.
+# The weight of the OPD term (trainer.w_opd) in the rows that did not record it: the chat launcher's when rows
+# began to record it. A row trained at another weight is a row of its own (``...[trainer.w_opd=0.3]``), whether
+# the weight came from ``--set`` or from the launcher, so changing the launcher never renames or merges rows.
 LEGACY_W_OPD = 1.0
 # The rubric judge of the hindsight rows, and whose wishes each version changed: 2 decides name wishes by
 # the names (rubric_cues.name_check); 3 also decides result wishes by solving the request, by-name wishes

@@ -145,6 +145,7 @@ def test_a_cell_run_now_is_named_by_the_launchers_opd_weight_unless_set(lfc):
     assert named == ("hybrid" if shipped == lfc.LEGACY_W_OPD else f"hybrid[trainer.w_opd={shipped:g}]")
     assert lfc.current_label("hybrid", 1.0, [f"trainer.w_opd={shipped}"], None, "first") == named
 
+
 def test_a_cell_short_of_its_steps_says_which_cap_stopped_it(lfc, tmp_path):
     results = tmp_path / "results.jsonl"
     write(results, [
