@@ -85,19 +85,21 @@ WISHES = 2
 LEGACY_MODEL = "smollm2-135m"  # the model of the rows that name none
 
 
-def default_model() -> str:
-    """The chat launcher's policy: what ``clawgym serve --config chat`` trains."""
+def chat_config(overrides: list[str] | tuple[str, ...] = ()):  # noqa: ANN201
+    """The chat launcher's config (what ``clawgym serve --config chat`` runs) with ``overrides`` applied."""
     from clawgym import launchers
     from clawgym.rl.launch import load_config
 
-    return load_config(launchers.resolve("chat")).policy.model
+    return load_config(launchers.resolve("chat"), list(overrides))
+
+
+def default_model() -> str:
+    """The chat launcher's policy: what ``clawgym serve --config chat`` trains."""
+    return chat_config().policy.model
 
 
 def config_for(method: str, seed: int, steps: int, out: Path, temperature: float = 1.0,  # noqa: ANN201
                sets: tuple[str, ...] = (), model: str | None = None):
-    from clawgym import launchers
-    from clawgym.rl.launch import load_config
-
     extra = [f"policy.seed={seed}", f"loop.seed={seed}", f"loop.output_dir={out}", f"loop.steps={steps}",
              "serve.batch_size=8", "judge.model=policy", f"rollout.temperature={temperature}",
              *([f"policy.model={model}"] if model else [])]
@@ -109,7 +111,7 @@ def config_for(method: str, seed: int, steps: int, out: Path, temperature: float
     elif method == "oracle_grpo":
         extra += ["method=grpo", "judge.type=none", "loop.batch_groups=2", "loop.buffer_groups=4",
                  "loop.eval_every=0", "rollout.workers=8", f"rollout.max_tokens={MAX_TOKENS}"]
-    return load_config(launchers.resolve("chat"), [*extra, *sets])  # the ablation's overrides last
+    return chat_config([*extra, *sets])  # the ablation's overrides last
 
 
 async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: int, max_minutes: float,
@@ -241,10 +243,7 @@ def opd_weight(row: dict) -> float | None:
 
 def launcher_w_opd(sets: list[str] | tuple[str, ...]) -> float:
     """The OPD weight a cell run now trains at: the chat launcher's, or the ``--set`` override."""
-    from clawgym import launchers
-    from clawgym.rl.launch import load_config
-
-    return load_config(launchers.resolve("chat"), list(sets)).trainer.w_opd
+    return chat_config(sets).trainer.w_opd
 
 
 def current_label(method: str, temperature: float, sets: list[str] | tuple[str, ...], user_model: str | None,
