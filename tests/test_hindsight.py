@@ -2,16 +2,17 @@
 the rubric judge against the person's remembered wishes; nothing unscorable is trained on."""
 
 import asyncio
+import json
 
 import openai
 import pytest
 
 from clawgym.core.policy import Generation
 from clawgym.inference.server import BackgroundServer
-from clawgym.rl.judge import RubricJudge
+from clawgym.rl.judge import RubricJudge, WishCheck
 from clawgym.rl.launch import ConfigError, load_config
 from clawgym.rl.types import JudgeResult, Sample, Turn, read_jsonl
-from clawgym.serve.hindsight import HindsightGroups, HindsightSettings, real_reward
+from clawgym.serve.hindsight import HindsightGroups, HindsightSettings, real_reward, wish_signal
 from clawgym.serve.main import ServeSettings, build_serving
 from clawgym.serve.personal_trainer import PersonalTrainer, apply_baseline
 from tests.test_chat_serve import ThanksIsGood, config_file, wait_until
@@ -62,6 +63,83 @@ def test_a_turn_becomes_a_group_of_the_persons_reply_and_siblings_scored_against
     assert short.response_ids == [10] and short.old_logprobs == [-0.5] and short.policy_version == 3
     prompt, sampling = builder.policy.asked[0]
     assert prompt == [1, 2, 3] and sampling.temperature == 0.7 and sampling.max_tokens == 64  # as the person's reply
+
+
+def test_every_scored_group_is_reported_with_each_members_reply_wishes_met_reward_and_advantage():
+    builder = groups(["four", "a reply of far too many words"])
+    reported = []
+    builder.on_group = reported.append
+    samples, _ = asyncio.run(builder.build(judged_turn(), verdict=-1.0))
+    (event,) = reported
+    assert event["event"] == "hindsight_group" and event["id"] == "group:t1" and event["turn_id"] == "t1"
+    assert event["user"] == "alice" and event["wishes"] == [SHORT_WISH] and event["outcome"] == "queued"
+    assert [m["kind"] for m in event["members"]] == ["real", "sibling", "sibling"]
+    assert [m["reply"] for m in event["members"]] == ["one two three four five six seven", "four",
+                                                      "a reply of far too many words"]
+    assert [m["met"] for m in event["members"]] == [{SHORT_WISH: False}, {SHORT_WISH: True}, {SHORT_WISH: False}]
+    assert [m["reward"] for m in event["members"]] == [s.reward for s in samples]
+    assert [m["advantage"] for m in event["members"]] == pytest.approx([s.advantage for s in samples])
+
+
+@pytest.mark.parametrize("reply, wishes, outcome", [
+    ("four", (SHORT_WISH,), "zero_advantage_group"),  # every member meets the wish: reported, not trained
+    ("one two three four five six seven", ("email me the summary",), "unscorable"),
+])
+def test_groups_that_are_not_trained_are_reported_with_the_reason(reply, wishes, outcome):
+    builder = groups(["four", "tiny"], wishes=wishes)
+    reported = []
+    builder.on_group = reported.append
+    samples, why = asyncio.run(builder.build(judged_turn(reply=reply), verdict=None))
+    assert samples is None and why == outcome
+    (event,) = reported
+    assert event["outcome"] == outcome and len(event["members"]) == 3
+    if outcome == "unscorable":
+        assert all(m["reward"] is None and m["advantage"] is None for m in event["members"])
+    else:
+        assert [m["advantage"] for m in event["members"]] == [0.0, 0.0, 0.0]
+
+
+def test_a_person_with_no_wishes_reports_no_group():
+    builder = groups(["four", "tiny"])
+    reported = []
+    builder.on_group = reported.append
+    assert asyncio.run(builder.build(judged_turn(user="bob"), verdict=None)) == (None, "no_wishes")
+    assert reported == []  # nothing was sampled or scored
+
+
+def test_a_sibling_left_out_is_reported_without_reward_or_advantage():
+    builder = groups(["", "four"])
+    reported = []
+    builder.on_group = reported.append
+
+    async def no_tokens(prompt_ids, sampling, _real=builder.policy.generate_ids):
+        generation = await _real(prompt_ids, sampling)
+        if not generation.text:
+            generation.response_ids, generation.response_logprobs = [], []
+        return generation
+
+    builder.policy.generate_ids = no_tokens
+    samples, _ = asyncio.run(builder.build(judged_turn(), verdict=None))
+    empty = reported[0]["members"][1]
+    assert empty["reply"] == "" and empty["reward"] is None and empty["advantage"] is None
+    assert [m["advantage"] for m in reported[0]["members"] if m["advantage"] is not None] == pytest.approx(
+        [s.advantage for s in samples])
+
+
+def test_the_wish_signal_says_which_wishes_the_groups_train_toward_and_which_none_could_teach():
+    friendly = "make it friendlier"
+    builder = groups(["four", "a reply of far too many words"], wishes=(SHORT_WISH, friendly))
+    builder.rubric.check_many = lambda jobs: [  # the short sibling is the unfriendly one; nobody is friendly
+        [WishCheck(SHORT_WISH, len(reply.split()) < 5, "cues"), WishCheck(friendly, False, "model")]
+        for _, _, reply in jobs]
+    reported = []
+    builder.on_group = reported.append
+    asyncio.run(builder.build(judged_turn(), verdict=None))
+    reported.append({"event": "hindsight_group", "outcome": "unscorable", "wishes": [SHORT_WISH], "members": []})
+    signal = wish_signal(reported)
+    assert signal[SHORT_WISH]["groups"] == 1 and signal[SHORT_WISH]["real"] == 0.0
+    assert signal[SHORT_WISH]["none_met"] == 0.0 and signal[SHORT_WISH]["push"] > 0  # the short sibling wins
+    assert signal[friendly]["none_met"] == 1.0 and signal[friendly]["push"] == 0.0  # no member to learn it from
 
 
 def test_the_persons_verdict_counts_in_their_replys_reward():
@@ -211,6 +289,13 @@ def test_served_turns_become_groups_and_train_and_a_user_who_never_corrects_trai
     assert personal.hindsight.stats["groups"] == 1 and personal.hindsight.stats["siblings"] == 2
     shown = [u["wishes_met"] for u in serving.dashboard.data()["users"].values() if u["wishes_met"]]
     assert len(shown) == 1 and len(shown[0]) == 1 and 0.0 <= shown[0][0]["met"] <= 1.0  # the learning curve's point
+    serving.gateway.log.flush()
+    (group,) = [e for e in serving.gateway.log.events() if e["event"] == "hindsight_group"]  # durable in the turn log
+    assert group["outcome"] == "queued" and group["wishes"] == [SHORT_WISH] and len(group["members"]) == 3
+    assert group["turn_id"] in record["trained"]
+    user = group["user"]
+    assert serving.gateway.log.forget_user(user) > 0  # forget-me erases the group with the person's turns
+    assert not [e for e in serving.gateway.log.events() if e["event"] == "hindsight_group"]
 
 
 def test_forget_me_drops_the_users_waiting_turns_and_samples_from_the_shared_trainer(tmp_path):
@@ -297,3 +382,29 @@ def test_a_served_turn_trains_with_a_sibling_the_other_model_wrote_reading_the_w
     (record,) = read_jsonl(tmp_path / "run" / "train_steps.jsonl")
     assert record["samples"] == 3 and record["ratio_mean"] == pytest.approx(1.0, abs=0.05)
     assert groups_.stats["prompted_siblings"] == 1 and groups_.stats["groups"] == 1
+
+
+def test_the_signal_script_reads_a_runs_turn_log_and_says_when_it_has_no_groups(tmp_path, capsys):
+    from tests.scripts import load_script
+
+    script = load_script("benchmarks/hindsight_signal.py")
+    builder = groups(["four", "a reply of far too many words"])
+    reported = []
+    builder.on_group = reported.append
+    for turn_id in ("t1", "t2"):
+        turn = judged_turn()
+        turn.turn_id = turn_id
+        builder.policy.texts = ["four", "a reply of far too many words"]
+        asyncio.run(builder.build(turn, verdict=None))
+    (tmp_path / "turns.jsonl").write_text("".join(json.dumps(e) + "\n" for e in reported))
+    (row,) = [line for line in script.table(script.group_events(tmp_path)).splitlines() if line.startswith(SHORT_WISH)]
+    advantage = next(m["advantage"] for m in reported[0]["members"] if m["met"][SHORT_WISH])
+    push = f"{advantage / 3:+.2f}"  # one of three members meets the wish
+    assert row.split()[-10:] == ["2", "0.00", "->", "0.00", "0.00", "->", "0.00", push, "->", push]
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "turns.jsonl").write_text("")
+    with pytest.raises(SystemExit, match="no hindsight_group events"):
+        script.sys.argv = ["hindsight_signal.py", str(tmp_path / "empty")]
+        script.main()
+    with pytest.raises(SystemExit, match="no turn log"):
+        script.group_events(tmp_path / "missing")

@@ -40,14 +40,14 @@ from __future__ import annotations
 import asyncio
 import collections
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import torch
 
 from clawgym.core.messages import text_of
 from clawgym.core.policy import SamplingParams
 from clawgym.rl import losses
-from clawgym.rl.judge.rubric import RubricJudge, reward_of
+from clawgym.rl.judge.rubric import RubricJudge, WishCheck, reward_of
 from clawgym.rl.trainer.samples import hinted_messages, render_prompt_ids
 from clawgym.rl.types import Sample, Turn
 from clawgym.serve.protocol import conversation
@@ -114,6 +114,8 @@ class HindsightGroups:
         self.stats: collections.Counter[str] = collections.Counter()
         # (user, share of wishes the served reply met): the dashboard
         self.on_scored: Callable[[str, float], Any] | None = None
+        # every scored group as a ``hindsight_group`` event (:func:`group_event`): the turn log
+        self.on_group: Callable[[dict[str, Any]], Any] | None = None
 
     @property
     def wishes_of(self) -> Callable[[str], list[str]] | None:
@@ -137,22 +139,30 @@ class HindsightGroups:
         self.stats["prompted_siblings"] += prompted
         context = conversation(list(turn.context))
         replies = [text_of(turn.action)] + [g.text for g in siblings]
+        kinds = ["real"] + ["prompted"] * prompted + ["sibling"] * (len(siblings) - prompted)
         checks = await asyncio.to_thread(self.rubric.check_many, [(wishes, context, r) for r in replies])
         rubric = [reward_of(c) for c in checks]
         if rubric[0] is None:
+            self._report(turn, wishes, kinds, replies, checks, [None] * len(replies), "unscorable")
             return None, "unscorable"
         if self.on_scored is not None:
             self.on_scored(user_of(turn), rubric[0])
-        members = [(real_reward(rubric[0], verdict, self.settings.verdict_weight), _real_sample(turn))]
+        rewards: list[float | None] = [real_reward(rubric[0], verdict, self.settings.verdict_weight)]
+        members = [(rewards[0], _real_sample(turn))]
         for i, (generation, reward) in enumerate(zip(siblings, rubric[1:])):
             if reward is None or not generation.response_ids:
                 self.stats["sibling_unscorable"] += 1
+                rewards.append(None)
                 continue
+            rewards.append(reward)
             members.append((reward, _sibling_sample(turn, generation, served_version if i < prompted else None)))
-        rewards = torch.tensor([r for r, _ in members])
-        advantages = losses.grpo_advantages(rewards, [turn.turn_id] * len(members))
+        advantages = losses.grpo_advantages(torch.tensor([r for r, _ in members]), [turn.turn_id] * len(members))
+        in_group = iter(advantages.tolist())
+        member_advantages = [None if r is None else next(in_group) for r in rewards]
         if not bool(advantages.abs().gt(0).any()):
+            self._report(turn, wishes, kinds, replies, checks, member_advantages, "zero_advantage_group", rewards)
             return None, "zero_advantage_group"
+        self._report(turn, wishes, kinds, replies, checks, member_advantages, "queued", rewards)
         # hybrid: one hint for the whole group, the teacher reading every remembered wish
         samples = []
         for (reward, sample), advantage in zip(members, advantages.tolist()):
@@ -164,6 +174,13 @@ class HindsightGroups:
         self.stats["groups"] += 1
         return samples, None
 
+    def _report(self, turn: Turn, wishes: list[str], kinds: list[str], replies: list[str],
+                checks: list[list[WishCheck]], advantages: list[float | None], outcome: str,
+                rewards: list[float | None] | None = None) -> None:
+        if self.on_group is not None:
+            self.on_group(group_event(turn, wishes, kinds, replies, checks,
+                                      rewards or [None] * len(replies), advantages, outcome))
+
     def _prompted_ids(self, turn: Turn, hint: str, where: dict[str, Any]) -> list[int]:
         """The teacher's prompt: the turn's context with the wishes placed as the OPD hint, rendered as the
         policy renders any prompt (with the tools the student saw; ``where``: :func:`teacher_context`)."""
@@ -173,6 +190,56 @@ class HindsightGroups:
     async def close(self) -> None:
         if self.owns_sampler:
             await self.sampler.close()
+
+
+def group_event(turn: Turn, wishes: list[str], kinds: list[str], replies: list[str],
+                checks: list[list[WishCheck]], rewards: list[float | None], advantages: list[float | None],
+                outcome: str) -> dict[str, Any]:
+    """A scored group as a turn-log event: what the trainer was shown for this turn and why.
+
+    ``outcome``: ``queued`` (its samples went to the trainer), ``zero_advantage_group`` or ``unscorable``;
+    a member's ``reward``/``advantage`` is None where it was left out. Keyed by the turn and its user, so
+    forget-me erases it with the turn (:meth:`~clawgym.serve.turn_log.TurnLog.forget_user`).
+    """
+    members = [{"kind": kind, "reply": reply, "reward": reward, "advantage": advantage,
+                "met": {c.wish: c.met for c in member_checks}}
+               for kind, reply, member_checks, reward, advantage in zip(kinds, replies, checks, rewards, advantages)]
+    return {"event": "hindsight_group", "id": f"group:{turn.turn_id}", "turn_id": turn.turn_id,
+            "user": user_of(turn), "policy_version": int(turn.policy_version), "wishes": list(wishes),
+            "outcome": outcome, "members": members}
+
+
+def wish_signal(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per wish, what the scored groups of a turn log (``hindsight_group`` events) offered the trainer.
+
+    ``groups``: groups that checked the wish (trained or of equal rewards); ``real``: the share of them
+    whose served reply met it; ``none_met``: the share where no member met it, so the group had nothing
+    to learn it from; ``push``: over the trained groups, the mean of ``sum_i A_i * met_i / n`` (members
+    with an advantage): GRPO's step on the log-probability of the members that meet the wish, so a
+    positive push trains toward meeting it and a negative one away from it.
+    """
+    table: dict[str, dict[str, list[float]]] = {}
+    for event in events:
+        if event.get("event") != "hindsight_group" or event.get("outcome") not in ("queued", "zero_advantage_group"):
+            continue
+        members = event["members"]
+        for wish in event["wishes"]:
+            decided = [m for m in members if m["met"].get(wish) is not None]
+            if not decided:
+                continue
+            row = table.setdefault(wish, {"real": [], "none_met": [], "push": []})
+            if members[0]["met"].get(wish) is not None:
+                row["real"].append(float(members[0]["met"][wish]))
+            row["none_met"].append(float(not any(m["met"][wish] for m in decided)))
+            trained = [m for m in decided if m["advantage"] is not None]
+            if event["outcome"] == "queued" and trained:
+                row["push"].append(sum(m["advantage"] * m["met"][wish] for m in trained) / len(trained))
+    return {wish: {"groups": float(len(row["none_met"])), "real": _mean(row["real"]),
+                   "none_met": _mean(row["none_met"]), "push": _mean(row["push"])} for wish, row in table.items()}
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
 
 
 def _real_sample(turn: Turn) -> Sample:

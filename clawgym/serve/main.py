@@ -189,6 +189,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     if getattr(personal, "hindsight", None) is not None:
         personal.hindsight.rubric.wishes_of = wishes.texts  # the rubric scores against what each user asked
         personal.hindsight.on_scored = dashboard.observe_wishes_met
+        personal.hindsight.on_group = log.record_group  # what each group showed the trainer, for reading later
     if settings.teacher_wishes and personal is not None:
         personal.wishes_of = wishes.texts
 
