@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -32,6 +33,11 @@ def group_events(path: Path) -> list[dict]:
     return [e for e in events if e.get("event") == "hindsight_group"]
 
 
+def number(value: float | None, spec: str = ".2f") -> str:
+    """A share or a push; "-" where the half had no group for the wish (or no trained one)."""
+    return "-" if value is None or math.isnan(value) else format(value, spec)
+
+
 def table(groups: list[dict]) -> str:
     half = len(groups) // 2
     first, second = wish_signal(groups[:half]), wish_signal(groups[half:])
@@ -40,8 +46,8 @@ def table(groups: list[dict]) -> str:
     for wish in sorted(set(first) | set(second)):
         a, b = first.get(wish, {}), second.get(wish, {})
         n = int(a.get("groups", 0) + b.get("groups", 0))
-        cells = [f"{a.get(k, float('nan')):.2f} -> {b.get(k, float('nan')):.2f}" for k in ("real", "none_met")]
-        push = f"{a.get('push', float('nan')):+.2f} -> {b.get('push', float('nan')):+.2f}"
+        cells = [f"{number(a.get(k))} -> {number(b.get(k))}" for k in ("real", "none_met")]
+        push = f"{number(a.get('push'), '+.2f')} -> {number(b.get('push'), '+.2f')}"
         lines.append(f"{wish[:52]:<52} {n:>6}  {cells[0]:>11}  {cells[1]:>11}  {push:>13}")
     return "\n".join(lines)
 
