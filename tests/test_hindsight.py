@@ -107,25 +107,6 @@ def test_a_person_with_no_wishes_reports_no_group():
     assert reported == []  # nothing was sampled or scored
 
 
-def test_a_sibling_left_out_is_reported_without_reward_or_advantage():
-    builder = groups(["", "four"])
-    reported = []
-    builder.on_group = reported.append
-
-    async def no_tokens(prompt_ids, sampling, _real=builder.policy.generate_ids):
-        generation = await _real(prompt_ids, sampling)
-        if not generation.text:
-            generation.response_ids, generation.response_logprobs = [], []
-        return generation
-
-    builder.policy.generate_ids = no_tokens
-    samples, _ = asyncio.run(builder.build(judged_turn(), verdict=None))
-    empty = reported[0]["members"][1]
-    assert empty["reply"] == "" and empty["reward"] is None and empty["advantage"] is None
-    assert [m["advantage"] for m in reported[0]["members"] if m["advantage"] is not None] == pytest.approx(
-        [s.advantage for s in samples])
-
-
 def test_the_wish_signal_says_which_wishes_the_groups_train_toward_and_which_none_could_teach():
     friendly = "make it friendlier"
     builder = groups(["four", "a reply of far too many words"], wishes=(SHORT_WISH, friendly))
@@ -170,6 +151,8 @@ def test_what_cannot_be_scored_makes_no_group(case, reason):
 def test_a_sibling_the_rubric_cannot_decide_is_left_out_of_the_group():
     builder = groups(["", "four"])  # an empty reply is decided (it meets nothing); give it no tokens
     builder.policy.texts = ["", "four"]
+    reported = []
+    builder.on_group = reported.append
 
     async def no_tokens(prompt_ids, sampling, _real=builder.policy.generate_ids):
         generation = await _real(prompt_ids, sampling)
@@ -180,6 +163,10 @@ def test_a_sibling_the_rubric_cannot_decide_is_left_out_of_the_group():
     builder.policy.generate_ids = no_tokens
     samples, _ = asyncio.run(builder.build(judged_turn(), verdict=None))
     assert len(samples) == 2 and builder.stats["sibling_unscorable"] == 1
+    empty = reported[0]["members"][1]  # reported, without a reward or an advantage
+    assert empty["reply"] == "" and empty["reward"] is None and empty["advantage"] is None
+    assert [m["advantage"] for m in reported[0]["members"] if m["advantage"] is not None] == pytest.approx(
+        [s.advantage for s in samples])
 
 
 def test_settings_refuse_groups_that_cannot_teach():

@@ -13,9 +13,11 @@ pushed up even when every one of them would have drawn a complaint.
 Nothing is trained on noise: a turn whose person has no checkable wish, or whose real reply the rubric
 cannot decide, makes no group (``refused``: ``no_wishes`` / ``unscorable``); a sibling the rubric cannot
 decide is left out; a group whose rewards all agree carries no advantage and is dropped
-(``zero_advantage_group``). The siblings are decoded by the served policy, batched with the people's
-requests (serving never waits for a group: the groups are built by a background task, one turn at a
-time, and a turn arriving while ``max_queued`` wait is refused as ``hindsight_busy``).
+(``zero_advantage_group``). Every scored group, trained or dropped, is reported (``on_group``: the turn
+log's ``hindsight_group`` event, :func:`group_event`), and :func:`wish_signal` reads back, per wish,
+what the groups pushed the policy toward. The siblings are decoded by the served policy, batched with
+the people's requests (serving never waits for a group: the groups are built by a background task, one
+turn at a time, and a turn arriving while ``max_queued`` wait is refused as ``hindsight_busy``).
 
 A small model seldom samples what it was never told (a word of praise the base model never writes
 gives a group no variance on "make it friendlier"), while the same model reading the wishes in its
@@ -143,7 +145,8 @@ class HindsightGroups:
         checks = await asyncio.to_thread(self.rubric.check_many, [(wishes, context, r) for r in replies])
         rubric = [reward_of(c) for c in checks]
         if rubric[0] is None:
-            self._report(turn, wishes, kinds, replies, checks, [None] * len(replies), "unscorable")
+            unknown = [None] * len(replies)
+            self._report(turn, wishes, kinds, replies, checks, unknown, unknown, "unscorable")
             return None, "unscorable"
         if self.on_scored is not None:
             self.on_scored(user_of(turn), rubric[0])
@@ -160,9 +163,9 @@ class HindsightGroups:
         in_group = iter(advantages.tolist())
         member_advantages = [None if r is None else next(in_group) for r in rewards]
         if not bool(advantages.abs().gt(0).any()):
-            self._report(turn, wishes, kinds, replies, checks, member_advantages, "zero_advantage_group", rewards)
+            self._report(turn, wishes, kinds, replies, checks, rewards, member_advantages, "zero_advantage_group")
             return None, "zero_advantage_group"
-        self._report(turn, wishes, kinds, replies, checks, member_advantages, "queued", rewards)
+        self._report(turn, wishes, kinds, replies, checks, rewards, member_advantages, "queued")
         # hybrid: one hint for the whole group, the teacher reading every remembered wish
         samples = []
         for (reward, sample), advantage in zip(members, advantages.tolist()):
@@ -175,11 +178,10 @@ class HindsightGroups:
         return samples, None
 
     def _report(self, turn: Turn, wishes: list[str], kinds: list[str], replies: list[str],
-                checks: list[list[WishCheck]], advantages: list[float | None], outcome: str,
-                rewards: list[float | None] | None = None) -> None:
+                checks: list[list[WishCheck]], rewards: list[float | None], advantages: list[float | None],
+                outcome: str) -> None:
         if self.on_group is not None:
-            self.on_group(group_event(turn, wishes, kinds, replies, checks,
-                                      rewards or [None] * len(replies), advantages, outcome))
+            self.on_group(group_event(turn, wishes, kinds, replies, checks, rewards, advantages, outcome))
 
     def _prompted_ids(self, turn: Turn, hint: str, where: dict[str, Any]) -> list[int]:
         """The teacher's prompt: the turn's context with the wishes placed as the OPD hint, rendered as the
