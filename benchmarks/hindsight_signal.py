@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from clawgym.rl.types import read_jsonl  # noqa: E402
 from clawgym.serve.hindsight import wish_signal  # noqa: E402
 
 
@@ -29,8 +29,7 @@ def group_events(path: Path) -> list[dict]:
     log = path / "turns.jsonl" if path.is_dir() else path
     if not log.exists():
         raise SystemExit(f"no turn log at {log}")
-    events = [json.loads(line) for line in log.open(encoding="utf-8") if line.strip()]
-    return [e for e in events if e.get("event") == "hindsight_group"]
+    return [e for e in read_jsonl(log) if e.get("event") == "hindsight_group"]  # a torn last line is skipped
 
 
 def number(value: float | None, spec: str = ".2f") -> str:
