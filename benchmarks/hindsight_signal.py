@@ -7,8 +7,12 @@ first and the second half of the run's groups:
 
     .venv/bin/python benchmarks/hindsight_signal.py runs/lfc/<cell>          # or a turns.jsonl
 
-``real``: how often the served reply met the wish; ``none met``: groups in which no member met it (nothing
-to learn it from); ``push``: GRPO's step toward the members that meet it (> 0: toward meeting it).
+``real``: how often the served reply met the wish; ``sibling`` / ``prompted``: how often the siblings
+sampled from the person's prompt / from the wish-reading prompt (``serve.hindsight_prompted``) met it;
+``none met``: groups in which no member met it (nothing to learn it from); ``push``: GRPO's step toward
+the members that meet it (> 0: toward meeting it). The same table follows for the groups on first replies
+against those on later turns (after the person has spoken back), read from the log's turns: a wish the
+person states only after a reply is met on later turns long before it is anticipated on first ones.
 """
 
 from __future__ import annotations
@@ -25,29 +29,41 @@ from clawgym.rl.types import read_jsonl  # noqa: E402
 from clawgym.serve.hindsight import wish_signal  # noqa: E402
 
 
-def group_events(path: Path) -> list[dict]:
+def turn_log(path: Path) -> Path:
     log = path / "turns.jsonl" if path.is_dir() else path
     if not log.exists():
         raise SystemExit(f"no turn log at {log}")
-    return [e for e in read_jsonl(log) if e.get("event") == "hindsight_group"]  # a torn last line is skipped
+    return log
+
+
+def group_events(path: Path) -> list[dict]:
+    return [e for e in read_jsonl(turn_log(path)) if e.get("event") == "hindsight_group"]  # a torn last line is skipped
 
 
 def number(value: float | None, spec: str = ".2f") -> str:
-    """A share or a push; "-" where the half had no group for the wish (or no trained one)."""
+    """A share or a push; "-" where the part had no group for the wish (or no trained one)."""
     return "-" if value is None or math.isnan(value) else format(value, spec)
 
 
-def table(groups: list[dict]) -> str:
-    half = len(groups) // 2
-    first, second = wish_signal(groups[:half]), wish_signal(groups[half:])
-    lines = [f"{'wish':<52} {'groups':>6}  {'real':>11}  {'none met':>11}  {'push':>13}",
-             f"{'':<52} {'':>6}  {'1st -> 2nd half':>41}"]
-    for wish in sorted(set(first) | set(second)):
-        a, b = first.get(wish, {}), second.get(wish, {})
+def first_replies(path: Path) -> set[str]:
+    """The turn ids of the log's first replies: turns whose context holds no earlier reply."""
+    return {e["turn"]["turn_id"] for e in read_jsonl(turn_log(path)) if e.get("event") == "turn"
+            and not any(m.get("role") == "assistant" for m in e["turn"].get("context", []))}
+
+
+COLUMNS = (("real", ".2f"), ("sibling", ".2f"), ("prompted", ".2f"), ("none_met", ".2f"), ("push", "+.2f"))
+
+
+def table(first: list[dict], second: list[dict], labels: str = "1st -> 2nd half") -> str:
+    """Per wish, each column as ``first -> second``: two parts of a run's groups side by side."""
+    a_signal, b_signal = wish_signal(first), wish_signal(second)
+    header = "".join(f"  {name.replace('_', ' '):>13}" for name, _ in COLUMNS)
+    lines = [f"{'wish':<52} {'groups':>6}{header}", f"{'(' + labels + ')':<52}"]
+    for wish in sorted(set(a_signal) | set(b_signal)):
+        a, b = a_signal.get(wish, {}), b_signal.get(wish, {})
         n = int(a.get("groups", 0) + b.get("groups", 0))
-        cells = [f"{number(a.get(k))} -> {number(b.get(k))}" for k in ("real", "none_met")]
-        push = f"{number(a.get('push'), '+.2f')} -> {number(b.get('push'), '+.2f')}"
-        lines.append(f"{wish[:52]:<52} {n:>6}  {cells[0]:>11}  {cells[1]:>11}  {push:>13}")
+        cells = "".join(f"  {number(a.get(k), spec) + ' -> ' + number(b.get(k), spec):>13}" for k, spec in COLUMNS)
+        lines.append(f"{wish[:52]:<52} {n:>6}{cells}")
     return "\n".join(lines)
 
 
@@ -62,7 +78,12 @@ def main() -> None:
     outcomes = collections.Counter(g["outcome"] for g in groups)
     kinds = collections.Counter(m["kind"] for g in groups for m in g["members"])
     print(f"{len(groups)} groups: {dict(outcomes)}; members {dict(kinds)}")
-    print(table(groups))
+    half = len(groups) // 2
+    print(table(groups[:half], groups[half:]))
+    first = first_replies(args.run)
+    on_first = [g for g in groups if g["turn_id"] in first]
+    print(f"\n{len(on_first)} groups on first replies, {len(groups) - len(on_first)} on later turns")
+    print(table(on_first, [g for g in groups if g["turn_id"] not in first], "first replies -> later turns"))
 
 
 if __name__ == "__main__":

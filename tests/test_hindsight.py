@@ -3,6 +3,7 @@ the rubric judge against the person's remembered wishes; nothing unscorable is t
 
 import asyncio
 import json
+import math
 
 import openai
 import pytest
@@ -121,6 +122,7 @@ def test_the_wish_signal_says_which_wishes_the_groups_train_toward_and_which_non
     assert signal[SHORT_WISH]["groups"] == 1 and signal[SHORT_WISH]["real"] == 0.0
     assert signal[SHORT_WISH]["none_met"] == 0.0 and signal[SHORT_WISH]["push"] > 0  # the short sibling wins
     assert signal[friendly]["none_met"] == 1.0 and signal[friendly]["push"] == 0.0  # no member to learn it from
+    assert signal[SHORT_WISH]["sibling"] == 0.5 and math.isnan(signal[SHORT_WISH]["prompted"])  # none was prompted
 
 
 def test_the_persons_verdict_counts_in_their_replys_reward():
@@ -381,13 +383,22 @@ def test_the_signal_script_reads_a_runs_turn_log_and_says_when_it_has_no_groups(
     for turn_id in ("t1", "t2"):
         turn = judged_turn()
         turn.turn_id = turn_id
+        if turn_id == "t2":  # a later turn: the person has spoken back to a first reply
+            turn.context += [{"role": "assistant", "content": "4"}, {"role": "user", "content": "and 3+3?"}]
+        reported.insert(0, {"event": "turn", "turn": turn.to_dict()})
         builder.policy.texts = ["four", "a reply of far too many words"]
         asyncio.run(builder.build(turn, verdict=None))
     (tmp_path / "turns.jsonl").write_text("".join(json.dumps(e) + "\n" for e in reported))
-    (row,) = [line for line in script.table(script.group_events(tmp_path)).splitlines() if line.startswith(SHORT_WISH)]
-    advantage = next(m["advantage"] for m in reported[0]["members"] if m["met"][SHORT_WISH])
-    push = f"{advantage / 3:+.2f}"  # one of three members meets the wish
-    assert row.split()[-10:] == ["2", "0.00", "->", "0.00", "0.00", "->", "0.00", push, "->", push]
+    events = script.group_events(tmp_path)
+    assert script.first_replies(tmp_path) == {"t1"} and [e["turn_id"] for e in events] == ["t1", "t2"]
+    (row,) = [line for line in script.table(events[:1], events[1:]).splitlines() if line.startswith(SHORT_WISH)]
+    advantage = next(m["advantage"] for m in events[0]["members"] if m["met"][SHORT_WISH])
+    push = f"{advantage / 3:+.2f}"  # one of three members meets the wish: one of the two own siblings
+    assert row.split()[-16:] == ["2", "0.00", "->", "0.00", "0.50", "->", "0.50", "-", "->", "-",
+                                 "0.00", "->", "0.00", push, "->", push]
+    script.sys.argv = ["hindsight_signal.py", str(tmp_path)]
+    script.main()
+    assert "1 groups on first replies, 1 on later turns" in capsys.readouterr().out
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "turns.jsonl").write_text("")
     with pytest.raises(SystemExit, match="no hindsight_group events"):

@@ -218,7 +218,8 @@ def wish_signal(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]
     whose served reply met it; ``none_met``: the share where no member met it, so the group had nothing
     to learn it from; ``push``: over the trained groups, the mean of ``sum_i A_i * met_i / n`` (members
     with an advantage): GRPO's step on the log-probability of the members that meet the wish, so a
-    positive push trains toward meeting it and a negative one away from it.
+    positive push trains toward meeting it and a negative one away from it. ``sibling`` / ``prompted``: the
+    share of the own and the prompted siblings that met it (did the wish-reading prompt supply it?).
     """
     table: dict[str, dict[str, list[float]]] = {}
     for event in events:
@@ -229,15 +230,15 @@ def wish_signal(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]
             decided = [m for m in members if m["met"].get(wish) is not None]
             if not decided:
                 continue
-            row = table.setdefault(wish, {"real": [], "none_met": [], "push": []})
-            if members[0]["met"].get(wish) is not None:
-                row["real"].append(float(members[0]["met"][wish]))
+            row = table.setdefault(wish, {"real": [], "sibling": [], "prompted": [], "none_met": [], "push": []})
+            for member in decided:
+                row[member["kind"]].append(float(member["met"][wish]))
             row["none_met"].append(float(not any(m["met"][wish] for m in decided)))
             trained = [m for m in decided if m["advantage"] is not None]
             if event["outcome"] == "queued" and trained:
                 row["push"].append(sum(m["advantage"] * m["met"][wish] for m in trained) / len(trained))
-    return {wish: {"groups": float(len(row["none_met"])), "real": _mean(row["real"]),
-                   "none_met": _mean(row["none_met"]), "push": _mean(row["push"])} for wish, row in table.items()}
+    return {wish: {"groups": float(len(row["none_met"])), **{key: _mean(row[key]) for key in row if key != "none_met"},
+                   "none_met": _mean(row["none_met"])} for wish, row in table.items()}
 
 
 def _mean(values: list[float]) -> float:
