@@ -237,8 +237,8 @@ def wish_signal(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]
             trained = [m for m in decided if m["advantage"] is not None]
             if event["outcome"] == "queued" and trained:
                 row["push"].append(sum(m["advantage"] * m["met"][wish] for m in trained) / len(trained))
-    return {wish: {"groups": float(len(row["none_met"])), **{key: _mean(row[key]) for key in row if key != "none_met"},
-                   "none_met": _mean(row["none_met"])} for wish, row in table.items()}
+    return {wish: {"groups": float(len(row["none_met"])), **{key: _mean(values) for key, values in row.items()}}
+            for wish, row in table.items()}
 
 
 def _mean(values: list[float]) -> float:
