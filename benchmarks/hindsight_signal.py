@@ -29,15 +29,16 @@ from clawgym.rl.types import read_jsonl  # noqa: E402
 from clawgym.serve.hindsight import wish_signal  # noqa: E402
 
 
-def turn_log(path: Path) -> Path:
+def read_log(path: Path) -> list[dict]:
+    """Every event of a run's turn log (a torn last line is skipped), read once for both tables."""
     log = path / "turns.jsonl" if path.is_dir() else path
     if not log.exists():
         raise SystemExit(f"no turn log at {log}")
-    return log
+    return list(read_jsonl(log))
 
 
-def group_events(path: Path) -> list[dict]:
-    return [e for e in read_jsonl(turn_log(path)) if e.get("event") == "hindsight_group"]  # a torn last line is skipped
+def group_events(events: list[dict]) -> list[dict]:
+    return [e for e in events if e.get("event") == "hindsight_group"]
 
 
 def number(value: float | None, spec: str = ".2f") -> str:
@@ -45,9 +46,9 @@ def number(value: float | None, spec: str = ".2f") -> str:
     return "-" if value is None or math.isnan(value) else format(value, spec)
 
 
-def first_replies(path: Path) -> set[str]:
+def first_replies(events: list[dict]) -> set[str]:
     """The turn ids of the log's first replies: turns whose context holds no earlier reply."""
-    return {e["turn"]["turn_id"] for e in read_jsonl(turn_log(path)) if e.get("event") == "turn"
+    return {e["turn"]["turn_id"] for e in events if e.get("event") == "turn"
             and not any(m.get("role") == "assistant" for m in e["turn"].get("context", []))}
 
 
@@ -71,7 +72,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="a run directory (its turns.jsonl) or a turn log")
     args = parser.parse_args()
-    groups = group_events(args.run)
+    events = read_log(args.run)
+    groups = group_events(events)
     if not groups:
         raise SystemExit(f"{args.run}: no hindsight_group events (a run without serve.hindsight_k, "
                          "or one recorded before groups were logged)")
@@ -80,7 +82,7 @@ def main() -> None:
     print(f"{len(groups)} groups: {dict(outcomes)}; members {dict(kinds)}")
     half = len(groups) // 2
     print(table(groups[:half], groups[half:]))
-    first = first_replies(args.run)
+    first = first_replies(events)
     on_first = [g for g in groups if g["turn_id"] in first]
     print(f"\n{len(on_first)} groups on first replies, {len(groups) - len(on_first)} on later turns")
     print(table(on_first, [g for g in groups if g["turn_id"] not in first], "first replies -> later turns"))

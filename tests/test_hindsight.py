@@ -389,8 +389,8 @@ def test_the_signal_script_reads_a_runs_turn_log_and_says_when_it_has_no_groups(
         builder.policy.texts = ["four", "a reply of far too many words"]
         asyncio.run(builder.build(turn, verdict=None))
     (tmp_path / "turns.jsonl").write_text("".join(json.dumps(e) + "\n" for e in reported))
-    events = script.group_events(tmp_path)
-    assert script.first_replies(tmp_path) == {"t1"} and [e["turn_id"] for e in events] == ["t1", "t2"]
+    events = script.group_events(script.read_log(tmp_path))
+    assert script.first_replies(script.read_log(tmp_path)) == {"t1"} and [e["turn_id"] for e in events] == ["t1", "t2"]
     (row,) = [line for line in script.table(events[:1], events[1:]).splitlines() if line.startswith(SHORT_WISH)]
     advantage = next(m["advantage"] for m in events[0]["members"] if m["met"][SHORT_WISH])
     push = f"{advantage / 3:+.2f}"  # one of three members meets the wish: one of the two own siblings
@@ -405,4 +405,4 @@ def test_the_signal_script_reads_a_runs_turn_log_and_says_when_it_has_no_groups(
         script.sys.argv = ["hindsight_signal.py", str(tmp_path / "empty")]
         script.main()
     with pytest.raises(SystemExit, match="no turn log"):
-        script.group_events(tmp_path / "missing")
+        script.read_log(tmp_path / "missing")
