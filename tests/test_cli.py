@@ -96,5 +96,5 @@ def test_every_command_body_is_in_commands():
 
     found = dict(bodies(build_parser()))
     assert set(found) == {"envs", "play", "rollout", "eval", "serve-policy", "serve", "train", "launchers", "models",
-                          "fetch", "demo"}
+                          "fetch", "gguf", "demo"}
     assert {name: module for name, module in found.items() if not module.startswith("clawgym.commands.")} == {}

