@@ -24,7 +24,10 @@
 # (`oracle_grpo[policy.device=cuda][loop.max_minutes=6]`) and their steps, so a capped cell reads as one.
 # DEVICE=cpu and CHAT_FLAGS / AGENTIC_FLAGS with a tiny budget (e.g. "--steps 1 --eval-tasks 1",
 # "--budget test") make a dry run on a CPU. Merge the rows into the benchmark's results file
-# (benchmarks/results/*.jsonl) to put them on its table.
+# (benchmarks/results/*.jsonl) to put them on its table. BUNDLE=dir also writes three files there, for a
+# machine that returns only a few: rows.jsonl (every cell's rows), device.txt, and logs.tgz (the cell logs
+# and the cells' run folders under runs/lfc and runs/agentic_learning, turn logs and train steps, no
+# checkpoints).
 set -uo pipefail
 out=${1:-${OUT:-runs/gpu_learning_cells}}
 python=${PYTHON:-python3}
@@ -72,3 +75,12 @@ for cell in $cells; do
 done
 wait
 echo "cells done at ${SECONDS} s" | tee -a "$out/device.txt"
+if [ -n "${BUNDLE:-}" ]; then
+    mkdir -p "$BUNDLE"
+    cat "$out"/cell_*.jsonl >"$BUNDLE/rows.jsonl" 2>/dev/null
+    cp "$out/device.txt" "$BUNDLE/device.txt"
+    runs=()
+    for dir in runs/lfc runs/agentic_learning; do [ -d "$dir" ] && runs+=("$dir"); done
+    tar -czf "$BUNDLE/logs.tgz" --exclude=checkpoint --exclude='*.safetensors' "$out"/cell_*.log "${runs[@]}"
+    echo "bundle: $(wc -l <"$BUNDLE/rows.jsonl") rows, logs.tgz $(du -h "$BUNDLE/logs.tgz" | cut -f1)"
+fi
