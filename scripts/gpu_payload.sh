@@ -3,8 +3,9 @@
 # that can (run from the repository root after `make setup`):
 #
 #   .whl/              Python 3.12 x86-64 wheels of the clawgym dependencies that a CUDA image holding torch,
-#                      transformers, peft, numpy, pyyaml, httpx and tqdm lacks (the chat gateway, the envs and the
-#                      GGUF reader), at the versions of this .venv; gpu_learning_cells.sh installs them
+#                      transformers, peft, numpy, pyyaml, httpx and tqdm lacks (the chat gateway, Gymnasium,
+#                      BFCL-v0's bfcl-eval data and the GGUF reader; MiniWoB and the terminal need a browser and
+#                      bubblewrap as well), at the versions of this .venv; gpu_learning_cells.sh installs them
 #                      (WHEELS=.whl) into /tmp/site.
 #   .xfer/pNN/partNN   MODEL's joined, pinned GGUF (`clawgym models gguf`), split into parts of PART_MB
 #                      MiB, one folder per part, so that each part can travel on its own where one
@@ -21,7 +22,7 @@ python=${PYTHON:-.venv/bin/python}
 py_version=${PYTHON_VERSION:-3.12}
 deps=(fastapi starlette annotated-doc opentelemetry-api pydantic pydantic-core annotated-types typing-inspection
       typing-extensions anyio sniffio uvicorn openai httpx2 httpcore2 truststore jiter gymnasium farama-notifications
-      gguf)
+      gguf bfcl-eval)
 
 pins=()
 for dist in "${deps[@]}"; do
