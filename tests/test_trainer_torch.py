@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from clawgym.inference.models import build_tiny_random, load_tokenizer
+from clawgym.rl import losses
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
 from clawgym.rl.trainer import checkpoint as ckpt
 from clawgym.rl.trainer.batching import collate, gather_logprobs, response_logits
@@ -172,6 +173,28 @@ def test_kl_to_reference_starts_at_zero_then_grows(tokenizer):
         for _ in range(4)]
     assert kls[0] == pytest.approx(0.0, abs=1e-6)
     assert kls[-1] > 1e-4
+
+
+def test_kl_reference_is_a_constant_with_lora_and_checkpointing(tokenizer, monkeypatch):
+    """The chat launcher's setting (LoRA + checkpointing makes the input embeddings require grad): the reference
+    log-probs the KL term sees carry no graph, so the reference forward is neither stored nor backpropagated."""
+    seen = []
+    kl_k3 = losses.kl_k3
+
+    def recording_kl(logprobs, ref_logprobs):
+        seen.append((logprobs.requires_grad, ref_logprobs.requires_grad))
+        return kl_k3(logprobs, ref_logprobs)
+
+    monkeypatch.setattr(losses, "kl_k3", recording_kl)
+    cfg = TrainerConfig(lr=3e-3, kl_coef=0.1, gradient_checkpointing=True, checkpoint_above_tokens=0,
+                        lora=LoraSettings(r=4, alpha=8, target_modules=("q_proj", "v_proj")))
+    trainer = TorchTrainer(tiny(tokenizer), tokenizer, cfg)
+    prompt = render_prompt_ids(tokenizer, CONTEXT)
+    a, b = encode(tokenizer, "Yes."), encode(tokenizer, "No.")
+    kls = [trainer.train_step([make_sample(trainer, prompt, a, 1.0), make_sample(trainer, prompt, b, -1.0)])["kl"]
+           for _ in range(3)]
+    assert seen and all(policy and not reference for policy, reference in seen), seen
+    assert kls[-1] > 0.0  # the term still trains the policy toward the reference
 
 
 # ---- batching --------------------------------------------------------------------------------
