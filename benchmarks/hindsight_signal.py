@@ -13,6 +13,11 @@ sampled from the person's prompt / from the wish-reading prompt (``serve.hindsig
 the members that meet it (> 0: toward meeting it). The same table follows for the groups on first replies
 against those on later turns (after the person has spoken back), read from the log's turns: a wish the
 person states only after a reply is met on later turns long before it is anticipated on first ones.
+
+A third table says who decided each wish: the rubric judge's code (the formats, counts, names and warmth
+of :mod:`clawgym.rl.judge.rubric_cues`, re-run on every member) or a model (the rubric model, or the
+request facts), and how often each said "met". A wish whose code part holds but whose model part rarely
+says yes gives its groups little to push toward, whatever the replies do.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from clawgym.rl.judge.rubric import RubricJudge  # noqa: E402
 from clawgym.rl.types import read_jsonl  # noqa: E402
 from clawgym.serve.hindsight import wish_signal  # noqa: E402
 
@@ -68,6 +74,43 @@ def table(first: list[dict], second: list[dict], labels: str = "1st -> 2nd half"
     return "\n".join(lines)
 
 
+def who_decided(events: list[dict], groups: list[dict]) -> dict[str, collections.Counter]:
+    """Per wish, over every group member: how many the cues decided (and met), and how many they left to a
+    model (and the model called met), re-running the judge's cues on the member's reply and its turn's context."""
+    contexts = {e["turn"]["turn_id"]: e["turn"].get("context", []) for e in events if e.get("event") == "turn"}
+    cues_only = RubricJudge(None)  # no model: what the cues leave open comes back "unsure"
+    counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for group in groups:
+        context = contexts.get(group["turn_id"], [])
+        members = group["members"]
+        checks = cues_only.check_many([(list(m["met"]), context, m["reply"]) for m in members])
+        for member, row in zip(members, checks):
+            for check in row:
+                if check.source == "uncheckable":
+                    continue
+                count = counts[check.wish]
+                count["members"] += 1
+                if check.source == "cues":
+                    count["by_cues"] += 1
+                    count["cues_met"] += bool(check.met)
+                else:
+                    count["by_model"] += 1
+                    count["model_met"] += bool(member["met"].get(check.wish))
+    return counts
+
+
+def decided_table(counts: dict[str, collections.Counter]) -> str:
+    """Per wish: members, the share the cues decided and their "met" rate, the share left to a model and its rate."""
+    lines = [f"{'wish':<52} {'members':>7}  {'by cues':>7}  {'cues: met':>9}  {'by a model':>10}  {'model: met':>10}"]
+    for wish in sorted(counts):
+        c = counts[wish]
+        lines.append(f"{wish[:52]:<52} {c['members']:>7}  {number(c['by_cues'] / c['members']):>7}  "
+                     f"{number(c['cues_met'] / c['by_cues'] if c['by_cues'] else None):>9}  "
+                     f"{number(c['by_model'] / c['members']):>10}  "
+                     f"{number(c['model_met'] / c['by_model'] if c['by_model'] else None):>10}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="a run directory (its turns.jsonl) or a turn log")
@@ -86,6 +129,8 @@ def main() -> None:
     on_first = [g for g in groups if g["turn_id"] in first]
     print(f"\n{len(on_first)} groups on first replies, {len(groups) - len(on_first)} on later turns")
     print(table(on_first, [g for g in groups if g["turn_id"] not in first], "first replies -> later turns"))
+    print("\nwho decided each wish (the cues re-run on every member; the rest was a model's call)")
+    print(decided_table(who_decided(events, groups)))
 
 
 if __name__ == "__main__":

@@ -406,3 +406,31 @@ def test_the_signal_script_reads_a_runs_turn_log_and_says_when_it_has_no_groups(
         script.main()
     with pytest.raises(SystemExit, match="no turn log"):
         script.read_log(tmp_path / "missing")
+
+
+def test_the_signal_script_says_which_wishes_the_cues_decided_and_which_a_model_did():
+    from tests.scripts import load_script
+
+    script = load_script("benchmarks/hindsight_signal.py")
+    explain = "explain the grade in at least two sentences"
+    context = [{"role": "user", "content": "Grade this answer out of 10. Student answer: 4. Problem: 2+2?"}]
+    members = [  # what the run's judge recorded; the script re-runs only the cues
+        {"kind": "real", "reply": "7/10", "met": {explain: False, SHORT_WISH: True}},
+        {"kind": "sibling", "reply": "The answer 4 is right. Two and two make four.",
+         "met": {explain: True, SHORT_WISH: False}},
+        {"kind": "sibling", "reply": "The student wrote four. That is the right sum here.",
+         "met": {explain: False, SHORT_WISH: False}},
+        {"kind": "sibling", "reply": "", "met": {explain: False, "remind me tomorrow": False}},
+    ]
+    events = [{"event": "turn", "turn": {"turn_id": "t1", "context": context}},
+              {"event": "hindsight_group", "turn_id": "t1", "members": members}]
+    counts = script.who_decided(events, script.group_events(events))
+    # one sentence: the count decides "not met"; two sentences: the count holds, the model decided (1 of 2 met);
+    # an empty reply meets nothing; a wish no reply can show is left out
+    assert counts[explain] == {"members": 4, "by_cues": 2, "cues_met": 0, "by_model": 2, "model_met": 1}
+    assert counts[SHORT_WISH] == {"members": 3, "by_cues": 3, "cues_met": 1}
+    assert "remind me tomorrow" not in counts
+    (row,) = [line for line in script.decided_table(counts).splitlines() if line.startswith(explain)]
+    assert row.split()[-5:] == ["4", "0.50", "0.00", "0.50", "0.50"]
+    (row,) = [line for line in script.decided_table(counts).splitlines() if line.startswith(SHORT_WISH)]
+    assert row.split()[-5:] == ["3", "1.00", "0.33", "0.00", "-"]
