@@ -330,7 +330,6 @@ class TorchTrainer:
         return nullcontext()
 
     @torch.no_grad()
-    @torch.no_grad()
     def _reference_logprobs(self, batch: Batch) -> torch.Tensor:
         """The initial weights' log-probs of the sampled tokens: a constant of the KL term, built without a graph."""
         with self._initial_weights() as reference, checkpointing_off(reference):
