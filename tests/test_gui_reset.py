@@ -32,9 +32,11 @@ history.pushState({}, '', '#one'); history.pushState({}, '', '#two');
 indexedDB.open('leakdb', 1).onupgradeneeded = (e) => e.target.result.createObjectStore('s');
 if (navigator.serviceWorker) navigator.serviceWorker.register('sw.js').catch(() => {});
 addEventListener('pagehide', () => localStorage.setItem('unload', '1'));
-setTimeout(() => alert('from the last episode'), 400);
 </script></body></html>""",
-        "second.html": "<p>Second page</p><script>localStorage.setItem('second', '1')</script>",
+        # The page the episode ends on: its dialog is due after the episode (on index.html a slow machine's
+        # clicks would meet it halfway and lose the press, as a person's would under a modal alert).
+        "second.html": "<p>Second page</p><script>localStorage.setItem('second', '1');"
+                       " setTimeout(() => alert('from the last episode'), 400)</script>",
         "sw.js": "self.addEventListener('fetch', () => {});",
     },
     generate=lambda rng: {"prompt": "Make a mess."},
@@ -61,7 +63,7 @@ def probe(env: GUIEnv) -> dict:
     env.reset(seed=2, options={"task_id": "probe"})
     page = env.browser.page
     seen = page.evaluate("() => window.__probe")
-    page.wait_for_timeout(600)  # the dirty episode's alert was due 400 ms after its last action
+    page.wait_for_timeout(600)  # the dirty episode's alert was due 400 ms after its last page loaded
     seen["notes"] = env.browser.notes()
     seen["back"] = env.step(act("go_back"))[0][-1]["content"]
     return seen
@@ -80,8 +82,12 @@ def dirty_episode(env):
     page = env.browser.page
     assert page.evaluate("() => localStorage.getItem('leak')") == "1"  # the mess was really made
     ref = next(e.ref for e in env.view.elements if e.name == "Download")
-    observation = env.step(act("click", ref=ref))[0]
-    assert "Downloads refused: 1" in observation[-1]["content"]
+    env.step(act("click", ref=ref))
+    for _ in range(50):  # the download event can reach us after the step's observation on a loaded machine
+        if "Downloads refused: 1" in env.browser.notes():
+            break
+        page.wait_for_timeout(100)
+    assert "Downloads refused: 1" in env.browser.notes()
     next_ref = next(e.ref for e in env.view.elements if e.name == "Next")
     env.step(act("click", ref=next_ref))
     env.browser.page.wait_for_url("**/second.html", timeout=10_000)  # a loaded machine may still be navigating

@@ -194,3 +194,18 @@ def test_what_the_route_blocks():
                 "http://127.0.0.1:8001/", "https://127.0.0.1:8000/", "ws://127.0.0.1:8000/"):
         assert blocked(url), url
     assert blocked_pattern(set()).search("http://127.0.0.1:8000/")
+
+
+def test_a_dialog_whose_page_went_away_is_noted_and_not_raised():
+    """Playwright refuses to answer a dialog whose document a navigation replaced; the step goes on."""
+    from clawgym.envs.gui.browser import Browser
+
+    class GoneDialog:
+        type, message = "alert", "late"
+
+        def accept(self):
+            raise RuntimeError("Dialog.accept: Protocol error (Page.handleJavaScriptDialog): Not attached")
+
+    browser = Browser()  # nothing launched: the handler alone
+    browser._on_dialog(GoneDialog())
+    assert browser.notes() == ["Dialogs (accepted): alert 'late'"] and browser.broken is None

@@ -305,7 +305,10 @@ class Browser:
             self.broken = f"alert storm: more than {self.max_dialogs} dialogs in one step"
             self._kill(renderers_only=True)
             return
-        dialog.accept()
+        try:
+            dialog.accept()
+        except Exception as exc:  # the dialog's document went away meanwhile (a navigation, a wipe): nothing to answer
+            log.debug("dialog gone before it was accepted: %s", exc)
 
     def _on_download(self, download: Any) -> None:
         self._downloads += 1  # refused (accept_downloads=False): nothing reaches the disk
