@@ -7,8 +7,9 @@ first and the second half of the run's groups:
 
     .venv/bin/python benchmarks/hindsight_signal.py runs/lfc/<cell>          # or a turns.jsonl
 
-``real``: how often the served reply met the wish; ``sibling`` / ``prompted``: how often the siblings
-sampled from the person's prompt / from the wish-reading prompt (``serve.hindsight_prompted``) met it;
+``real``: how often the served reply met the wish; ``sibling`` / ``prompted`` / ``answered``: how often
+the siblings sampled from the person's prompt / from the wish-reading prompt (``serve.hindsight_prompted``) /
+after the person's next message (``serve.hindsight_answered``) met it;
 ``none met``: groups in which no member met it (nothing to learn it from); ``push``: GRPO's step toward
 the members that meet it (> 0: toward meeting it). The same table follows for the groups on first replies
 against those on later turns (after the person has spoken back), read from the log's turns: a wish the
@@ -58,7 +59,8 @@ def first_replies(events: list[dict]) -> set[str]:
             and not any(m.get("role") == "assistant" for m in e["turn"].get("context", []))}
 
 
-COLUMNS = (("real", ".2f"), ("sibling", ".2f"), ("prompted", ".2f"), ("none_met", ".2f"), ("push", "+.2f"))
+COLUMNS = (("real", ".2f"), ("sibling", ".2f"), ("prompted", ".2f"), ("answered", ".2f"), ("none_met", ".2f"),
+           ("push", "+.2f"))
 
 
 def table(first: list[dict], second: list[dict], labels: str = "1st -> 2nd half") -> str:

@@ -6,7 +6,9 @@ from the teacher's prompt instead (the person's remembered wishes placed as the 
 them from a bigger model of the same tokenizer (``serve.hindsight_prompted_model``). This measures, per
 persona, the replies such siblings would be: ``--samples`` replies at the training temperature to each of
 the first ``--tasks`` train tasks, from the policy's own prompt and from the wish-reading prompt of each
-``--sampler``, scored by the persona's hidden checks and by the rubric judge (the reward they would get).
+``--sampler``, and from the conversation continued by the person's answer to the policy's first reply
+(``serve.hindsight_answered``: what the policy writes once told), all scored as replies to the opening
+by the persona's hidden checks and by the rubric judge (the reward they would get).
 
 The remembered wishes are what the wish memory makes of the scripted person's reply to the policy's
 first sample of each task, every unmet wish voiced (``--user-voice all`` of the method table).
@@ -63,7 +65,8 @@ async def measure(name: str, policy, samplers: dict, n_tasks: int, samples: int,
     openings = [rehearsal.opening(persona, t) for t in tasks]
     sampling = SamplingParams(temperature=temperature, max_tokens=max_tokens)
     own = await asyncio.gather(*(policy.generate(m, None, sampling) for m in openings for _ in range(samples)))
-    wishes = remembered([persona.feedback(g.text, t, voice="all")[0] for g, t in zip(own[::samples], tasks)])
+    said = [persona.feedback(g.text, t, voice="all")[0] for g, t in zip(own[::samples], tasks)]
+    wishes = remembered(said)
     print(f"{name}: remembered wishes {wishes}", flush=True)
     rubric = RubricJudge(policy)  # the policy judges, as in the method table's rows
     rows = {"own prompt (policy)": summary(persona, tasks, openings, own, wishes, rubric, samples)}
@@ -72,6 +75,10 @@ async def measure(name: str, policy, samplers: dict, n_tasks: int, samples: int,
     for label, sampler in samplers.items():
         replies = await asyncio.gather(*(sampler.generate(p, None, sampling) for p in prompts for _ in range(samples)))
         rows[f"wishes {hint_format} ({label})"] = summary(persona, tasks, openings, replies, wishes, rubric, samples)
+    answered = [m + [{"role": "assistant", "content": g.text}, {"role": "user", "content": s}]
+                for m, g, s in zip(openings, own[::samples], said)]
+    replies = await asyncio.gather(*(policy.generate(p, None, sampling) for p in answered for _ in range(samples)))
+    rows["answered (policy)"] = summary(persona, tasks, openings, replies, wishes, rubric, samples)
     return rows
 
 

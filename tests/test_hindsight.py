@@ -208,6 +208,7 @@ def test_a_batch_never_splits_a_group(tmp_path):
     ({"hindsight_k": 1}, "k >= 2"),
     ({"hindsight_k": 4, "adapters": "per_user"}, "adapters: shared"),
     ({"hindsight_k": 3, "hindsight_prompted": 3}, r"within \[0, k - 1 = 2\]"),
+    ({"hindsight_k": 3, "hindsight_prompted": 1, "hindsight_answered": 2}, r"prompted \+ answered .* got 1 \+ 2"),
 ])
 def test_serve_settings_validate_hindsight(tmp_path, overrides, message):
     lora = {"lr": 1e-3, "micro_batch_size": 2, "lora": {"enabled": True}}
@@ -329,6 +330,50 @@ def test_prompted_siblings_are_refused_where_they_cannot_be_built():
         groups(["four", "five"], prompted=1)
 
 
+def test_answered_siblings_answer_the_persons_next_message_and_train_as_replies_to_the_turns_prompt():
+    from clawgym.inference.models import load_tokenizer
+    from clawgym.rl.trainer.samples import render_prompt_ids
+
+    tokenizer = load_tokenizer("tiny-random")
+    builder = groups(["four", "a reply of far too many words"], tokenizer=tokenizer, answered=1)
+    reported = []
+    builder.on_group = reported.append
+    turn = judged_turn()
+    samples, reason = asyncio.run(builder.build(turn, verdict=-1.0))
+    assert reason is None and [s.metadata["hindsight"] for s in samples] == ["real", "answered", "sibling"]
+    (answered_ids, _), (own_ids, _) = builder.policy.asked
+    next_request = [*turn.context, turn.action, *turn.next_state]  # what the person's next turn is prompted with
+    assert answered_ids == render_prompt_ids(tokenizer, next_request) and own_ids == [1, 2, 3]
+    real, answered, own = samples
+    assert answered.prompt_ids == [1, 2, 3] and answered.off_policy and answered.policy_version == 3
+    assert not real.off_policy and not own.off_policy
+    assert answered.reward == 1.0 and answered.advantage > 0 > own.advantage  # scored like any sibling
+    assert builder.stats["answered_siblings"] == 1
+    assert [m["kind"] for m in reported[0]["members"]] == ["real", "answered", "sibling"]
+    assert wish_signal(reported)[SHORT_WISH]["answered"] == 1.0
+
+
+def test_a_turn_nobody_answered_gets_own_siblings_instead_of_answered_ones():
+    from clawgym.inference.models import load_tokenizer
+
+    builder = groups(["four", "five six"], tokenizer=load_tokenizer("tiny-random"), answered=1)
+    turn = judged_turn()
+    turn.next_state = [{"role": "user", "content": "   "}]  # no words of the person to answer
+    samples, reason = asyncio.run(builder.build(turn, verdict=-1.0))
+    assert reason is None and [s.metadata["hindsight"] for s in samples] == ["real", "sibling", "sibling"]
+    assert [ids for ids, _ in builder.policy.asked] == [[1, 2, 3], [1, 2, 3]]
+    assert builder.stats["answered_siblings"] == 0
+
+
+def test_answered_siblings_are_refused_where_they_cannot_be_built():
+    with pytest.raises(ValueError, match=r"prompted \+ answered siblings must be within \[0, k - 1 = 2\], got 1 \+ 2"):
+        HindsightSettings(k=3, prompted=1, answered=2)
+    with pytest.raises(ValueError, match="answered siblings"):
+        HindsightSettings(k=3, answered=-1)
+    with pytest.raises(ValueError, match="policy's tokenizer"):  # the scripted policy has none
+        groups(["four", "five"], answered=1)
+
+
 def test_prompted_siblings_from_another_model_need_the_policys_tokenizer(tmp_path):
     config = load_config(config_file(tmp_path, hindsight_k=3, hindsight_prompted=1,
                                      hindsight_prompted_model="tiny-random-qwen"), ["judge.type=prob"])
@@ -394,8 +439,8 @@ def test_the_signal_script_reads_a_runs_turn_log_and_says_when_it_has_no_groups(
     (row,) = [line for line in script.table(events[:1], events[1:]).splitlines() if line.startswith(SHORT_WISH)]
     advantage = next(m["advantage"] for m in events[0]["members"] if m["met"][SHORT_WISH])
     push = f"{advantage / 3:+.2f}"  # one of three members meets the wish: one of the two own siblings
-    assert row.split()[-16:] == ["2", "0.00", "->", "0.00", "0.50", "->", "0.50", "-", "->", "-",
-                                 "0.00", "->", "0.00", push, "->", push]
+    assert row.split()[-19:] == ["2", "0.00", "->", "0.00", "0.50", "->", "0.50", "-", "->", "-", "-", "->", "-",
+                                 "0.00", "->", "0.00", push, "->", push]  # no prompted or answered siblings
     script.sys.argv = ["hindsight_signal.py", str(tmp_path)]
     script.main()
     assert "1 groups on first replies, 1 on later turns" in capsys.readouterr().out

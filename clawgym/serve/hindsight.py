@@ -30,6 +30,14 @@ a bigger model of the same tokenizer (``sampler``, ``serve.hindsight_prompted_mo
 persona the 0.5B model reading the wishes scores 0.58 on its checks against its own 0.55, the 1.5B model
 0.83 (docs/training.md, "Prompted siblings").
 
+The groups built on a conversation's first reply, the reply a new conversation starts with, hold no
+member that anticipates what the person will ask for (the TA's "give a score out of 10": no first-reply
+sibling gave one), while the served reply to the correction often meets it. ``answered`` of the ``k - 1``
+siblings are therefore the policy's own replies once the person's next message is in its context (the
+conversation as the next request will hold it), trained as replies to the turn's prompt: what it writes
+once told becomes a candidate for what it should have written before, off-policy like a prompted one.
+A turn whose next state holds no words of the person gets own siblings instead.
+
 With ``method: hybrid`` (``teacher_hint``) every member of a group also carries the OPD term: the
 teacher reads the person's remembered wishes as its hint, so the trainer adds
 ``w_opd * (log pi_teacher - log pi_old)`` per token to the group's advantage. The rubric's reward holds
@@ -54,6 +62,7 @@ from clawgym.rl.trainer.samples import hinted_messages, render_prompt_ids
 from clawgym.rl.types import Sample, Turn
 from clawgym.serve.protocol import conversation
 from clawgym.serve.teacher_hint import hint_with_wishes, teacher_context
+from clawgym.serve.wish_memory import next_words
 
 
 @dataclass
@@ -62,13 +71,15 @@ class HindsightSettings:
     reply's reward is the person's verdict; ``max_tokens``: the siblings' length limit when the turn
     did not record its own (a sibling gets the real reply's limit); ``max_queued``:
     judged turns waiting for their group before new ones are refused; ``prompted``: how many of the
-    ``k - 1`` siblings read the wishes in their prompt."""
+    ``k - 1`` siblings read the wishes in their prompt; ``answered``: how many answer the person's next
+    message (the rest are sampled from the turn's own prompt)."""
 
     k: int = 4
     verdict_weight: float = 0.5
     max_tokens: int = 512
     max_queued: int = 8
     prompted: int = 0
+    answered: int = 0
 
     def __post_init__(self) -> None:
         if self.k < 2:
@@ -79,6 +90,9 @@ class HindsightSettings:
             raise ValueError("max_tokens and max_queued must be >= 1")
         if not 0 <= self.prompted <= self.k - 1:
             raise ValueError(f"prompted siblings must be within [0, k - 1 = {self.k - 1}], got {self.prompted}")
+        if self.answered < 0 or self.prompted + self.answered > self.k - 1:
+            raise ValueError(f"prompted + answered siblings must be within [0, k - 1 = {self.k - 1}], "
+                             f"got {self.prompted} + {self.answered}")
 
 
 def user_of(turn: Turn) -> str:
@@ -106,6 +120,9 @@ class HindsightGroups:
         if settings.prompted and getattr(self.sampler, "tokenizer", None) is None:
             raise ValueError("prompted siblings render the teacher's prompt with the sampler's tokenizer, "
                              f"and {type(self.sampler).__name__} has none")
+        if settings.answered and getattr(policy, "tokenizer", None) is None:
+            raise ValueError("answered siblings render the continued conversation with the policy's tokenizer, "
+                             f"and {type(policy).__name__} has none")
         self.owns_sampler = owns_sampler  # closed with the groups
         self.policy = policy
         self.rubric = rubric
@@ -131,17 +148,22 @@ class HindsightGroups:
         sampling = SamplingParams(temperature=self.temperature, max_tokens=int(limit))
         hint = hint_with_wishes(None, wishes)
         prompted = self.settings.prompted
+        answered = self.settings.answered if next_words(turn) else 0  # nobody answered: own siblings instead
         served_version = int(self.policy.version)
         where = teacher_context(turn)  # the tools the student saw and where the person's words are
         teacher_prompt = self._prompted_ids(turn, hint, where) if prompted else []
+        answered_prompt = self._answered_ids(turn, where) if answered else []
         siblings = await asyncio.gather(
             *(self.sampler.generate_ids(teacher_prompt, sampling) for _ in range(prompted)),
-            *(self.policy.generate_ids(list(turn.prompt_ids), sampling) for _ in range(self.settings.k - 1 - prompted)))
+            *(self.policy.generate_ids(answered_prompt, sampling) for _ in range(answered)),
+            *(self.policy.generate_ids(list(turn.prompt_ids), sampling)
+              for _ in range(self.settings.k - 1 - prompted - answered)))
         self.stats["siblings"] += len(siblings)
         self.stats["prompted_siblings"] += prompted
+        self.stats["answered_siblings"] += answered
         context = conversation(list(turn.context))
         replies = [text_of(turn.action)] + [g.text for g in siblings]
-        kinds = ["real"] + ["prompted"] * prompted + ["sibling"] * (len(siblings) - prompted)
+        kinds = ["real"] + ["prompted"] * prompted + ["answered"] * answered + ["sibling"] * (len(siblings) - prompted - answered)
         checks = await asyncio.to_thread(self.rubric.check_many, [(wishes, context, r) for r in replies])
         rubric = [reward_of(c) for c in checks]
         if rubric[0] is None:
@@ -158,7 +180,7 @@ class HindsightGroups:
                 rewards.append(None)
                 continue
             rewards.append(reward)
-            members.append((reward, _sibling_sample(turn, generation, served_version if i < prompted else None)))
+            members.append((reward, _sibling_sample(turn, generation, kinds[i + 1], served_version)))
         advantages = losses.grpo_advantages(torch.tensor([r for r, _ in members]), [turn.turn_id] * len(members))
         in_group = iter(advantages.tolist())
         member_advantages = [None if r is None else next(in_group) for r in rewards]
@@ -189,6 +211,12 @@ class HindsightGroups:
         messages = hinted_messages(list(turn.context), hint, self.hint_format, where.get("hint_at"))
         return render_prompt_ids(self.sampler.tokenizer, messages, where.get("tools"))
 
+    def _answered_ids(self, turn: Turn, where: dict[str, Any]) -> list[int]:
+        """The prompt of the person's next turn: the turn's context, the served reply and the next state,
+        rendered as the policy renders any prompt (with the tools the student saw)."""
+        messages = [*turn.context, dict(turn.action), *turn.next_state]
+        return render_prompt_ids(self.policy.tokenizer, messages, where.get("tools"))
+
     async def close(self) -> None:
         if self.owns_sampler:
             await self.sampler.close()
@@ -218,8 +246,9 @@ def wish_signal(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]
     whose served reply met it; ``none_met``: the share where no member met it, so the group had nothing
     to learn it from; ``push``: over the trained groups, the mean of ``sum_i A_i * met_i / n`` (members
     with an advantage): GRPO's step on the log-probability of the members that meet the wish, so a
-    positive push trains toward meeting it and a negative one away from it. ``sibling`` / ``prompted``: the
-    share of the own and the prompted siblings that met it (did the wish-reading prompt supply it?).
+    positive push trains toward meeting it and a negative one away from it. ``sibling`` / ``prompted`` /
+    ``answered``: the share of the own, the prompted and the answered siblings that met it (did the
+    wish-reading prompt, or the person's words, supply it?).
     """
     table: dict[str, dict[str, list[float]]] = {}
     for event in events:
@@ -230,7 +259,8 @@ def wish_signal(events: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]
             decided = [m for m in members if m["met"].get(wish) is not None]
             if not decided:
                 continue
-            row = table.setdefault(wish, {"real": [], "sibling": [], "prompted": [], "none_met": [], "push": []})
+            row = table.setdefault(wish, {"real": [], "sibling": [], "prompted": [], "answered": [], "none_met": [],
+                                          "push": []})
             for member in decided:
                 row[member["kind"]].append(float(member["met"][wish]))
             row["none_met"].append(float(not any(m["met"][wish] for m in decided)))
@@ -252,13 +282,13 @@ def _real_sample(turn: Turn) -> Sample:
                   metadata={"session_id": turn.session_id, "user": user_of(turn), "hindsight": "real"})
 
 
-def _sibling_sample(turn: Turn, generation: Any, prompted_at: int | None = None) -> Sample:
-    """A sibling, trained as a reply to the person's prompt. A prompted one (``prompted_at``: the served
-    weights' version when it was sampled; another sampler's versions are its own) came from another prompt."""
-    prompted = prompted_at is not None
+def _sibling_sample(turn: Turn, generation: Any, kind: str, served_version: int) -> Sample:
+    """A sibling, trained as a reply to the person's prompt. A ``prompted`` or ``answered`` one came from
+    another prompt (and maybe another model, whose versions are its own): it is off-policy, dated by the
+    served weights' version when it was sampled."""
+    off_policy = kind != "sibling"
     return Sample(prompt_ids=list(turn.prompt_ids), response_ids=list(generation.response_ids),
                   old_logprobs=list(generation.response_logprobs), group_id=turn.turn_id,
-                  policy_version=int(prompted_at if prompted else generation.policy_version), turn_id=turn.turn_id,
-                  off_policy=prompted,
-                  metadata={"session_id": turn.session_id, "user": user_of(turn),
-                            "hindsight": "prompted" if prompted else "sibling"})
+                  policy_version=int(served_version if off_policy else generation.policy_version),
+                  turn_id=turn.turn_id, off_policy=off_policy,
+                  metadata={"session_id": turn.session_id, "user": user_of(turn), "hindsight": kind})

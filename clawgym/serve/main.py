@@ -74,6 +74,8 @@ class ServeSettings:
     hindsight_prompted: int = 0  # siblings sampled with the user's wishes in their prompt (of hindsight_k - 1)
     # who samples them: "" the served policy, or a model of the same tokenizer (e.g. qwen2.5-coder-1.5b)
     hindsight_prompted_model: str = ""
+    # siblings the policy writes once the user's next message is in its context (of hindsight_k - 1 - prompted)
+    hindsight_answered: int = 0
     # the rubric meets no wish with a reply that declines the request ("I'm sorry, but I can't assist with that.")
     hindsight_refusals_fail: bool = False
     # the OPD teacher reads every remembered wish of the user (clawgym.serve.wish_memory), not only the turn's hint
@@ -129,7 +131,7 @@ class ServeSettings:
         try:
             return HindsightSettings(k=self.hindsight_k, verdict_weight=self.hindsight_verdict_weight,
                                      max_tokens=self.max_tokens, max_queued=self.hindsight_max_queued,
-                                     prompted=self.hindsight_prompted)
+                                     prompted=self.hindsight_prompted, answered=self.hindsight_answered)
         except ValueError as exc:
             raise ConfigError(f"serve.hindsight_*: {exc}") from None
 
