@@ -163,7 +163,8 @@ class HindsightGroups:
         self.stats["answered_siblings"] += answered
         context = conversation(list(turn.context))
         replies = [text_of(turn.action)] + [g.text for g in siblings]
-        kinds = ["real"] + ["prompted"] * prompted + ["answered"] * answered + ["sibling"] * (len(siblings) - prompted - answered)
+        own = len(siblings) - prompted - answered
+        kinds = ["real"] + ["prompted"] * prompted + ["answered"] * answered + ["sibling"] * own
         checks = await asyncio.to_thread(self.rubric.check_many, [(wishes, context, r) for r in replies])
         rubric = [reward_of(c) for c in checks]
         if rubric[0] is None:
