@@ -68,6 +68,10 @@ OPD_METHODS = tuple(m for m, (trainer_method, _) in JUDGE_FOR.items() if trainer
 # began to record it. A row trained at another weight is a row of its own (``...[trainer.w_opd=0.3]``), whether
 # the weight came from ``--set`` or from the launcher, so changing the launcher never renames or merges rows.
 LEGACY_W_OPD = 1.0
+# Likewise the answered siblings of each hindsight group (serve.hindsight_answered): the rows that did not record
+# them had none, and a row with some is named by their count (``...[serve.hindsight_answered=1]``) wherever it
+# came from.
+LEGACY_ANSWERED = 0
 # The rubric judge of the hindsight rows, and whose wishes each version changed: 2 decides name wishes by
 # the names (rubric_cues.name_check); 3 also decides result wishes by solving the request, by-name wishes
 # by the name the judge reads off it (request_facts) and warmth by words of encouragement; 4 also decides a
@@ -139,7 +143,7 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
         row.update(recipe=RECIPE, baseline=config.serve.get("baseline", "batch"),
                    hint_format=config.trainer.hint_format, wishes=WISHES)
     if method in HINDSIGHT:
-        row["rubric"] = RUBRIC
+        row.update(rubric=RUBRIC, hindsight_answered=config.serve.get("hindsight_answered", 0))
     if method in OPD_METHODS:
         row["w_opd"] = config.trainer.w_opd
     if method in UNTRAINED:
@@ -222,12 +226,16 @@ def label(row: dict) -> str:
         name += f"/voice={row['user_voice']}"
     if row["method"] in HINDSIGHT and not rubric_current(row):
         name += f"/rubric{row.get('rubric', 1)}"
+    # the answered siblings, then the OPD weight, come last: the launcher's value reads as a --set of it would
     sets = list(row.get("sets", []))
+    answered = answered_siblings(row)
+    if answered is not None:
+        sets = [s for s in sets if not s.startswith("serve.hindsight_answered=")]
+        sets += [f"serve.hindsight_answered={answered}"] if answered != LEGACY_ANSWERED else []
     weight = opd_weight(row)
     if weight is not None:
         sets = [s for s in sets if not s.startswith("trainer.w_opd=")]
-        if weight != LEGACY_W_OPD:
-            sets.append(f"trainer.w_opd={weight:g}")
+        sets += [f"trainer.w_opd={weight:g}"] if weight != LEGACY_W_OPD else []
     return name + "".join(f"[{s}]" for s in sets)
 
 
@@ -241,16 +249,23 @@ def opd_weight(row: dict) -> float | None:
     return row.get("w_opd", LEGACY_W_OPD)
 
 
-def launcher_w_opd(sets: list[str] | tuple[str, ...]) -> float:
-    """The OPD weight a cell run now trains at: the chat launcher's, or the ``--set`` override."""
-    return chat_config(sets).trainer.w_opd
+def answered_siblings(row: dict) -> int | None:
+    """The answered siblings of each of a row's hindsight groups (None: the method has no groups)."""
+    if row["method"] not in HINDSIGHT:
+        return None
+    for override in row.get("sets", []):
+        if override.startswith("serve.hindsight_answered="):
+            return int(override.split("=", 1)[1])
+    return row.get("hindsight_answered", LEGACY_ANSWERED)
 
 
 def current_label(method: str, temperature: float, sets: list[str] | tuple[str, ...], user_model: str | None,
                   user_voice: str) -> str:
-    """The label of a cell run now (the current rubric judge, wish extractor and OPD weight)."""
+    """The label of a cell run now (the current rubric judge, wish extractor, OPD weight and answered siblings)."""
+    config = chat_config(sets)
     return label({"method": method, "temperature": temperature, "sets": list(sets), "user_model": user_model,
-                  "user_voice": user_voice, "rubric": RUBRIC, "wishes": WISHES, "w_opd": launcher_w_opd(sets)})
+                  "user_voice": user_voice, "rubric": RUBRIC, "wishes": WISHES, "w_opd": config.trainer.w_opd,
+                  "hindsight_answered": config.serve.get("hindsight_answered", 0)})
 
 
 def rubric_current(row: dict) -> bool:

@@ -139,11 +139,31 @@ def test_a_row_is_named_by_the_opd_weight_it_trained_at_wherever_the_weight_came
 
 
 def test_a_cell_run_now_is_named_by_the_launchers_opd_weight_unless_set(lfc):
-    shipped = lfc.launcher_w_opd([])
-    assert lfc.launcher_w_opd(["trainer.w_opd=0.25"]) == 0.25
+    shipped = lfc.chat_config([]).trainer.w_opd
     named = lfc.current_label("hybrid", 1.0, [], None, "first")
     assert named == ("hybrid" if shipped == lfc.LEGACY_W_OPD else f"hybrid[trainer.w_opd={shipped:g}]")
     assert lfc.current_label("hybrid", 1.0, [f"trainer.w_opd={shipped}"], None, "first") == named
+    assert lfc.current_label("hybrid", 1.0, ["trainer.w_opd=0.25"], None, "first") == "hybrid[trainer.w_opd=0.25]"
+
+
+def test_a_hindsight_row_is_named_by_its_answered_siblings_wherever_they_came_from(lfc):
+    """Rows written before rows recorded the count had none; a count from the launcher and the same count from
+    ``--set`` name one row, in the same place whatever the order of the overrides."""
+    old = {"persona": "ta", "method": "hindsight_hybrid", "temperature": 0.7, "rubric": lfc.RUBRIC,
+           "sets": ["policy.dtype=float32", "trainer.w_opd=0.3"]}
+    explicit = {**old, "sets": ["policy.dtype=float32", "trainer.w_opd=0.3", "serve.hindsight_answered=1"]}
+    recorded = {**old, "hindsight_answered": 1, "w_opd": 0.3, "sets": ["policy.dtype=float32"]}
+    assert lfc.label(old) == "hindsight_hybrid@T0.7[policy.dtype=float32][trainer.w_opd=0.3]"
+    assert lfc.label({**old, "hindsight_answered": 0}) == lfc.label(old)
+    one = "hindsight_hybrid@T0.7[policy.dtype=float32][serve.hindsight_answered=1][trainer.w_opd=0.3]"
+    assert lfc.label(explicit) == lfc.label(recorded) == one
+    reordered = {**old, "sets": ["serve.hindsight_answered=1", "trainer.w_opd=0.3", "policy.dtype=float32"]}
+    assert lfc.label(reordered) == one
+    assert lfc.answered_siblings({"method": "hybrid", "hindsight_answered": 1}) is None
+    shipped = lfc.chat_config([]).serve.get("hindsight_answered", 0)
+    named = lfc.current_label("hindsight_hybrid", 0.7, ["trainer.w_opd=0.3"], None, "first")
+    assert named == lfc.current_label("hindsight_hybrid", 0.7, ["trainer.w_opd=0.3",
+                                                                f"serve.hindsight_answered={shipped}"], None, "first")
 
 
 def test_a_cell_short_of_its_steps_says_which_cap_stopped_it(lfc, tmp_path):
