@@ -339,13 +339,25 @@ def done_cells(path: Path, model: str) -> set[tuple[str, str, int]]:
     return {(r["persona"], label(r), r["seed"]) for r in rows}
 
 
+def table_sets(method: str) -> list[str]:
+    """The overrides that make a cell run now one of the table's own rows: the OPD weight and answered siblings
+    those rows trained with, where the chat launcher has since changed them."""
+    config = chat_config()
+    sets = []
+    if method in OPD_METHODS and config.trainer.w_opd != LEGACY_W_OPD:
+        sets.append(f"trainer.w_opd={LEGACY_W_OPD:g}")
+    if method in HINDSIGHT and config.serve.get("hindsight_answered", 0) != LEGACY_ANSWERED:
+        sets.append(f"serve.hindsight_answered={LEGACY_ANSWERED}")
+    return sets
+
+
 def missing(path: Path, model: str) -> list[str]:
     """The commands that would complete the table (3 seeds of every trained method, one of the others)."""
     have = done_cells(path, model)
     flag = "" if model == default_model() else f" --model {model}"
     # a judge-only cell whose signal never comes stops at the cap (cell times: docs/training.md)
     return [f".venv/bin/python benchmarks/learning_from_conversation.py --persona {p} --method {m} --seed {s}"
-            + flag + (" --max-minutes 30" if m in JUDGE_ONLY else "")
+            + flag + (" --max-minutes 30" if m in JUDGE_ONLY else "") + "".join(f" --set {o}" for o in table_sets(m))
             for m in METHODS for p in PERSONAS for s in (SEEDS[:1] if m in UNTRAINED else SEEDS)
             if (p, m, s) not in have]
 

@@ -146,6 +146,25 @@ def test_a_cell_run_now_is_named_by_the_launchers_opd_weight_unless_set(lfc):
     assert lfc.current_label("hybrid", 1.0, ["trainer.w_opd=0.25"], None, "first") == "hybrid[trainer.w_opd=0.25]"
 
 
+def test_the_missing_cells_commands_run_the_tables_own_rows_whatever_the_launcher_ships(lfc, tmp_path, monkeypatch):
+    """A command ``--missing`` prints fills the cell it names even after the launcher's OPD weight or answered
+    siblings changed, and running it again would find the cell done."""
+    shipped = lfc.chat_config
+
+    def changed(overrides=()):
+        return shipped(["trainer.w_opd=0.3", "serve.hindsight_answered=1", *overrides])
+
+    monkeypatch.setattr(lfc, "chat_config", changed)
+    todo = lfc.missing(tmp_path / "none.jsonl", MODEL)
+    for command in todo:
+        words = command.split()
+        method = words[words.index("--method") + 1]
+        sets = [words[i + 1] for i, word in enumerate(words) if word == "--set"]
+        assert lfc.current_label(method, 1.0, sets, None, "first") == method, command
+    assert any("--set trainer.w_opd=1 --set serve.hindsight_answered=0" in c for c in todo)
+    assert not any("--set" in c for c in todo if "--method binary " in c or "--method base " in c)
+
+
 def test_a_hindsight_row_is_named_by_its_answered_siblings_wherever_they_came_from(lfc):
     """Rows written before rows recorded the count had none; a count from the launcher and the same count from
     ``--set`` name one row, in the same place whatever the order of the overrides."""
