@@ -239,24 +239,25 @@ def label(row: dict) -> str:
     return name + "".join(f"[{s}]" for s in sets)
 
 
+def recipe_value(row: dict, key: str, field: str, legacy: float, cast: type) -> float:
+    """What a row trained with for launcher key ``key``: its ``--set``, else what it recorded in ``field``, else
+    ``legacy`` (the launcher's value before rows recorded it)."""
+    for override in row.get("sets", []):
+        if override.startswith(f"{key}="):
+            return cast(override.split("=", 1)[1])
+    return row.get(field, legacy)
+
+
 def opd_weight(row: dict) -> float | None:
     """The weight a row's OPD term was trained at (None: the method has no OPD term)."""
-    if row["method"] not in OPD_METHODS:
-        return None
-    for override in row.get("sets", []):
-        if override.startswith("trainer.w_opd="):
-            return float(override.split("=", 1)[1])
-    return row.get("w_opd", LEGACY_W_OPD)
+    return recipe_value(row, "trainer.w_opd", "w_opd", LEGACY_W_OPD, float) if row["method"] in OPD_METHODS else None
 
 
 def answered_siblings(row: dict) -> int | None:
     """The answered siblings of each of a row's hindsight groups (None: the method has no groups)."""
     if row["method"] not in HINDSIGHT:
         return None
-    for override in row.get("sets", []):
-        if override.startswith("serve.hindsight_answered="):
-            return int(override.split("=", 1)[1])
-    return row.get("hindsight_answered", LEGACY_ANSWERED)
+    return recipe_value(row, "serve.hindsight_answered", "hindsight_answered", LEGACY_ANSWERED, int)
 
 
 def current_label(method: str, temperature: float, sets: list[str] | tuple[str, ...], user_model: str | None,
