@@ -340,10 +340,9 @@ def done_cells(path: Path, model: str) -> set[tuple[str, str, int]]:
     return {(r["persona"], label(r), r["seed"]) for r in rows}
 
 
-def table_sets(method: str) -> list[str]:
+def table_sets(method: str, config) -> list[str]:  # noqa: ANN001
     """The overrides that make a cell run now one of the table's own rows: the OPD weight and answered siblings
-    those rows trained with, where the chat launcher has since changed them."""
-    config = chat_config()
+    those rows trained with, where the chat launcher (``config``) has since changed them."""
     sets = []
     if method in OPD_METHODS and config.trainer.w_opd != LEGACY_W_OPD:
         sets.append(f"trainer.w_opd={LEGACY_W_OPD:g}")
@@ -355,10 +354,12 @@ def table_sets(method: str) -> list[str]:
 def missing(path: Path, model: str) -> list[str]:
     """The commands that would complete the table (3 seeds of every trained method, one of the others)."""
     have = done_cells(path, model)
-    flag = "" if model == default_model() else f" --model {model}"
+    launcher = chat_config()
+    flag = "" if model == launcher.policy.model else f" --model {model}"
+    pins = {m: "".join(f" --set {o}" for o in table_sets(m, launcher)) for m in METHODS}
     # a judge-only cell whose signal never comes stops at the cap (cell times: docs/training.md)
     return [f".venv/bin/python benchmarks/learning_from_conversation.py --persona {p} --method {m} --seed {s}"
-            + flag + (" --max-minutes 30" if m in JUDGE_ONLY else "") + "".join(f" --set {o}" for o in table_sets(m))
+            + flag + (" --max-minutes 30" if m in JUDGE_ONLY else "") + pins[m]
             for m in METHODS for p in PERSONAS for s in (SEEDS[:1] if m in UNTRAINED else SEEDS)
             if (p, m, s) not in have]
 
