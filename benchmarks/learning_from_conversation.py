@@ -30,6 +30,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import platform
 import shutil
 import statistics
 import sys
@@ -134,7 +136,8 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     started = time.perf_counter()
     row = {"model": config.policy.model, "persona": persona, "method": method, "seed": seed,
            "steps_budget": steps, "metrics": METRICS, "eval_tasks": len(held_out), "max_tokens": MAX_TOKENS,
-           "dtype": config.policy.dtype}  # rows without it computed in bfloat16 (CPUs with native bfloat16)
+           "dtype": config.policy.dtype,  # rows without it computed in bfloat16 (CPUs with native bfloat16)
+           "host": host()}  # rows without it: the docs say where they ran
     if temperature != 1.0:
         row["temperature"] = temperature  # training conversations sampled (and trained) at this temperature
     if sets:
@@ -302,6 +305,25 @@ def seed_cell(rows: list[dict]) -> str:
             f"{round(statistics.mean(gain), 2) + 0.0:+.2f}")  # + 0.0: never "-0.00"
 
 
+def host() -> str:
+    """The CPU a cell runs on, as its row records it: the same recipe makes more steps in its minutes on a
+    faster CPU, so rows that ran on different machines are not the same measurement. (A GPU cell says so in
+    its label, ``[policy.device=cuda]``.)"""
+    from clawgym.inference.catalog import cpu_has_native_bf16
+
+    bf16 = "native bfloat16" if cpu_has_native_bf16() else "no native bfloat16"
+    return f"{platform.machine()} {os.cpu_count()} cores, {bf16}"
+
+
+def hosts_line(rows: list[dict]) -> str:
+    """Where the table's rows ran, with how many rows each (rows before rows recorded it: not recorded)."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        where = r.get("host", "not recorded")
+        counts[where] = counts.get(where, 0) + 1
+    return "ran on: " + "; ".join(f"{where} ({n} row{'s' * (n != 1)})" for where, n in sorted(counts.items()))
+
+
 def table(path: Path, model: str) -> str:
     rows, void, superseded = read_rows(path, model)
     names = [m for m in METHODS] + sorted({label(r) for r in rows} - set(METHODS))
@@ -331,6 +353,8 @@ def table(path: Path, model: str) -> str:
         lines.append("turns not trained (summed over runs): " + json.dumps(
             {k: sum(r["refused"].get(k, 0) for r in dropped)
              for k in sorted({k for r in dropped for k in r["refused"]})}))
+    if rows:
+        lines.append(hosts_line(rows))
     return "\n".join(lines)
 
 

@@ -199,3 +199,16 @@ def test_a_cell_short_of_its_steps_says_which_cap_stopped_it(lfc, tmp_path):
     # a row from before the cap stopped the trainer says its steps may have trained past the cap
     assert ("seed 1: 11 of 16 steps by the end of the run (conversations stopped at the 30.0-minute cap, "
             "steps due then trained past it), 77 conversations)") in text
+
+
+def test_the_table_says_where_its_rows_ran(lfc, tmp_path):
+    results = tmp_path / "results.jsonl"
+    fast, slow = "x86_64 2 cores, native bfloat16", "x86_64 2 cores, no native bfloat16"
+    write(results, [row(lfc, "teacher", "base", 0, 0.5, 0.5, host=fast),
+                    row(lfc, "ta", "base", 0, 0.4, 0.4, host=fast),
+                    row(lfc, "student", "base", 0, 0.6, 0.6, host=slow),
+                    row(lfc, "student", "prompting", 0, 0.6, 0.7)])  # written before rows recorded it
+    text = lfc.table(results, MODEL)
+    assert text.splitlines()[-1] == f"ran on: not recorded (1 row); {fast} (2 rows); {slow} (1 row)"
+    assert lfc.host().startswith(f"{lfc.platform.machine()} ")
+    assert lfc.host().endswith("bfloat16")
