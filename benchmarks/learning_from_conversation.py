@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import platform
@@ -317,10 +318,7 @@ def host() -> str:
 
 def hosts_line(rows: list[dict]) -> str:
     """Where the table's rows ran, with how many rows each (rows before rows recorded it: not recorded)."""
-    counts: dict[str, int] = {}
-    for r in rows:
-        where = r.get("host", "not recorded")
-        counts[where] = counts.get(where, 0) + 1
+    counts = collections.Counter(r.get("host", "not recorded") for r in rows)
     return "ran on: " + "; ".join(f"{where} ({n} row{'s' * (n != 1)})" for where, n in sorted(counts.items()))
 
 
