@@ -123,7 +123,7 @@ def config_for(method: str, seed: int, steps: int, out: Path, temperature: float
 
 async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: int, max_minutes: float,
                   temperature: float = 1.0, sets: tuple[str, ...] = (), model: str | None = None,
-                  user_model: str | None = None, user_voice: str = "first") -> dict:
+                  user_model: str | None = None, user_voice: str = "first", curve_every: int = 0) -> dict:
     from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT
     from clawgym.envs.openclaw_chat.personas import PERSONAS as P
     from clawgym.serve import rehearsal
@@ -190,7 +190,8 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
             row["user_model"] = user_model
         try:
             result = await rehearsal.rehearse(config, persona=persona, steps=steps, eval_tasks=eval_tasks,
-                                              max_tokens=MAX_TOKENS, max_minutes=max_minutes, simulator=simulator)
+                                              max_tokens=MAX_TOKENS, max_minutes=max_minutes, simulator=simulator,
+                                              curve_every=curve_every)
         finally:
             if user_model:
                 await simulator.policy.close()
@@ -200,6 +201,8 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
                    judged=result.judged, judge_lag_s=result.judge_lag_s,
                    trainer_wait_judge_frac=result.trainer_wait_judge_frac, checks_before=result.checks_before,
                    checks_after=result.checks_after)
+        if result.curve:  # the held-out score at earlier steps of the same run (``--curve-every``)
+            row["curve"] = result.curve
     row["wall_s"] = time.perf_counter() - started
     return row
 
@@ -322,6 +325,23 @@ def hosts_line(rows: list[dict]) -> str:
     return "ran on: " + "; ".join(f"{where} ({n} row{'s' * (n != 1)})" for where, n in sorted(counts.items()))
 
 
+def curves(path: Path, model: str) -> str:
+    """The rows that scored their earlier steps too (``--curve-every``): the held-out score at step 0, at
+    each kept step and at the last, and each check's rate at those steps. Does a gain build, hold or fade?"""
+    rows, _, _ = read_rows(path, model)
+    lines = []
+    for row in (r for r in rows if r.get("curve")):
+        points = [(0, row["before"], row["checks_before"]),
+                  *((p["step"], p["score"], p["checks"]) for p in row["curve"]),
+                  (row["steps"], row["after"], row["checks_after"])]
+        lines.append(f"{row['persona']} x {label(row)} x seed {row['seed']} ({row.get('host', 'host not recorded')}):")
+        lines.append(f"  {'step':<22}" + "".join(f"{step:>7}" for step, _, _ in points))
+        lines.append(f"  {'score':<22}" + "".join(f"{score:>7.2f}" for _, score, _ in points))
+        for check in row["checks_after"]:
+            lines.append(f"  {check:<22}" + "".join(f"{checks[check]:>7.2f}" for _, _, checks in points))
+    return "\n".join(lines) or "no row has a curve (run a cell with --curve-every N)"
+
+
 def table(path: Path, model: str) -> str:
     rows, void, superseded = read_rows(path, model)
     names = [m for m in METHODS] + sorted({label(r) for r in rows} - set(METHODS))
@@ -408,11 +428,18 @@ def main() -> int:
     parser.add_argument("--user-voice", choices=("first", "all"), default="first",
                         help="judge-only methods: the scripted person voices the first unmet wish (default) or every "
                         "unmet wish at once; its own row")
+    parser.add_argument("--curve-every", type=int, default=0, metavar="N",
+                        help="judge-only methods: also score the held-out tasks after every N steps (after the run, "
+                        "from weights kept in memory; about one held-out scoring's time each); not a row of its own")
+    parser.add_argument("--curves", action="store_true", help="only print the rows' curves (--curve-every)")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--table", action="store_true", help="only print the table from --results")
     parser.add_argument("--missing", action="store_true", help="only print the commands of the cells not run yet")
     args = parser.parse_args()
     args.model = args.model or default_model()
+    if args.curves:
+        print(curves(args.results, args.model))
+        return 0
     if args.missing:
         todo = missing(args.results, args.model)
         print("\n".join(todo) or "every cell of the table has run")
@@ -424,6 +451,8 @@ def main() -> int:
             parser.error("give --persona and --method (one cell per invocation), or --table")
         if (args.user_model or args.user_voice != "first") and args.method not in JUDGE_ONLY:
             parser.error("--user-model / --user-voice: only judge-only methods converse with a simulated person")
+        if args.curve_every and args.method not in JUDGE_ONLY:
+            parser.error("--curve-every: only judge-only methods (a rehearsal) keep their earlier steps")
         if args.user_model and args.user_voice != "first":
             parser.error("--user-voice is the scripted person's; a --user-model person speaks for itself")
         cell = current_label(args.method, args.temperature, args.sets, args.user_model, args.user_voice)
@@ -432,7 +461,7 @@ def main() -> int:
         else:
             row = asyncio.run(run_one(args.persona, args.method, args.seed, args.steps, args.eval_tasks,
                                       args.max_minutes, args.temperature, tuple(args.sets), args.model,
-                                      args.user_model, args.user_voice))
+                                      args.user_model, args.user_voice, args.curve_every))
             args.results.parent.mkdir(parents=True, exist_ok=True)
             with args.results.open("a") as f:
                 f.write(json.dumps(row) + "\n")

@@ -274,6 +274,53 @@ def test_a_rehearsals_time_cap_stops_training_too(tmp_path, monkeypatch):
     assert result.turns >= result.conversations  # every conversation answered a turn, counted across the users
 
 
+def test_a_rehearsals_curve_scores_each_kept_step_with_that_steps_weights(tmp_path, monkeypatch):
+    """``curve_every`` keeps the weights of every that-many steps and scores them after the run: each point
+    is scored with exactly the weights the trainer served after that step, and the last weights are served
+    again afterwards (what a checkpoint and a later "after" hold)."""
+    import asyncio
+
+    from clawgym import launchers
+    from clawgym.inference.hf import HFPolicy
+    from clawgym.rl.launch import load_config
+    from clawgym.serve import rehearsal
+
+    def fingerprint(policy):
+        return round(sum(float(p.detach().double().sum()) for p in policy.model.parameters()), 9)
+
+    real_load, real_score = HFPolicy.load_weights, rehearsal.score_checks
+    loads, scored = [], []
+
+    def recorded_load(self, weights, strict=True, version=None):
+        loaded = real_load(self, weights, strict, version)
+        loads.append((loaded, fingerprint(self)))
+        return loaded
+
+    async def recorded_score(policy, tasks, **kwargs):
+        scored.append((policy.version, fingerprint(policy)))
+        return await real_score(policy, tasks, **kwargs)
+
+    monkeypatch.setattr(HFPolicy, "load_weights", recorded_load)
+    monkeypatch.setattr(rehearsal, "score_checks", recorded_score)
+    config = load_config(launchers.resolve("chat"), [
+        "policy.model=tiny-random", "method=grpo", "judge.type=prob", "serve.baseline=none",
+        f"loop.output_dir={tmp_path}", "serve.batch_size=2", "trainer.micro_batch_size=2", "serve.hindsight_k=0"])
+    result = asyncio.run(rehearsal.rehearse(config, persona="teacher", steps=3, users=2, max_turns=2,
+                                            max_tokens=8, eval_tasks=2, curve_every=1))
+    assert result.steps == 3
+    assert [point["step"] for point in result.curve] == [1, 2]  # the last step is the row's own "after"
+    for point in result.curve:
+        assert 0.0 <= point["score"] <= 1.0 and set(point["checks"]) == set(result.checks_after)
+    trained = dict(loads[:3])  # the trainer's publications: versions 1, 2, 3
+    assert list(trained) == [1, 2, 3] and len(set(trained.values())) == 3
+    (_, before), (_, after), *points = scored
+    assert after == trained[3] and before != after
+    assert points == [(1, trained[1]), (2, trained[2])]  # each point scored with its own step's weights
+    assert loads[-1] == (3, trained[3])  # and the last weights served again
+    with pytest.raises(ValueError, match="curve_every"):
+        asyncio.run(rehearsal.rehearse(config, persona="teacher", steps=1, curve_every=-1))
+
+
 def read_jsonl_turns(path):
     from clawgym.serve.turn_log import TurnLog
 

@@ -49,6 +49,9 @@ class RehearsalResult:
     wall_s: float = 0.0
     checks_before: dict[str, float] = field(default_factory=dict)  # each hidden check's held-out pass rate
     checks_after: dict[str, float] = field(default_factory=dict)
+    # the held-out score after every ``curve_every`` steps short of the last ({"step", "score", "checks"}):
+    # whether a gain builds, holds or fades with more conversation, from the one run
+    curve: list[dict[str, Any]] = field(default_factory=list)
 
 
 def persona_tasks(persona: str, split: str) -> list[Task]:
@@ -106,18 +109,23 @@ async def chat(client: Any, model: str, persona: Persona, task: Task, *, max_tur
 
 async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 4, max_turns: int = 3,
                    max_tokens: int = 96, max_minutes: float | None = None, eval_tasks: int | None = None,
-                   simulator: Any = None) -> RehearsalResult:
+                   simulator: Any = None, curve_every: int = 0) -> RehearsalResult:
     """Train the served policy for ``steps`` personal-trainer steps on simulated ``persona`` users
     (``simulator``: the scripted user by default, or e.g. a :class:`RolePlayedUser`). ``max_minutes`` caps the
-    whole run's training: past it no conversation and no step starts (those in flight finish)."""
+    whole run's training: past it no conversation and no step starts (those in flight finish).
+    ``curve_every``: also score the weights of every that many steps (kept in memory as the run goes,
+    scored after it, so the conversations never wait on them)."""
     import httpx
 
     from clawgym.serve.main import build_serving
 
     if not config.serve.get("train", True):
         raise ValueError("a rehearsal trains: set serve.train: true")
+    if curve_every < 0:
+        raise ValueError(f"curve_every must be >= 0 (0: no curve), got {curve_every}")
     serving = build_serving(config)
     trainer = serving.trainer
+    snapshots = keep_snapshots(trainer, curve_every) if curve_every else {}
     trainer.max_steps = steps  # the budget, exactly: no step starts past it
     held_out = persona_tasks(persona, "test")[: eval_tasks or None]
     training = itertools.cycle(persona_tasks(persona, "train"))
@@ -162,6 +170,7 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
         cap.cancel()
     await trainer.stop()  # turns judged from now on train nothing: "after" scores fixed weights
     after, checks_after = await score_checks(serving.policy, held_out, max_tokens=max_tokens)
+    curve = await score_snapshots(trainer, serving.policy, snapshots, held_out, max_tokens=max_tokens)
     turns = serving.gateway.log.turns()
     lags = [t.timings["judged_at"] - t.timings["queued_at"] for t in turns
             if "judged_at" in t.timings and "queued_at" in t.timings]
@@ -177,4 +186,47 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
         refused=dict(trainer.refused), judge_lag_s=sum(lags) / max(len(lags), 1),
         trainer_wait_judge_frac=wait_judge / max(wall, 1e-9),
         judge_unavailable=stage.stats.unavailable if stage is not None else 0, wall_s=wall,
-        checks_before=checks_before, checks_after=checks_after)
+        checks_before=checks_before, checks_after=checks_after, curve=curve)
+
+
+def keep_snapshots(trainer: Any, every: int) -> dict[int, dict[str, Any]]:
+    """Keep the trained parameters after every ``every``-th step of the personal ``trainer`` (a copy
+    in memory, taken when the step is recorded: LoRA adapters or the full weights, what a checkpoint
+    holds); the dict fills as the run goes."""
+    inner = trainer.trainer
+    if not hasattr(inner, "trainable_state_dict"):
+        raise ValueError(f"a learning curve needs a trainer whose weights can be copied; {type(inner).__name__} "
+                         "has no trainable_state_dict")
+    snapshots: dict[int, dict[str, Any]] = {}
+    observe = trainer.on_step
+
+    def on_step(record: dict[str, Any]) -> None:
+        if record["step"] % every == 0:
+            snapshots[record["step"]] = inner.trainable_state_dict()
+        if observe is not None:
+            observe(record)
+
+    trainer.on_step = on_step
+    return snapshots
+
+
+async def score_snapshots(trainer: Any, policy: Any, snapshots: dict[int, dict[str, Any]], tasks: list[Task], *,
+                          max_tokens: int) -> list[dict[str, Any]]:
+    """Score each snapshot short of the last step on the held-out ``tasks`` (served as the trainer
+    publishes them), then serve the last weights again: a curve of the run's earlier steps."""
+    from clawgym.rl.trainer.transport import served_weights
+
+    earlier = sorted(step for step in snapshots if step < trainer.steps)
+    if not earlier:
+        return []
+    inner = trainer.trainer
+    last = inner.trainable_state_dict()
+    curve = []
+    for step in earlier:
+        inner.load_trainable_state_dict(snapshots[step])
+        await policy.update_weights(await asyncio.to_thread(served_weights(inner, policy)), version=step)
+        score, checks = await score_checks(policy, tasks, max_tokens=max_tokens)
+        curve.append({"step": step, "score": score, "checks": checks})
+    inner.load_trainable_state_dict(last)
+    await policy.update_weights(await asyncio.to_thread(served_weights(inner, policy)), version=int(inner.version))
+    return curve

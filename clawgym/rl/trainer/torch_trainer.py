@@ -380,6 +380,18 @@ class TorchTrainer:
         """The trained parameters only (all of them, or just the LoRA adapters)."""
         return {n: p.detach().cpu().contiguous().clone() for n, p in self.model.named_parameters() if p.requires_grad}
 
+    def load_trainable_state_dict(self, weights: dict[str, torch.Tensor]) -> None:
+        """Put back what :meth:`trainable_state_dict` took (a checkpoint's, or a snapshot kept to score an
+        earlier step); the optimiser and the version are left as they are."""
+        expected = {n for n, p in self.model.named_parameters() if p.requires_grad}
+        if set(weights) != expected:
+            missing, extra = sorted(expected - set(weights))[:5], sorted(set(weights) - expected)[:5]
+            raise ValueError(f"checkpoint parameters differ from the model's: missing {missing}, unexpected {extra}")
+        params = dict(self.model.named_parameters())
+        with torch.no_grad():
+            for name, value in weights.items():
+                params[name].copy_(value.to(params[name].device, params[name].dtype))
+
     def save_checkpoint(self, path: str | Path) -> Path:
         """Weights + optimizer + step/version + RNG + config in one directory, written atomically."""
         from safetensors.torch import save_file
@@ -406,15 +418,7 @@ class TorchTrainer:
         state = ckpt.read_json(directory / "trainer_state.json")
         if bool(state["lora"]) != (self.config.lora is not None):
             raise ValueError("checkpoint and trainer disagree on LoRA; build the trainer with the checkpoint's config")
-        weights = load_file(str(directory / "trainable.safetensors"))
-        expected = {n for n, p in self.model.named_parameters() if p.requires_grad}
-        if set(weights) != expected:
-            missing, extra = sorted(expected - set(weights))[:5], sorted(set(weights) - expected)[:5]
-            raise ValueError(f"checkpoint parameters differ from the model's: missing {missing}, unexpected {extra}")
-        params = dict(self.model.named_parameters())
-        with torch.no_grad():
-            for name, value in weights.items():
-                params[name].copy_(value.to(params[name].device, params[name].dtype))
+        self.load_trainable_state_dict(load_file(str(directory / "trainable.safetensors")))
         self.optimizer.load_state_dict(torch.load(directory / "optimizer.pt",
                                                   map_location=self.device, weights_only=True))
         rng = torch.load(directory / "rng.pt", weights_only=False)
