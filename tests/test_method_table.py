@@ -212,3 +212,21 @@ def test_the_table_says_where_its_rows_ran(lfc, tmp_path):
     assert text.splitlines()[-1] == f"ran on: not recorded (1 row); {fast} (2 rows); {slow} (1 row)"
     assert lfc.host().startswith(f"{lfc.platform.machine()} ")
     assert lfc.host().endswith("bfloat16")
+
+
+def test_the_curves_show_each_kept_step_between_before_and_after(lfc, tmp_path):
+    results = tmp_path / "results.jsonl"
+    checks = {"names": 1.0, "short": 0.5}
+    curve = [{"step": 4, "score": 0.55, "checks": {"names": 0.9, "short": 0.8}},
+             {"step": 8, "score": 0.60, "checks": {"names": 0.8, "short": 1.0}}]
+    write(results, [row(lfc, "teacher", "hindsight_hybrid", 0, 0.44, 0.48, checks_before=checks, rubric=lfc.RUBRIC,
+                        checks_after={"names": 0.7, "short": 0.6}, curve=curve, host="x86_64 2 cores"),
+                    row(lfc, "teacher", "hindsight_hybrid", 1, 0.44, 0.50)])  # no curve: not shown
+    lines = lfc.curves(results, MODEL).splitlines()
+    assert lines[0] == "teacher x hindsight_hybrid x seed 0 (x86_64 2 cores):"
+    assert lines[1].split() == ["step", "0", "4", "8", "16"]
+    assert lines[2].split() == ["score", "0.44", "0.55", "0.60", "0.48"]
+    assert lines[3].split() == ["names", "1.00", "0.90", "0.80", "0.70"]
+    assert lines[4].split() == ["short", "0.50", "0.80", "1.00", "0.60"] and len(lines) == 5
+    write(results, [row(lfc, "teacher", "hindsight_hybrid", 1, 0.44, 0.50)])
+    assert "no row has a curve" in lfc.curves(results, MODEL)
