@@ -332,7 +332,7 @@ def curves(path: Path, model: str) -> str:
     lines = []
     for row in (r for r in rows if r.get("curve")):
         points = [(0, row["before"], row["checks_before"]),
-                  *((p["step"], p["score"], p["checks"]) for p in row["curve"]),
+                  *((int(p["step"]), p["score"], p["checks"]) for p in row["curve"]),
                   (row["steps"], row["after"], row["checks_after"])]
         lines.append(f"{row['persona']} x {label(row)} x seed {row['seed']} ({row.get('host', 'host not recorded')}):")
         lines.append(f"  {'step':<22}" + "".join(f"{step:>7}" for step, _, _ in points))
