@@ -317,6 +317,11 @@ def test_a_rehearsals_curve_scores_each_kept_step_with_that_steps_weights(tmp_pa
     assert after == trained[3] and before != after
     assert points == [(1, trained[1]), (2, trained[2])]  # each point scored with its own step's weights
     assert loads[-1] == (3, trained[3])  # and the last weights served again
+    from clawgym.rl.types import read_jsonl
+
+    records = list(read_jsonl(tmp_path / "train_steps.jsonl"))  # the run's own count, not the trainer's float
+    assert [(type(r["step"]), r["step"]) for r in records] == [(int, 1), (int, 2), (int, 3)]
+    assert all(r["samples"] == len(r["trained"]) for r in records)
     with pytest.raises(ValueError, match="curve_every"):
         asyncio.run(rehearsal.rehearse(config, persona="teacher", steps=1, curve_every=-1))
 

@@ -374,3 +374,13 @@ def test_the_served_policy_samples_with_the_runs_seed(tmp_path):
 
     assert asyncio.run(replies(1, "a")) == asyncio.run(replies(1, "b"))
     assert asyncio.run(replies(0, "c")) != asyncio.run(replies(1, "d"))
+
+
+def test_a_step_record_keeps_its_own_fields_over_the_trainers_metrics():
+    """The trainer reports a "step" and "samples" of its own (floats): they used to overwrite the personal
+    trainer's count in train_steps.jsonl."""
+    from clawgym.serve.personal_trainer import step_record
+
+    record = step_record({"step": 7.0, "samples": 24.0, "loss": 0.5, "note": "text"}, step=2, samples=8, trained=["t"])
+    assert record == {"step": 2, "samples": 8, "trained": ["t"], "loss": 0.5}
+    assert list(record)[:3] == ["step", "samples", "trained"]  # the line reads as before: own fields first

@@ -111,6 +111,13 @@ def apply_baseline(samples: list[Sample], baseline: str) -> tuple[list[Sample], 
     return kept, len(samples) - len(kept)
 
 
+def step_record(metrics: dict[str, Any], **own: Any) -> dict[str, Any]:
+    """A step's line in ``train_steps.jsonl``: its own fields, then the trainer's numeric metrics. The own
+    fields win: the trainer reports a "step" and "samples" of its own (floats, counted its way), which used
+    to overwrite the personal trainer's count."""
+    return {**own, **{k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and k not in own}}
+
+
 class BackgroundTrainer:
     """The plumbing both personal trainers share: a train task started lazily on the serving loop,
     woken when a batch is due, stopped by :meth:`stop` / :meth:`close`; each step's record is appended
@@ -376,9 +383,8 @@ class PersonalTrainer(BackgroundTrainer):
             served_version = await self.policy.update_weights(weights, version=int(self.trainer.version))
             self.steps += 1
             await asyncio.to_thread(self.trainer.save_checkpoint, self.out / "checkpoint")
-            record = {"step": self.steps, "samples": len(fresh), "policy_version": served_version,
-                      "trained": [s.turn_id for s in fresh], **{k: float(v) for k, v in metrics.items()
-                                                               if isinstance(v, (int, float))}}
+            record = step_record(metrics, step=self.steps, samples=len(fresh), policy_version=served_version,
+                                 trained=[s.turn_id for s in fresh])
             write_jsonl(self.out / "train_steps.jsonl", [record])
         finally:
             self.busy = False

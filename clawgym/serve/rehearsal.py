@@ -201,7 +201,6 @@ def keep_snapshots(trainer: Any, every: int) -> dict[int, dict[str, Any]]:
     observe = trainer.on_step
 
     def on_step(record: dict[str, Any]) -> None:
-        # the run's own step count (the record's "step" is the trainer's, a float among its metrics)
         if trainer.steps % every == 0:
             snapshots[trainer.steps] = inner.trainable_state_dict()
         if observe is not None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawgym.rl.types import Sample, Turn, read_jsonl
-from clawgym.serve.personal_trainer import BackgroundTrainer, sample_from_turn
+from clawgym.serve.personal_trainer import BackgroundTrainer, sample_from_turn, step_record
 
 if TYPE_CHECKING:
     from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
@@ -205,9 +205,8 @@ class UserAdapterTrainer(BackgroundTrainer):
             finally:
                 self.busy = False
             self.steps[user] += 1
-            record = {"user": user, "step": self.steps[user], "samples": len(fresh), "adapter_version": served,
-                      "trained": [s.turn_id for s in fresh],
-                      **{k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}}
+            record = step_record(metrics, user=user, step=self.steps[user], samples=len(fresh),
+                                 adapter_version=served, trained=[s.turn_id for s in fresh])
             self._record_step(record)
             logger.info("user %s: adapter step %d on %d turns -> adapter v%d", user,
                         self.steps[user], len(fresh), served)
