@@ -324,6 +324,13 @@ def test_a_rehearsals_curve_scores_each_kept_step_with_that_steps_weights(tmp_pa
     assert all(r["samples"] == len(r["trained"]) for r in records)
     with pytest.raises(ValueError, match="curve_every"):
         asyncio.run(rehearsal.rehearse(config, persona="teacher", steps=1, curve_every=-1))
+    from types import SimpleNamespace
+
+    copyable = SimpleNamespace(trainable_state_dict=dict)
+    with pytest.raises(ValueError, match="per-user adapters"):  # steps counted per user: no one curve
+        rehearsal.keep_snapshots(SimpleNamespace(trainer=copyable, steps={"alice": 0}, on_step=None), 1)
+    with pytest.raises(ValueError, match="trainable_state_dict"):
+        rehearsal.keep_snapshots(SimpleNamespace(trainer=object(), steps=0, on_step=None), 1)
 
 
 def read_jsonl_turns(path):

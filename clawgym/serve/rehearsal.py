@@ -194,6 +194,9 @@ def keep_snapshots(trainer: Any, every: int) -> dict[int, dict[str, Any]]:
     in memory, taken when the step is recorded: LoRA adapters or the full weights, what a checkpoint
     holds); the dict fills as the run goes."""
     inner = trainer.trainer
+    if not isinstance(trainer.steps, int):  # per-user adapters count steps per user: whose curve would it be?
+        raise ValueError("a learning curve follows one model: per-user adapters (serve.adapters: per_user) have one "
+                         "per user")
     if not hasattr(inner, "trainable_state_dict"):
         raise ValueError(f"a learning curve needs a trainer whose weights can be copied; {type(inner).__name__} "
                          "has no trainable_state_dict")
