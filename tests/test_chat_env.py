@@ -242,8 +242,6 @@ def test_a_rehearsals_time_cap_stops_training_too(tmp_path, monkeypatch):
     import asyncio
     import time
 
-    from clawgym import launchers
-    from clawgym.rl.launch import load_config
     from clawgym.rl.trainer.torch_trainer import TorchTrainer
     from clawgym.serve import rehearsal
 
@@ -261,9 +259,7 @@ def test_a_rehearsals_time_cap_stops_training_too(tmp_path, monkeypatch):
 
     monkeypatch.setattr(TorchTrainer, "train_step", slow_step)
     monkeypatch.setattr(rehearsal, "score_checks", timed_score)
-    config = load_config(launchers.resolve("chat"), [
-        "policy.model=tiny-random", "method=grpo", "judge.type=prob", "serve.baseline=none",
-        f"loop.output_dir={tmp_path}", "serve.batch_size=2", "trainer.micro_batch_size=2", "serve.hindsight_k=0"])
+    config = tiny_grpo_chat_config(tmp_path)
     cap_s = 6.0
     result = asyncio.run(rehearsal.rehearse(config, persona="teacher", steps=100, users=4, max_turns=2,
                                             max_tokens=8, eval_tasks=1, max_minutes=cap_s / 60))
@@ -280,9 +276,7 @@ def test_a_rehearsals_curve_scores_each_kept_step_with_that_steps_weights(tmp_pa
     again afterwards (what a checkpoint and a later "after" hold)."""
     import asyncio
 
-    from clawgym import launchers
     from clawgym.inference.hf import HFPolicy
-    from clawgym.rl.launch import load_config
     from clawgym.serve import rehearsal
 
     def fingerprint(policy):
@@ -302,9 +296,7 @@ def test_a_rehearsals_curve_scores_each_kept_step_with_that_steps_weights(tmp_pa
 
     monkeypatch.setattr(HFPolicy, "load_weights", recorded_load)
     monkeypatch.setattr(rehearsal, "score_checks", recorded_score)
-    config = load_config(launchers.resolve("chat"), [
-        "policy.model=tiny-random", "method=grpo", "judge.type=prob", "serve.baseline=none",
-        f"loop.output_dir={tmp_path}", "serve.batch_size=2", "trainer.micro_batch_size=2", "serve.hindsight_k=0"])
+    config = tiny_grpo_chat_config(tmp_path)
     result = asyncio.run(rehearsal.rehearse(config, persona="teacher", steps=3, users=2, max_turns=2,
                                             max_tokens=8, eval_tasks=2, curve_every=1))
     assert result.steps == 3
@@ -331,6 +323,17 @@ def test_a_rehearsals_curve_scores_each_kept_step_with_that_steps_weights(tmp_pa
         rehearsal.keep_snapshots(SimpleNamespace(trainer=copyable, steps={"alice": 0}, on_step=None), 1)
     with pytest.raises(ValueError, match="trainable_state_dict"):
         rehearsal.keep_snapshots(SimpleNamespace(trainer=object(), steps=0, on_step=None), 1)
+
+
+def tiny_grpo_chat_config(out):
+    """The chat launcher on the tiny model: verdict-only GRPO, no baseline, no hindsight groups, two-turn
+    batches, so a rehearsal steps within seconds."""
+    from clawgym import launchers
+    from clawgym.rl.launch import load_config
+
+    return load_config(launchers.resolve("chat"), [
+        "policy.model=tiny-random", "method=grpo", "judge.type=prob", "serve.baseline=none",
+        f"loop.output_dir={out}", "serve.batch_size=2", "trainer.micro_batch_size=2", "serve.hindsight_k=0"])
 
 
 def read_jsonl_turns(path):
