@@ -55,9 +55,12 @@ HINDSIGHT_K = 4
 # Committed, not under runs/: the table is built over several runs, each possibly on a fresh machine.
 RESULTS = Path(__file__).resolve().parent / "results" / "learning_from_conversation.jsonl"
 MAX_TOKENS = 128  # every reply (training conversations and held-out scoring): room for > 80 words, as in the demo
-# 2: the honest persona checks (a stated correct result, a short check that can fail at 128 tokens, the hash
-# split). Rows of earlier versions were scored with the old checks and are left out of the table.
-METRICS = 2
+# The hidden persona checks (the metric), and whose checks each version changed: 2 the honest checks (a stated
+# correct result, a short check that can fail at 128 tokens, the hash split); 3 the TA's score check takes a
+# grade on the scale only ("7/10", "6 out of 10"; not "58/10", the student's answer written over the scale).
+# A row whose persona a later version touched was scored with the old checks: void, left out of the table.
+METRICS = 3
+METRICS_CHANGED = {2: PERSONAS, 3: ("ta",)}
 # The judge-only recipe of this version (rows of earlier recipes are shown apart, see SUPERSEDED):
 # 3: verdicts minus the batch's mean verdict (serve.baseline: batch), the user's correction appended to
 # their request as the OPD hint (trainer.hint_format: inline), and every personal-trainer step on a full
@@ -282,6 +285,12 @@ def rubric_current(row: dict) -> bool:
     return not any(row.get("persona") in who for later, who in RUBRIC_CHANGED.items() if later > version)
 
 
+def metrics_current(row: dict) -> bool:
+    """No checks version after the row's changed how its persona is scored."""
+    version = row.get("metrics", 1)
+    return not any(row["persona"] in who for later, who in METRICS_CHANGED.items() if later > version)
+
+
 def model_of(row: dict) -> str:
     return row.get("model", LEGACY_MODEL)
 
@@ -291,7 +300,7 @@ def read_rows(path: Path, model: str) -> tuple[list[dict], int, list[dict]]:
     judge-only rows trained with an earlier recipe (shown apart)."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
     rows = [r for r in rows if model_of(r) == model]
-    scored = [r for r in rows if r.get("metrics") == METRICS]
+    scored = [r for r in rows if metrics_current(r)]
     superseded = [r for r in scored if r["method"] in JUDGE_ONLY and r.get("recipe", 1) != RECIPE]
     current = [r for r in scored if r not in superseded]
     return current, len(rows) - len(scored), superseded
@@ -357,7 +366,7 @@ def table(path: Path, model: str) -> str:
                      f"x seed {r['seed']}: {r['before']:.2f} -> {r['after']:.2f}, {r['steps']} steps; "
                      f"{SUPERSEDED[recipe]})")
     if void:
-        lines.append(f"({void} rows scored with the old persona checks (metrics < {METRICS}) are void and left out)")
+        lines.append(f"({void} rows scored with persona checks since changed (METRICS_CHANGED) are void and left out)")
     transcribed = [r for r in rows + superseded if r.get("transcribed")]
     if transcribed:
         lines.append(f"({len(transcribed)} rows transcribed from an earlier README: scores rounded to two decimals; "

@@ -65,6 +65,34 @@ def test_scores_out_of_ten_are_not_results():
     assert result_ok(TA, "The grade is 4/10. The result is 5, and Ben wrote 7.", t)
 
 
+# ------------------------------------------------------------------ "a score out of 10"
+def score_ok(reply: str) -> bool:
+    return TA.score(reply, task("ta", 50, 48))[1]["score_out_of_10"]
+
+
+@pytest.mark.parametrize("reply", [
+    "Score: 7/10. Ben set it up well.", "I give it 7 / 10.", "Ben gets 0/10 here.", "A perfect 10/10!",
+    "That is 8.5/10 for Ben.", "Ben earns 6 out of 10.", "(7/10) Good setup, Ben.",
+])
+def test_a_score_on_the_scale_passes(reply):
+    assert score_ok(reply)
+
+
+@pytest.mark.parametrize("reply", [
+    "58/10 = 58.0",                                # the student's answer written over the scale, not a score
+    "The grade is 48/10 for Ben.",
+    "Ben scores 11/10, above and beyond.",
+    "Ben earns 58 out of 10.",
+    "Ben gets 5/100 on this one.",                 # another scale
+    "That is 10.5/10.",
+    "Ben answered 48; the correct result is 50.",  # no score at all
+])
+def test_a_number_put_next_to_the_scale_is_not_a_score_on_it(reply):
+    """The 0.5B model learns to write the student's answer over the scale ("58/10"): a TA would not call
+    that a grade, so the hidden check (the metric, and the scripted TA's complaint) does not either."""
+    assert not score_ok(reply)
+
+
 def test_oracle_replies_pass_every_check_on_every_task():
     for t in bundled_tasks(per_persona=120):
         persona = PERSONAS[t.data["persona"]]

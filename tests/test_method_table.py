@@ -47,7 +47,7 @@ def test_table_shows_mean_std_and_gain_over_seeds_and_keeps_old_rows_apart(lfc, 
     ablation = next(line for line in text.splitlines() if line.startswith("hybrid[trainer.hint_format=header]"))
     assert "0.60 ± 0.00 [1] +0.20" in ablation
     assert "superseded recipe 2: ta x hybrid x seed 2" in text
-    assert "1 rows scored with the old persona checks" in text
+    assert "1 rows scored with persona checks since changed" in text
     base = next(line for line in text.splitlines() if line.startswith("base "))
     assert base.count("missing") == 3  # the void row is not shown as a result
 
@@ -121,6 +121,24 @@ def test_a_row_stays_current_until_a_rubric_change_touches_its_persona(lfc, monk
     assert lfc.rubric_current(teacher) and not lfc.rubric_current(ta)
     assert lfc.label(teacher) == "hindsight" and lfc.label(ta) == "hindsight/rubric2"
     assert not lfc.rubric_current({**teacher, "rubric": 1}) and lfc.rubric_current({**ta, "rubric": 3})
+
+
+def test_a_row_is_void_once_a_checks_change_touches_its_persona(lfc, tmp_path):
+    """Version 3 made the TA's score check refuse a number over the scale ("58/10"): every TA row scored
+    before it is void, while the teacher's and the student's rows of version 2 still count."""
+    changes = lfc.METRICS_CHANGED
+    assert max(changes) == lfc.METRICS and all(set(who) <= set(lfc.PERSONAS) for who in changes.values())
+    assert "ta" in changes[3] and "teacher" not in changes[3] and "student" not in changes[3]
+    results = tmp_path / "results.jsonl"
+    write(results, [row(lfc, "teacher", "base", 0, 0.50, 0.50, metrics=2),
+                    row(lfc, "ta", "base", 0, 0.45, 0.45, metrics=2),  # scored with the TA's old score check
+                    row(lfc, "student", "base", 0, 0.55, 0.55, metrics=1),  # the first checks: void everywhere
+                    row(lfc, "ta", "prompting", 0, 0.30, 0.30)])
+    current, void, _ = lfc.read_rows(results, MODEL)
+    assert [(r["persona"], r["method"]) for r in current] == [("teacher", "base"), ("ta", "prompting")]
+    assert void == 2
+    assert ("ta", "base", 0) not in lfc.done_cells(results, MODEL)  # a void cell is run again
+    assert "2 rows scored with persona checks since changed" in lfc.table(results, MODEL)
 
 
 def test_a_row_is_named_by_the_opd_weight_it_trained_at_wherever_the_weight_came_from(lfc):

@@ -129,7 +129,10 @@ def _names_student(reply: str, task: Task) -> bool:
 
 
 def _has_score(reply: str, task: Task) -> bool:
-    return bool(re.search(r"\b\d{1,2}\s*/\s*10\b", reply))
+    """A grade between 0 and 10 written on the scale ("7/10", "8.5 / 10", "6 out of 10"). A number put over the
+    scale ("58/10", the student's answer) is not a grade, whatever the reply calls it."""
+    grades = re.findall(r"(?i)(?<![\d.])(\d+(?:\.\d+)?)\s*(?:/|out of)\s*10(?!\.?\d)", reply)
+    return any(0 <= float(grade) <= 10 for grade in grades)
 
 
 def _several_sentences(reply: str, task: Task) -> bool:
