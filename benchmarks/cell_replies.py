@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from learning_from_conversation import MAX_TOKENS, METHODS, PERSONAS, config_for  # noqa: E402
+from learning_from_conversation import MAX_TOKENS, METHODS, METRICS, PERSONAS, config_for  # noqa: E402
 
 
 async def replies(policy, persona: str, tag: str) -> list[dict]:
@@ -62,7 +62,9 @@ def main() -> int:
         after = asyncio.run(replies(stack.policy, args.persona, "after"))
     sets = {"sets": args.sets} if args.sets else {}
     for row in [r for pair in zip(before, after) for r in pair]:
-        print(json.dumps({"method": args.method, "persona": args.persona, "seed": args.seed, **sets, **row}))
+        # "metrics": the persona checks' version the scores and checks were taken with (lines without it: 2)
+        print(json.dumps({"method": args.method, "persona": args.persona, "seed": args.seed, **sets,
+                          "metrics": METRICS, **row}))
     mean = [sum(r["score"] for r in rows) / len(rows) for rows in (before, after)]
     print(f"held-out score {mean[0]:.3f} -> {mean[1]:.3f}", file=sys.stderr)
     return 0
