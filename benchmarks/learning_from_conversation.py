@@ -279,16 +279,19 @@ def current_label(method: str, temperature: float, sets: list[str] | tuple[str, 
                   "hindsight_answered": config.serve.get("hindsight_answered", 0)})
 
 
+def changed_since(row: dict, version: int, changes: dict[int, tuple[str, ...]]) -> bool:
+    """A version after ``version`` changed something for the row's persona (``changes``: version -> personas)."""
+    return any(row.get("persona") in who for later, who in changes.items() if later > version)
+
+
 def rubric_current(row: dict) -> bool:
     """No rubric version after the row's changed how its persona's wishes are judged."""
-    version = row.get("rubric", 1)
-    return not any(row.get("persona") in who for later, who in RUBRIC_CHANGED.items() if later > version)
+    return not changed_since(row, row.get("rubric", 1), RUBRIC_CHANGED)
 
 
 def metrics_current(row: dict) -> bool:
     """No checks version after the row's changed how its persona is scored."""
-    version = row.get("metrics", 1)
-    return not any(row["persona"] in who for later, who in METRICS_CHANGED.items() if later > version)
+    return not changed_since(row, row.get("metrics", 1), METRICS_CHANGED)
 
 
 def model_of(row: dict) -> str:
