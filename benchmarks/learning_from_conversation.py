@@ -57,10 +57,12 @@ RESULTS = Path(__file__).resolve().parent / "results" / "learning_from_conversat
 MAX_TOKENS = 128  # every reply (training conversations and held-out scoring): room for > 80 words, as in the demo
 # The hidden persona checks (the metric), and whose checks each version changed: 2 the honest checks (a stated
 # correct result, a short check that can fail at 128 tokens, the hash split); 3 the TA's score check takes a
-# grade on the scale only ("7/10", "6 out of 10"; not "58/10", the student's answer written over the scale).
-# A row whose persona a later version touched was scored with the old checks: void, left out of the table.
-METRICS = 3
-METRICS_CHANGED = {2: PERSONAS, 3: ("ta",)}
+# grade on the scale only ("7/10", "6 out of 10"; not "58/10", the student's answer written over the scale); 4 the
+# no-lists check of the student and the TA reads one line opening with a number other than 1 ("58. The answer is
+# correct.") as a sentence, not a list item. A row whose persona a later version touched was scored with the old
+# checks: void, left out of the table (``benchmarks/rescore_cell.py`` carries a row over when nothing changed).
+METRICS = 4
+METRICS_CHANGED = {2: PERSONAS, 3: ("ta",), 4: ("student", "ta")}
 # The judge-only recipe of this version (rows of earlier recipes are shown apart, see SUPERSEDED):
 # 3: verdicts minus the batch's mean verdict (serve.baseline: batch), the user's correction appended to
 # their request as the OPD hint (trainer.hint_format: inline), and every personal-trainer step on a full

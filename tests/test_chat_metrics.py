@@ -93,6 +93,37 @@ def test_a_number_put_next_to_the_scale_is_not_a_score_on_it(reply):
     assert not score_ok(reply)
 
 
+# ------------------------------------------------------------------ "no lists"
+def prose_ok(persona, reply: str) -> bool:
+    return persona.score(reply, task(persona.name, 50, 48))[1]["no_lists"]
+
+
+@pytest.mark.parametrize("reply", [
+    "1. Ava starts with 30 apples.\n2. She buys 20 more.",     # a numbered list
+    "Steps:\n3) add\n4) compare",                              # numbered from elsewhere, two items
+    "- Ava starts with 30 apples.",                             # a bullet is list formatting on its own
+    "Here it is:\n* 30 apples\n",
+    "• thirty apples",
+    "Working:\n\n1. Pages read: 6 x 4 = 24 pages",              # a list begun at 1 and cut off
+    "58. The answer is correct.\n1. First add the packs.",      # two numbered lines, whatever the numbers
+])
+def test_lists_fail_the_prose_checks(reply):
+    assert not prose_ok(TA, reply) and not prose_ok(STUDENT, reply)
+
+
+@pytest.mark.parametrize("reply", [
+    "58. The student's answer is correct. Ava has 30 apples and buys 20 more.",  # a number and a full stop
+    "113.\nThe student added the packs first.",
+    "3. Problem: Ava shares 40 apples among 8 friends.",
+    "Ben's answer is 48, and the result is 50. He missed one pack of 2.",
+    "The result is 50 - Ben wrote 48.",                          # a dash inside a line
+])
+def test_a_line_opening_with_a_number_is_not_a_list(reply):
+    """The 0.5B TA learns to open with the student's answer ("58. The student's answer is correct."): one line
+    that begins with a number other than 1 is a sentence, not a list item, for the metric and the scripted person."""
+    assert prose_ok(TA, reply) and prose_ok(STUDENT, reply)
+
+
 def test_oracle_replies_pass_every_check_on_every_task():
     for t in bundled_tasks(per_persona=120):
         persona = PERSONAS[t.data["persona"]]

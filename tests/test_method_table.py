@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from clawgym.envs.openclaw_chat.personas import PERSONAS
 from tests.scripts import ROOT, load_script
 
 
@@ -103,15 +104,16 @@ def test_transcribed_rows_without_a_step_count_are_tabled_and_labelled(lfc, tmp_
 def test_the_committed_results_are_what_the_readme_table_is_printed_from(lfc):
     """The default results file lives in the repository (a sitting's machine does not outlive it), and
     every row in it is readable and current, explicitly superseded, or void for a stated reason: the only
-    void rows kept are the TA rows that the checks' version 3 voided (the TA's old score check), so the
-    numbers docs/ quotes from them stay traceable."""
+    void rows kept are the TA rows that the checks' version 3 voided (the TA's old score check) and the student
+    and TA rows that version 4 voided (the old no-lists check), so the numbers docs/ quotes from them stay
+    traceable."""
     assert lfc.RESULTS.is_relative_to(ROOT / "benchmarks")
     every = [json.loads(line) for line in lfc.RESULTS.read_text().splitlines() if line.strip()]
     for model in (lfc.LEGACY_MODEL, lfc.default_model()):  # rows written before rows named their model are SmolLM2's
         rows, void, superseded = lfc.read_rows(lfc.RESULTS, model)
         void_rows = [r for r in every if lfc.model_of(r) == model and not lfc.metrics_current(r)]
         assert rows and void == len(void_rows)
-        assert {(r["persona"], r.get("metrics", 1)) for r in void_rows} <= {("ta", 2)}
+        assert {(r["persona"], r.get("metrics", 1)) for r in void_rows} <= {("ta", 2), ("ta", 3), ("student", 2)}
         assert all({"persona", "method", "seed", "before", "after"} <= r.keys() for r in rows + superseded)
         assert lfc.table(lfc.RESULTS, model).splitlines()[1].startswith("method")
 
@@ -128,12 +130,17 @@ def test_a_row_stays_current_until_a_rubric_change_touches_its_persona(lfc, monk
     assert not lfc.rubric_current({**teacher, "rubric": 1}) and lfc.rubric_current({**ta, "rubric": 3})
 
 
-def test_a_row_is_void_once_a_checks_change_touches_its_persona(lfc, tmp_path):
+def test_a_row_is_void_once_a_checks_change_touches_its_persona(lfc, tmp_path, monkeypatch):
     """Version 3 made the TA's score check refuse a number over the scale ("58/10"): every TA row scored
-    before it is void, while the teacher's and the student's rows of version 2 still count."""
+    before it is void, while the teacher's and the student's rows of version 2 still count. Version 4 (the
+    no-lists check) touched the student and the TA, never the teacher, whose checks it does not hold."""
     changes = lfc.METRICS_CHANGED
     assert max(changes) == lfc.METRICS and all(set(who) <= set(lfc.PERSONAS) for who in changes.values())
     assert "ta" in changes[3] and "teacher" not in changes[3] and "student" not in changes[3]
+    assert set(changes[4]) == {p for p in lfc.PERSONAS if "no_lists" in {c.name for c in PERSONAS[p].preferences}}
+    changes = {2: lfc.PERSONAS, 3: ("ta",)}  # the rest as of version 3
+    monkeypatch.setattr(lfc, "METRICS", 3)
+    monkeypatch.setattr(lfc, "METRICS_CHANGED", changes)
     results = tmp_path / "results.jsonl"
     write(results, [row(lfc, "teacher", "base", 0, 0.50, 0.50, metrics=2),
                     row(lfc, "ta", "base", 0, 0.45, 0.45, metrics=2),  # scored with the TA's old score check

@@ -109,7 +109,11 @@ def _no_markdown_emphasis(reply: str, task: Task) -> bool:
 
 
 def _no_lists(reply: str, task: Task) -> bool:
-    return not re.search(r"^\s*(\d+[.)]|[-*•])\s+", reply, re.MULTILINE)
+    """No list: no bulleted line, no numbered line that starts a list ("1."), and no two numbered lines. One line
+    that opens with another number ("58. The student's answer is correct.") is a sentence, not a list item."""
+    markers = re.findall(r"^\s*(\d+[.)]|[-*•])\s+", reply, re.MULTILINE)
+    starts_a_list = any(not marker[0].isdigit() or int(marker[:-1]) == 1 for marker in markers)
+    return len(markers) < 2 and not starts_a_list
 
 
 def _no_latex(reply: str, task: Task) -> bool:
