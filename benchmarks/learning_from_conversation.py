@@ -133,8 +133,7 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     from clawgym.envs.openclaw_chat.personas import PERSONAS as P
     from clawgym.serve import rehearsal
 
-    cell = current_label(method, temperature, sets, user_model, user_voice).replace("=", "_").replace("/", "_")
-    out = Path(f"runs/lfc/{model or 'default'}-{persona}-{cell}-{seed}")
+    out = run_dir(model or "default", persona, current_label(method, temperature, sets, user_model, user_voice), seed)
     if out.exists():  # a previous run of this cell (an earlier recipe): the gateway would resume its weights
         shutil.rmtree(out)
     held_out = rehearsal.persona_tasks(persona, "test")[:eval_tasks]
@@ -298,6 +297,11 @@ def metrics_current(row: dict) -> bool:
 
 def model_of(row: dict) -> str:
     return row.get("model", LEGACY_MODEL)
+
+
+def run_dir(model: str, persona: str, cell: str, seed: int) -> Path:
+    """Where a cell's run keeps its turn log and last checkpoint (``runs/`` is not committed)."""
+    return Path("runs/lfc") / f"{model}-{persona}-{cell.replace('=', '_').replace('/', '_')}-{seed}"
 
 
 def read_rows(path: Path, model: str) -> tuple[list[dict], int, list[dict]]:
