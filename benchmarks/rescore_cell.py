@@ -69,8 +69,11 @@ def replay(turns: Path, persona: str, voice: str) -> tuple[int, list[str]]:
             said[event["turn_id"]] = event["messages"][-1]["content"]
     differs = []
     for turn_id, message in said.items():
-        turn = served[turn_id]
-        opener = next(m["content"] for m in turn["context"] if m["role"] == "user")
+        turn = served.get(turn_id)
+        opener = next((m["content"] for m in turn["context"] if m["role"] == "user"), None) if turn else None
+        if opener not in task_of:
+            differs.append(f"turn {turn_id}: not a conversation of the {persona} persona's tasks in this log")
+            continue
         reply = turn["action"]["content"] or ""
         now = person.feedback(reply, task_of[opener], voice)[0]
         if now != message:

@@ -61,6 +61,8 @@ def test_replay_names_every_next_state_the_current_checks_would_change(rescore, 
     ])
     replayed, differs = rescore.replay(tmp_path / "turns.jsonl", "student", "all")
     assert replayed == 2 and len(differs) == 1 and "turn 1" in differs[0] and "58. The answer" in differs[0]
+    replayed, differs = rescore.replay(tmp_path / "turns.jsonl", "teacher", "all")  # another persona's log
+    assert replayed == 2 and all("not a conversation of the teacher persona" in line for line in differs)
 
 
 def test_a_row_whose_training_would_differ_stays_void_and_nothing_is_appended(rescore, tmp_path, monkeypatch):
