@@ -87,18 +87,23 @@ def held_out_scores(row: dict, checkpoint: Path) -> dict:
     from clawgym.serve import rehearsal
 
     tasks = rehearsal.persona_tasks(row["persona"], "test")[:row.get("eval_tasks")]
+
+    async def before_and_after(stack) -> dict:  # noqa: ANN001
+        try:
+            before, checks_before = await rehearsal.score_checks(stack.policy, tasks, max_tokens=lfc.MAX_TOKENS)
+            stack.trainer.load_checkpoint(checkpoint)
+            if stack.trainer.step != row["steps"]:
+                raise NotCarried(f"the checkpoint is step {stack.trainer.step}, the row's last step {row['steps']}")
+            await stack.policy.update_weights(stack.trainer.export_weights())
+            after, checks_after = await rehearsal.score_checks(stack.policy, tasks, max_tokens=lfc.MAX_TOKENS)
+        finally:
+            await stack.policy.close()
+        return {"before": before, "checks_before": checks_before, "after": after, "checks_after": checks_after}
+
     with tempfile.TemporaryDirectory() as out:
         config = lfc.config_for(row["method"], row["seed"], row["steps_budget"], Path(out),
                                 row.get("temperature", 1.0), tuple(row.get("sets", ())), lfc.model_of(row))
-        stack = build_stack(config)
-        before, checks_before = asyncio.run(rehearsal.score_checks(stack.policy, tasks, max_tokens=lfc.MAX_TOKENS))
-        stack.trainer.load_checkpoint(checkpoint)
-        if stack.trainer.step != row["steps"]:
-            raise NotCarried(f"the checkpoint is step {stack.trainer.step}, the row's last step {row['steps']}")
-        asyncio.run(stack.policy.update_weights(stack.trainer.export_weights()))
-        after, checks_after = asyncio.run(rehearsal.score_checks(stack.policy, tasks, max_tokens=lfc.MAX_TOKENS))
-        asyncio.run(stack.policy.close())
-    return {"before": before, "checks_before": checks_before, "after": after, "checks_after": checks_after}
+        return asyncio.run(before_and_after(build_stack(config)))
 
 
 def carry_over(run: Path, results: Path = lfc.RESULTS) -> dict:
