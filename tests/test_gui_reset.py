@@ -113,6 +113,30 @@ def test_nothing_of_one_episode_is_visible_in_the_next(env):
     assert reused, "the warm page was never reused: the isolation above was only tested on new contexts"
 
 
+def test_a_wipe_whose_session_detaches_is_retried_on_a_fresh_session(env, monkeypatch):
+    """A cross-process navigation can detach the CDP session mid-wipe (CI saw it under load): the wipe
+    attaches a new session, with the Page domain on so the session-storage script runs, and still reuses."""
+    import clawgym.envs.gui.browser as browser_module
+
+    real, calls, sessions = browser_module.wipe_page, [], []
+
+    def detaching_once(page, cdp, *args, **kwargs):
+        calls.append(cdp)
+        if len(calls) == 1:
+            raise RuntimeError("CDPSession.send: Protocol error (Page.resetNavigationHistory): Not attached to an "
+                               "active page")
+        sessions.append(cdp)
+        return real(page, cdp, *args, **kwargs)
+
+    clean = probe(env)
+    dirty_episode(env)
+    monkeypatch.setattr(browser_module, "wipe_page", detaching_once)
+    seen = probe(env)
+    assert len(calls) == 2 and sessions[0] is not calls[0], "the retry must use a newly attached session"
+    assert env.browser.reused, env.browser.not_reused_because
+    assert seen == clean and seen["session"] == [] and seen["name"] == ""
+
+
 def test_a_broken_page_gets_a_new_context(env):
     env.reset(seed=3, options={"task_id": "probe"})
     old = env.browser.context
