@@ -115,7 +115,7 @@ def test_nothing_of_one_episode_is_visible_in_the_next(env):
 
 def test_a_wipe_whose_session_detaches_is_retried_on_a_fresh_session(env, monkeypatch):
     """A cross-process navigation can detach the CDP session mid-wipe (CI saw it under load): the wipe
-    attaches a new session, with the Page domain on so the session-storage script runs, and still reuses."""
+    waits a moment, attaches a new session and still reuses the page, with nothing of the last episode."""
     import clawgym.envs.gui.browser as browser_module
 
     real, calls, sessions = browser_module.wipe_page, [], []

@@ -221,7 +221,7 @@ class Browser:
                     if detached:  # (the old session's new-document script went with it)
                         with self.guard():
                             self.page.wait_for_timeout(100 * (attempt + 1))  # let the process swap finish
-                            self._cdp, self._session_script = self._attach_cdp(), None
+                            self._cdp, self._session_script = self.context.new_cdp_session(self.page), None
                     continue  # a timeout (a loaded machine) is tried again as it is
                 self.not_reused_because = f"wiping the warm page failed: {exc}"
                 log.info("wiping the warm page failed (%s): opening a new context", exc)
