@@ -175,14 +175,10 @@ class Browser:
             self.page.on("dialog", self._on_dialog)
             self.page.on("crash", self._on_crash)
             self.page.on("download", self._on_download)
-            self._cdp = self._attach_cdp() if self.reuse_pages else None
+            self._cdp = self.context.new_cdp_session(self.page) if self.reuse_pages else None
+            if self._cdp is not None:
+                self._cdp.send("Page.enable")  # scripts for new documents run only with the Page domain on
         self._episodes_on_context = 1
-
-    def _attach_cdp(self) -> Any:
-        """A CDP session on the page, with the Page domain on: scripts for new documents run only then."""
-        cdp = self.context.new_cdp_session(self.page)
-        cdp.send("Page.enable")
-        return cdp
 
     def _block_all_but(self, allowed: set[str]) -> None:
         """Route the requests outside ``allowed`` to the aborting handler (only when the set changed)."""
