@@ -66,9 +66,10 @@ def template_messages(messages: list[Message]) -> list[Message]:
     return out
 
 
-def _render(tokenizer: Any, messages: list[Message], tools: list[dict[str, Any]] | None) -> str:
+def _render(tokenizer: Any, messages: list[Message], tools: list[dict[str, Any]] | None,
+            generation_prompt: bool = True) -> str:
     messages = template_messages(messages)
-    kwargs: dict[str, Any] = {"tokenize": False, "add_generation_prompt": True}
+    kwargs: dict[str, Any] = {"tokenize": False, "add_generation_prompt": generation_prompt}
     if tools:
         kwargs["tools"] = tools
     if tokenizer.chat_template is None:
@@ -160,3 +161,29 @@ def stop_token_ids(tokenizer: Any, model_config: Any = None) -> set[int]:
     elif isinstance(eos, (list, tuple)):
         ids.update(int(i) for i in eos)
     return ids
+
+
+def reply_ids(tokenizer: Any, messages: list[Message], tools: list[dict[str, Any]] | None,
+              reply: Message) -> list[int]:
+    """The tokens a model writes to produce ``reply`` after ``messages``, its end-of-turn token last.
+
+    They are read off the template itself: the conversation with the reply, rendered as the next prompt
+    will render it, minus :func:`render_prompt` of the conversation without it, up to the end of the
+    turn. So a demonstration (a setting's oracle, the warm start) is tokenized exactly as the model's own
+    reply would be, and the next turn's prompt begins with this one's prompt + these ids.
+    """
+    prompt = render_prompt(tokenizer, messages, tools)
+    if supports_tools(tokenizer):
+        full = _render(tokenizer, messages + [reply], tools, generation_prompt=False)
+    else:
+        full = _render(tokenizer, fallback_messages(messages + [reply], tools), None, generation_prompt=False)
+    if not full.startswith(prompt):
+        raise ValueError("the chat template renders the conversation before the reply differently once the reply "
+                         "is there; a demonstration cannot be tokenized as the model's own reply")
+    ids = list(tokenizer(full[len(prompt):], add_special_tokens=False)["input_ids"])
+    stops = stop_token_ids(tokenizer)
+    end = next((i for i, token in enumerate(ids) if token in stops), None)
+    if end is None:
+        raise ValueError("the chat template ends an assistant turn with no end-of-turn token")
+    return ids[: end + 1]
+

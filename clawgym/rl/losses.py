@@ -14,6 +14,7 @@ tokens only, with a ``mask`` ``[B, T]`` (1 = trained token, 0 = padding or maske
                     (Schulman et al. 2017 eq. 7, with DAPO's decoupled eps_high)
       k3 KL         k3_t  = exp(l_ref - l) - (l_ref - l) - 1                  (Schulman, "Approximating KL")
       top-K OPD     reverse KL(pi_student || pi_teacher) over the student's top-K tokens + one tail bin
+      SFT           L_t   = -log pi(a_t | s)   on demonstration tokens (the warm start; ReTool's cold start)
     Aggregation
       token         sum_{i,t} L_i,t m_i,t / N_tokens
       sequence      sum_i (sum_t L_i,t m_i,t / n_i) / N_seqs
@@ -130,6 +131,11 @@ def ppo_clip_loss(
     loss = -torch.minimum(unclipped, clipped)
     clip_mask = (clipped < unclipped).to(logprobs.dtype)
     return loss, clip_mask
+
+
+def nll(logprobs: torch.Tensor) -> torch.Tensor:
+    """Supervised fine-tuning: L_t = -log pi(a_t | s), the negative log-likelihood of a demonstration's tokens."""
+    return -logprobs
 
 
 def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:

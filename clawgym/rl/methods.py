@@ -12,7 +12,9 @@ from typing import Literal, get_args
 # personal chat); it was called ``binary`` (OpenClaw-RL's "Binary RL"), kept as an alias until ALIASES_UNTIL.
 # ``opd_topk`` distils the hinted teacher's top-K distribution at every response position (a dense
 # signal: it can raise a token nobody sampled) plus PPO-clip on the verdict advantage; torch trainer only.
-Method = Literal["grpo", "opd", "hybrid", "opd_topk"]
+# ``sft`` trains on demonstrations (the warm start, :mod:`clawgym.rl.warm_start`): -log pi on the assistant's
+# tokens, no advantage; as a run's method it is the warm start alone, no RL steps.
+Method = Literal["grpo", "opd", "hybrid", "opd_topk", "sft"]
 METHODS: tuple[str, ...] = get_args(Method)
 USES_HINTS = ("opd", "hybrid", "opd_topk")  # their samples carry the hint judge's hint for the OPD teacher
 NEEDS_HINT = ("opd", "opd_topk")  # a turn without a hint teaches them nothing

@@ -12,6 +12,7 @@ from clawgym.rl.launch.schema import ConfigError, LoraSection, RunConfig
 from clawgym.rl.launch.teacher import trainer_teacher
 from clawgym.rl.loop.config import LoopConfig
 from clawgym.rl.trainer.config import LoraSettings, TrainerConfig
+from clawgym.rl.warm_start.config import WarmStartConfig
 
 
 def from_sections(target: type, *sections: Any, **given: Any) -> Any:
@@ -61,3 +62,7 @@ def trainer_config(config: RunConfig, num_layers: int | None = None) -> TrainerC
 
 def loop_config(config: RunConfig) -> LoopConfig:
     return from_sections(LoopConfig, config.loop, config.rollout, config.judge)
+
+
+def warm_start_config(config: RunConfig) -> WarmStartConfig:
+    return from_sections(WarmStartConfig, config.warm_start)

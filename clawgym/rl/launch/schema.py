@@ -30,6 +30,7 @@ from clawgym.rl.launch.teacher import canonical_teacher, teacher_problems
 from clawgym.rl.loop.config import LoopConfig
 from clawgym.rl.methods import JUDGE_TYPES, MODEL_JUDGES, PROB_JUDGES, USES_HINTS, canonical_method
 from clawgym.rl.trainer.config import BehaviorCorrection, LoraSettings, TrainerConfig
+from clawgym.rl.warm_start.config import WarmStartConfig
 
 
 class ConfigError(UsageError):
@@ -183,6 +184,11 @@ class LoopSection(Section):
     torch_threads: int = 0  # intra-op threads per torch op; 0 = torch's default (1 suits a small shared CPU)
 
 
+@plain_fields(WarmStartConfig)
+class WarmStartSection(Section):
+    """SFT on the setting's own solutions before RL (clawgym.rl.warm_start): ``enabled`` turns it on."""
+
+
 GpuBackend = Literal["megatron+sglang", "torch+sglang"]  # megatron: TP/PP, full or LoRA; torch: one actor GPU
 WeightTransport = Literal["auto", "tensor", "nccl", "disk"]  # tensor: colocated; nccl: own GPUs; disk: checkpoint dir
 GPU_BACKENDS: tuple[str, ...] = typing.get_args(GpuBackend)
@@ -230,6 +236,7 @@ class RunConfig(Section):
     rollout: RolloutSection = Field(default_factory=RolloutSection)
     trainer: TrainerSection = Field(default_factory=TrainerSection)
     loop: LoopSection = Field(default_factory=LoopSection)
+    warm_start: WarmStartSection = Field(default_factory=WarmStartSection)
     gpu: GpuSection = Field(default_factory=GpuSection)
     ray: RaySection = Field(default_factory=RaySection)
     serve: dict[str, Any] = Field(default_factory=dict)  # read by `clawgym serve`; ignored by train
@@ -392,6 +399,9 @@ def validate(config: RunConfig) -> None:
                         "GPU partition judge.model: policy is the SGLang server; use judge.type prm,hint")
     if config.method in USES_HINTS and "hint" not in parts and "probhint" not in parts:
         problems.append(f"method {config.method!r} needs a hint judge: set judge.type to hint (or rules+prm,hint)")
+    if config.method == "sft" and not config.warm_start.enabled:
+        problems.append("method sft is the warm start alone (SFT on the setting's solutions, no RL steps): "
+                        "set warm_start.enabled true")
     if config.judge.votes < 1:
         problems.append("judge.votes must be at least 1")
     if config.loop.batch_groups > config.loop.buffer_groups:

@@ -26,8 +26,9 @@ class Trainer(Protocol):
     config: TrainerConfig  # read: ``method`` and ``temperature`` (the logprobs' sampling temperature)
     version: int  # train steps taken (one weight publication each); restored by load_checkpoint
 
-    def train_step(self, samples: Sequence[Sample]) -> dict[str, float]:
-        """One optimiser step on ``samples``; returns its metrics."""
+    def train_step(self, samples: Sequence[Sample], method: str | None = None) -> dict[str, float]:
+        """One optimiser step on ``samples``; returns its metrics. ``method`` overrides the configured one
+        for this step (``"sft"``: the warm start's supervised steps before RL, on the same weights)."""
         ...
 
     def export_weights(self) -> Mapping[str, torch.Tensor] | None:

@@ -197,13 +197,15 @@ class MegatronTrainer:
 
     # ---- the step ------------------------------------------------------------------------------
 
-    def train_step(self, samples: Sequence[Any]) -> dict[str, float]:
+    def train_step(self, samples: Sequence[Any], method: str | None = None) -> dict[str, float]:
         """Advantages over all ``samples``, then one optimiser step per ``micro_batch_size * grad_accum *
-        DP`` samples (as in the torch trainer); every rank passes the same list and takes its DP share."""
+        DP`` samples (as in the torch trainer); every rank passes the same list and takes its DP share.
+        ``method`` overrides the configured one for this step (``"sft"``: the warm start)."""
         from clawgym.rl.trainer.samples import sample_advantages, validate_samples
 
         tcfg = self.config.trainer
-        validate_samples(samples, self.shape.vocab_size, tcfg.method)
+        method = method or tcfg.method
+        validate_samples(samples, self.shape.vocab_size, method)
         if len(samples) < self.dp_size:
             raise ValueError(f"{len(samples)} samples cannot feed {self.dp_size} data-parallel ranks")
         adv_rl = sample_advantages(samples, tcfg.advantage)  # over the whole batch, before any split
@@ -214,7 +216,7 @@ class MegatronTrainer:
         bounds = list(zip(starts, starts[1:] + [len(samples)]))
         totals: dict[str, float] = {}
         for lo, hi in bounds:
-            for key, value in self._optimizer_step(samples[lo:hi], adv_rl[lo:hi]).items():
+            for key, value in self._optimizer_step(samples[lo:hi], adv_rl[lo:hi], method).items():
                 totals[key] = totals.get(key, 0.0) + value
         self.version += 1
         metrics = {key: value / len(bounds) for key, value in totals.items()}
@@ -222,7 +224,7 @@ class MegatronTrainer:
                        optimizer_steps=float(len(bounds)))
         return metrics
 
-    def _optimizer_step(self, samples: Sequence[Any], adv_rl: torch.Tensor) -> dict[str, float]:
+    def _optimizer_step(self, samples: Sequence[Any], adv_rl: torch.Tensor, method: str) -> dict[str, float]:
         from clawgym.rl import losses
         from clawgym.rl.trainer.samples import teacher_prompt_ids
 
@@ -233,13 +235,13 @@ class MegatronTrainer:
         extra: dict[str, list[torch.Tensor]] = {
             "rl_adv": [torch.full((len(s.response_ids),), float(adv_rl[i])) for i, s in zip(mine, local)],
             "off_policy": [torch.full((len(s.response_ids),), float(s.off_policy)) for s in local]}
-        if tcfg.method in ("opd", "hybrid"):
+        if method in ("opd", "hybrid"):
             teacher_ids = [teacher_prompt_ids(self.tokenizer, s, tcfg.hint_format)
                            if s.hint else s.prompt_ids for s in local]
             width = max(width, max(len(t) + len(s.response_ids) for t, s in zip(teacher_ids, local)))
         logprob_dtype = torch.promote_types(self.config.params_dtype, torch.float32)  # logits are upcast before the CE
         batches = micro_batches(local, extra, width, tcfg.micro_batch_size, self.pad_id, self.device, logprob_dtype)
-        if tcfg.method in ("opd", "hybrid"):
+        if method in ("opd", "hybrid"):
             add_teacher_inputs(batches, local, teacher_ids, width, tcfg.micro_batch_size, self.pad_id, self.device)
             self._frozen_logprobs(batches, "teacher_positions_logprobs", input_key="teacher_input_ids")
             for batch in batches:
@@ -259,14 +261,17 @@ class MegatronTrainer:
             mask, old = batch["loss_mask"], batch["old_logprobs"]
             # a response sampled from another prompt: this policy's own logprobs are the old ones
             old = torch.where(batch["off_policy"] > 0, logprobs.detach(), old)
-            if tcfg.method == "grpo":
-                advantages = batch["rl_adv"]
-            elif tcfg.method == "opd":
-                advantages = losses.opd_advantages(batch["teacher_logprobs"], old)
+            if method == "sft":  # demonstrations: -log pi, nothing clipped
+                pg, clipped = losses.nll(logprobs), torch.zeros_like(logprobs)
             else:
-                advantages = losses.hybrid_advantages(batch["rl_adv"], batch["teacher_logprobs"],
-                                                      old, tcfg.w_rl, tcfg.w_opd)
-            pg, clipped = losses.ppo_clip_loss(logprobs, old, advantages, tcfg.eps_clip, tcfg.eps_clip_high)
+                if method == "grpo":
+                    advantages = batch["rl_adv"]
+                elif method == "opd":
+                    advantages = losses.opd_advantages(batch["teacher_logprobs"], old)
+                else:
+                    advantages = losses.hybrid_advantages(batch["rl_adv"], batch["teacher_logprobs"],
+                                                          old, tcfg.w_rl, tcfg.w_opd)
+                pg, clipped = losses.ppo_clip_loss(logprobs, old, advantages, tcfg.eps_clip, tcfg.eps_clip_high)
             per_token = pg
             kl_value = logprobs.new_zeros(())
             if tcfg.kl_coef > 0:

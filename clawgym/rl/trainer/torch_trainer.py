@@ -20,6 +20,8 @@ Methods (``TrainerConfig.method``):
 - ``hybrid``: A_t = w_rl * A + w_opd * (teacher - old); samples without a hint get no teacher term
   (teacher := old), unlike OpenClaw-RL's Megatron path where they got a spurious (initial - current) term.
 - ``opd_topk``: w_opd * top-K reverse KL to the hinted teacher + w_rl * PPO-clip on A.
+- ``sft``: -log pi on the loss-masked tokens (demonstrations: the warm start before RL). ``train_step(samples,
+  method="sft")`` takes one such step in a run whose configured method is another: same model and optimiser.
 
 The reference (k3 KL) and, by default, the OPD teacher are the *initial* weights: the base model with
 adapters disabled under LoRA, else a frozen copy made at construction. ``teacher="policy"`` uses the
@@ -141,8 +143,8 @@ class TorchTrainer:
 
     # ---- validation ----------------------------------------------------------------------------
 
-    def _validate(self, samples: Sequence[Sample]) -> None:
-        validate_samples(samples, self.vocab_size, self.config.method)
+    def _validate(self, samples: Sequence[Sample], method: str) -> None:
+        validate_samples(samples, self.vocab_size, method)
 
     # ---- advantages ----------------------------------------------------------------------------
 
@@ -167,13 +169,16 @@ class TorchTrainer:
 
     # ---- the step ------------------------------------------------------------------------------
 
-    def train_step(self, samples: Sequence[Sample]) -> dict[str, float]:
-        """Advantages, then AdamW steps over ``micro_batch_size * grad_accum`` chunks; returns metrics."""
-        self._validate(samples)
+    def train_step(self, samples: Sequence[Sample], method: str | None = None) -> dict[str, float]:
+        """Advantages, then AdamW steps over ``micro_batch_size * grad_accum`` chunks; returns metrics.
+
+        ``method`` (default: the configured one) is ``"sft"`` for the warm start's steps before RL."""
+        method = method or self.config.method
+        self._validate(samples, method)
         cfg = self.config
         start_time = time.perf_counter()
         self.model.train()
-        if cfg.method in ("opd", "hybrid"):
+        if method in ("opd", "hybrid"):
             self.compute_teacher_logprobs(samples)
         rl_adv = self.rl_advantages(samples)
         per_step = cfg.micro_batch_size * cfg.grad_accum
@@ -181,7 +186,7 @@ class TorchTrainer:
         tokens = 0
         for start in range(0, len(samples), per_step):
             chunk = list(range(start, min(start + per_step, len(samples))))
-            metrics = self._optimizer_step([samples[i] for i in chunk], rl_adv[chunk])
+            metrics = self._optimizer_step([samples[i] for i in chunk], rl_adv[chunk], method)
             tokens += int(metrics.pop("tokens"))
             for key, value in metrics.items():
                 totals[key] = totals.get(key, 0.0) + value
@@ -222,13 +227,13 @@ class TorchTrainer:
         old = logprobs.detach()
         return old, torch.exp(old - sampled).clamp(max=self.config.tis_cap)
 
-    def _optimizer_step(self, samples: list[Sample], rl_adv: torch.Tensor) -> dict[str, float]:
+    def _optimizer_step(self, samples: list[Sample], rl_adv: torch.Tensor, method: str) -> dict[str, float]:
         cfg = self.config
         masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in samples]
         num_tokens = float(sum(m.sum() for m in masks))
         num_sequences = float(sum(1 for m in masks if m.sum() > 0))
         sums = dict(loss=0.0, pg_loss=0.0, kl=0.0, topk_kl=0.0, clipped=0.0, ratio=0.0,
-                    opd_adv=0.0, abs_logprob_diff=0.0)
+                    opd_adv=0.0, abs_logprob_diff=0.0, nll=0.0)
         tokens = 0
         self.optimizer.zero_grad(set_to_none=True)
         for indices in micro_batches([s.prompt_ids for s in samples], cfg.micro_batch_size, cfg.shared_prefix):
@@ -238,7 +243,8 @@ class TorchTrainer:
             mask = pad_rows([s.loss_mask for s in part], batch.targets.shape[1], self.device)
             adv_rl = rl_adv[indices].to(self.device)
             with self._checkpointing_for(batch):
-                self._micro_batch_loss(part, batch, mask, adv_rl, num_tokens, num_sequences, sums).backward()
+                self._micro_batch_loss(part, batch, mask, adv_rl, num_tokens, num_sequences, sums,
+                                       method).backward()
 
         params = [p for group in self.optimizer.param_groups for p in group["params"]]
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params,
@@ -260,26 +266,31 @@ class TorchTrainer:
             "ratio_mean": sums["ratio"] / denom,
             "opd_adv_mean": sums["opd_adv"] / denom,
             "abs_logprob_diff": sums["abs_logprob_diff"] / denom,
+            "nll": sums["nll"] / denom,
             "grad_norm": grad_norm,
             "skipped": float(skipped),
             "tokens": float(tokens),
         }
 
     def _micro_batch_loss(self, part: list[Sample], batch: Batch, mask: torch.Tensor, adv_rl: torch.Tensor,
-                          num_tokens: float, num_sequences: float, sums: dict[str, float]) -> torch.Tensor:
+                          num_tokens: float, num_sequences: float, sums: dict[str, float],
+                          method: str) -> torch.Tensor:
         """The loss of one micro-batch (normalised by the optimiser step's totals), its metrics added to ``sums``."""
         cfg = self.config
         logits = response_logits(self.model, batch, cfg.temperature, cfg.shared_prefix)
         logprobs = gather_logprobs(logits, batch.targets)
+        sums["nll"] += float((-logprobs.detach() * mask).sum())
+        if method == "sft":
+            return self._sft_loss(logprobs, batch, mask, num_tokens, num_sequences, sums)
         sampled = pad_rows([s.old_logprobs for s in part], batch.targets.shape[1], self.device, logprobs.dtype)
         off_policy = torch.tensor([s.off_policy for s in part], device=self.device)
         sampled = torch.where(off_policy[:, None], logprobs.detach(), sampled)  # sampled from another prompt
         old, behavior_weight = self._behavior(logprobs, sampled)
         per_token = torch.zeros_like(logprobs)
 
-        if cfg.method == "grpo":
+        if method == "grpo":
             advantages = adv_rl[:, None].expand_as(logprobs)
-        elif cfg.method in ("opd", "hybrid"):
+        elif method in ("opd", "hybrid"):
             teacher = pad_rows(
                 [s.teacher_logprobs if s.teacher_logprobs is not None else s.old_logprobs for s in part],
                 batch.targets.shape[1],
@@ -290,7 +301,7 @@ class TorchTrainer:
             teacher = torch.where(no_teacher[:, None], old, teacher)  # no hint: no OPD advantage
             opd = losses.opd_advantages(teacher, old)
             sums["opd_adv"] += float((opd * mask).sum())
-            if cfg.method == "opd":
+            if method == "opd":
                 advantages = opd
             else:
                 advantages = losses.hybrid_advantages(adv_rl, teacher, old, cfg.w_rl, cfg.w_opd)
@@ -304,7 +315,7 @@ class TorchTrainer:
         if behavior_weight is not None:
             advantages = advantages * behavior_weight
         pg, clipped = losses.ppo_clip_loss(logprobs, old, advantages, cfg.eps_clip, cfg.eps_clip_high)
-        if cfg.method == "opd_topk":
+        if method == "opd_topk":
             pg = cfg.w_rl * pg
         per_token = per_token + pg
         if cfg.kl_coef > 0:
@@ -319,6 +330,20 @@ class TorchTrainer:
         sums["clipped"] += float((clipped * mask).sum())
         sums["ratio"] += float((torch.exp(logprobs.detach() - old) * mask).sum())
         sums["abs_logprob_diff"] += float(((logprobs.detach() - sampled).abs() * mask).sum())
+        return loss
+
+    def _sft_loss(self, logprobs: torch.Tensor, batch: Batch, mask: torch.Tensor, num_tokens: float,
+                  num_sequences: float, sums: dict[str, float]) -> torch.Tensor:
+        """-log pi on the demonstration's masked tokens (+ the k3 KL to the initial weights when kl_coef > 0)."""
+        cfg = self.config
+        per_token = losses.nll(logprobs)
+        if cfg.kl_coef > 0:
+            kl = losses.kl_k3(logprobs, self._reference_logprobs(batch))
+            per_token = per_token + cfg.kl_coef * kl
+            sums["kl"] += float(losses.token_mean(kl.detach(), mask, num_tokens))
+        loss = losses.aggregate(per_token, mask, cfg.aggregation, num_tokens, num_sequences)
+        sums["loss"] += float(loss.detach())
+        sums["ratio"] += float(mask.sum())  # no ratio: the demonstration is the target, not a sample
         return loss
 
     def _checkpointing_for(self, batch: Batch):
