@@ -22,9 +22,13 @@ Envs (launcher; train / held-out):
   eval plays the same tasks on page seeds from ``EVAL_SEED`` = 12345 on (the loop's ``eval_seed``), a
   range the training seeds of these budgets never reach (checked).
 
-Methods (the same budget of steps for both trained ones):
+Methods (the same budget of RL steps for every RL one):
 
 - ``base``: the untrained model (greedy held-out eval; one seed is the whole cell).
+- ``sft``: the warm start alone (:mod:`clawgym.rl.warm_start`; ``method: sft``): SFT on the setting's oracle
+  played through the env on the training tasks (:data:`WARM_START`), no RL step.
+- ``sft_outcome`` / ``sft_outcome_prm``: the warm start, then ``outcome`` / ``outcome_prm``; the held-out eval
+  runs before, after the warm start (``warm``) and after RL, so RL's gain is reported apart from the warm start's.
 - ``outcome``: GRPO on the env's verifiable reward alone (``judge.type=none``, ``loop.reward=outcome``).
 - ``outcome_prm``: outcome + step-wise process reward (``loop.reward=step_wise``: r_k = R + prm_coef x
   verdict_k, normalised within (group, turn k), :func:`clawgym.rl.groups.build_group`), the shared judge
@@ -77,7 +81,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from learning_from_conversation import seed_cell  # noqa: E402  (the method table's cell)
 
 ENVS = ("toolcall", "bfcl", "terminal", "miniwob")
-METHODS = ("base", "outcome", "outcome_prm")
+METHODS = ("base", "outcome", "outcome_prm", "sft", "sft_outcome", "sft_outcome_prm")
+WARM_STARTED = ("sft", "sft_outcome", "sft_outcome_prm")
 UNTRAINED = ("base",)  # greedy eval of the untrained weights: one seed is the whole cell
 SEEDS = (0, 1, 2)  # of every trained cell
 RESULTS = Path(__file__).resolve().parent / "results" / "agentic_learning.jsonl"
@@ -128,6 +133,15 @@ BUDGETS: dict[str, dict[str, Any]] = {
              "loop.buffer_groups": 1, "loop.eval_episodes": 2, "loop.eval_every": 1, "loop.max_minutes": 3,
              "loop.drop_zero_advantage": False, "rollout.max_tokens": 16, "rollout.episode_timeout_s": 60,
              "trainer.micro_batch_size": 2, "trainer.grad_accum": 1},
+}
+# the warm start of the sft* methods per budget (warm_start.* keys): oracle episodes on the training tasks
+WARM_START: dict[str, dict[str, Any]] = {
+    "small": {"warm_start.enabled": True, "warm_start.episodes": 64, "warm_start.epochs": 2,
+              "warm_start.batch_size": 8, "warm_start.workers": 2, "warm_start.max_minutes": 15},
+    "full": {"warm_start.enabled": True, "warm_start.episodes": 512, "warm_start.epochs": 3,
+             "warm_start.batch_size": 16, "warm_start.workers": 8},
+    "test": {"warm_start.enabled": True, "warm_start.episodes": 2, "warm_start.epochs": 1,
+             "warm_start.batch_size": 2, "warm_start.workers": 1},
 }
 TEST_ENV_KWARGS = {"toolcall": {"max_turns": 2}, "terminal": {"max_turns": 2}, "miniwob": {"max_turns": 2}, "bfcl": {}}
 
@@ -210,7 +224,11 @@ def overrides_for(env: str, method: str, seed: int, budget: str, model: str, out
     if env == "terminal" and budget == "small":
         # 12 turns x 256 tokens x 16 held-out episodes is ~10 min an eval on 2 cores
         extra.append("env.kwargs.max_turns=8")
-    if method == "outcome_prm":
+    if method in WARM_STARTED:
+        knobs.update(WARM_START[budget])
+    if method == "sft":
+        extra.append("method=sft")
+    if method.endswith("outcome_prm"):
         extra += [f"judge.type={PRM_JUDGE[budget][env]}", "loop.reward=step_wise"]
     else:
         extra += ["judge.type=none", "loop.reward=outcome"]
@@ -252,11 +270,12 @@ def eval_curve(out: Path, steps: int) -> list[dict[str, Any]]:
         if record.get("kind") != "eval":
             continue
         name = str(record.get("label", ""))
-        step = 0 if name in ("before", "base") else steps if name == "after" else int(name.split()[-1])
+        step = 0 if name in ("before", "base", "warm_start") else steps if name == "after" else int(name.split()[-1])
         points.append({"step": step, "label": name, "success": record["eval_success"], "reward": record["eval_reward"],
                        "episodes": int(record["eval_episodes"]), "errors": int(record["eval_errors"]),
                        "version": int(record["eval_version"])})
-    return sorted(points, key=lambda p: (p["step"], p["label"] != "before", p["label"] == "after"))
+    order = {"before": 0, "base": 0, "warm_start": 1}
+    return sorted(points, key=lambda p: (p["step"], order.get(p["label"], 2), p["label"] == "after"))
 
 
 def plot_curve(row: dict, path: Path) -> Path:
@@ -335,8 +354,11 @@ async def run_cell(env: str, method: str, seed: int, budget: str, model: str, se
     row: dict[str, Any] = {
         "env": env, "method": method, "seed": seed, "model": config.policy.model, "budget": budget,
         "launcher": ENV_SETUP[env][0], "env_id": config.env.id, "held_out": held_out,
-        "judge": config.judge.type if method == "outcome_prm" else "none", "reward": config.loop.reward,
-        "prm_coef": config.loop.prm_coef if method == "outcome_prm" else None,
+        "judge": config.judge.type if method.endswith("outcome_prm") else "none", "reward": config.loop.reward,
+        "prm_coef": config.loop.prm_coef if method.endswith("outcome_prm") else None,
+        "warm_start": ({k.split(".", 1)[1]: v for k, v in WARM_START[budget].items()}
+                       if method in WARM_STARTED else None),
+        "curriculum": config.loop.curriculum, "max_draws_per_batch": config.loop.max_draws_per_batch,
         "knobs": {**BUDGETS[budget], **({"env.kwargs.max_turns": config.env.kwargs.get("max_turns")}
                                         if "max_turns" in config.env.kwargs else {})},
         "lora": config.trainer.lora.enabled, "lr": config.trainer.lr,
@@ -360,13 +382,18 @@ async def run_cell(env: str, method: str, seed: int, budget: str, model: str, se
             row.update(before=before.get("eval_success"), after=after.get("eval_success"),
                        reward_before=before.get("eval_reward"), reward_after=after.get("eval_reward"),
                        eval_episodes=int(after.get("eval_episodes", 0)), eval_errors=int(after.get("eval_errors", 0)),
-                       steps=result.steps, steps_budget=config.loop.steps,
+                       steps=result.steps, steps_budget=0 if method == "sft" else config.loop.steps,
                        refused={k[len("refused/"):]: int(v) for k, v in result.counters.items()
                                 if k.startswith("refused/")},
                        samples_dropped_stale=int(result.counters.get("samples_dropped_stale", 0)),
                        train_reward=[round(h["reward_mean"], 4) for h in result.history],
                        train_success=[round(h["success_rate"], 4) for h in result.history])
             row["curve"] = eval_curve(out, result.steps)
+            warm = next((p for p in row["curve"] if p["label"] == "warm_start"), None)
+            row["warm"] = warm["success"] if warm else None
+            row["warm_start_stats"] = {k: v for k, v in result.counters.items() if k.startswith("warm_start_")}
+            row["groups"] = {k: int(result.counters.get(k, 0)) for k in
+                             ("groups_played", "groups_empty", "groups_dropped_zero_variance", "draw_cap_hits")}
     finally:
         await parts.close()
     row["wall_s"] = round(time.perf_counter() - started, 1)

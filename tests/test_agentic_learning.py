@@ -46,12 +46,26 @@ def test_one_toolcall_cell_end_to_end_appends_a_row_the_table_prints(al, tmp_pat
     assert len(results.read_text().splitlines()) == 1
     assert "0.00 ± 0.00 [1] +0.00" in al.table(results, "tiny-random-qwen", "test")
     todo = al.missing(results, "tiny-random-qwen", "test")
-    assert len(todo) == len(al.ENVS) * (1 + 2 * len(al.SEEDS)) - 1
+    trained = len(al.METHODS) - len(al.UNTRAINED)
+    assert len(todo) == len(al.ENVS) * (1 + trained * len(al.SEEDS)) - 1
     assert not any("--env toolcall --method outcome_prm --seed 0 " in c + " " for c in todo)
     assert any("--env toolcall --method outcome_prm --seed 1 " in c + " " for c in todo)
     assert all("--budget test" in c and "--model tiny-random-qwen" in c for c in todo)
     assert al.missing(results, "tiny-random-qwen",
                       "small") and len(al.missing(results, "tiny-random-qwen", "small")) == len(todo) + 1
+
+
+def test_a_warm_started_cell_reports_the_warm_start_apart_from_rl(al, tmp_path):
+    results = tmp_path / "agentic_learning.jsonl"
+    argv = ["--env", "toolcall", "--method", "sft_outcome", "--seed", "0", "--budget", "test",
+            "--model", "tiny-random-qwen", "--results", str(results), "--runs", str(tmp_path / "runs")]
+    assert al.main(argv) == 0
+    (row,) = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [p["label"] for p in row["curve"]] == ["before", "warm_start", "after"]
+    assert row["warm"] is not None and row["warm_start"]["episodes"] == 2
+    assert row["warm_start_stats"]["warm_start_kept"] == 2 and row["steps"] == 1
+    sft = al.config_for("toolcall", "sft", 0, "small", "qwen2.5-coder-0.5b", tmp_path)
+    assert sft.method == "sft" and sft.warm_start.enabled and sft.warm_start.episodes == 64
 
 
 def test_cells_are_built_through_the_launchers_with_the_methods_rewards(al, tmp_path):

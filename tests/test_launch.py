@@ -101,7 +101,7 @@ def test_bad_overrides_fail_clearly(override, message):
 
 
 # what an allowed value of a closed key needs beside it to pass the cross-field checks
-NEEDS = {"method": ["judge.type=hint"],  # opd / hybrid / opd_topk
+NEEDS = {"method": ["judge.type=hint", "warm_start.enabled=true"],  # opd / hybrid / opd_topk; sft
          "trainer.lora.export": ["trainer.lora.enabled=true", "gpu.enabled=true"],  # adapter
          "policy.quantize": ["policy.dtype=bfloat16"]}  # int8
 

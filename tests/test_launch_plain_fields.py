@@ -15,12 +15,14 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from clawgym.rl.launch import load_config, loop_config, trainer_config
+from clawgym.rl.launch.convert import warm_start_config
 from clawgym.rl.launch.schema import RunConfig, Section
 from clawgym.rl.loop import LoopConfig
 from clawgym.rl.trainer import LoraSettings, TrainerConfig
+from clawgym.rl.warm_start import WarmStartConfig
 
 REPO = Path(__file__).resolve().parents[1]
-PLAIN = (LoopConfig, TrainerConfig, LoraSettings)
+PLAIN = (LoopConfig, TrainerConfig, LoraSettings, WarmStartConfig)
 
 
 def plain_keys(section: type[Section] = RunConfig, prefix: str = "") -> dict[str, tuple[type, str]]:
@@ -74,7 +76,8 @@ def test_every_plain_key_reaches_the_loop_and_trainer_configs():
     sets = [f"{key}={','.join(value) if isinstance(value, tuple) else value}" for key, value in values.items()]
     config = load_config(None, [*sets, "judge.type=hint", "trainer.lora.enabled=true"])
     trainer, loop = trainer_config(config, num_layers=4), loop_config(config)
-    built = {LoopConfig: loop, TrainerConfig: trainer, LoraSettings: trainer.lora}
+    built = {LoopConfig: loop, TrainerConfig: trainer, LoraSettings: trainer.lora,
+             WarmStartConfig: warm_start_config(config)}
     for key, (plain, name) in plain_keys().items():
         assert getattr(built[plain], name) == values[key], key
     assert trainer.temperature == loop.temperature == values["rollout.temperature"]

@@ -205,3 +205,54 @@ def test_bad_warm_start_settings_are_refused_clearly(key, value, message):
 def test_warm_start_config_checks_its_fields():
     with pytest.raises(ValueError, match="batch_size=0"):
         WarmStartConfig(batch_size=0)
+
+
+def _loop(tmp_path, method: str, steps: int, **warm):
+    from clawgym.inference.hf import HFPolicy
+    from clawgym.rl.loop import AsyncRLLoop, LoopConfig
+
+    serve_model, tokenizer = load_model("tiny-random-qwen")
+    train_model, _ = load_model("tiny-random-qwen")
+    policy = HFPolicy(serve_model, tokenizer, max_batch_size=8)
+    trainer = TorchTrainer(train_model, tokenizer, TrainerConfig(method=method, lr=1e-3, micro_batch_size=4))
+    config = LoopConfig(steps=steps, batch_groups=1, group_size=2, num_workers=2, buffer_groups=1, max_tokens=8,
+                        output_dir=str(tmp_path / "run"), eval_before=True, eval_after=True, eval_episodes=2,
+                        drop_zero_advantage=False, tensorboard=False, plot=False, export_final=False)
+    return AsyncRLLoop("clawgym/ToolCall-v0", policy, trainer, config, env_kwargs={"split": "train", "max_turns": 2},
+                       eval_env_kwargs={"split": "test", "max_turns": 2},
+                       warm_start=WarmStartConfig(enabled=True, episodes=4, epochs=1, batch_size=2, workers=2, **warm))
+
+
+def test_the_loop_warm_starts_on_the_training_split_then_trains(tmp_path):
+    import json
+
+    loop = _loop(tmp_path, "grpo", steps=1)
+    result = asyncio.run(loop.run())
+    played = [json.loads(line) for line in (tmp_path / "run" / "warm_start.jsonl").read_text().splitlines()]
+    train = task_ids("clawgym/ToolCall-v0", {"split": "train"})
+    test = task_ids("clawgym/ToolCall-v0", {"split": "test"})
+    assert len(played) == 4 and all(p["task_id"] in train and p["task_id"] not in test for p in played)
+    assert result.counters["warm_start_steps"] == 2 and result.counters["warm_start_kept"] == 4
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    labels = [r.get("label") for r in records if r["kind"] == "eval"]
+    assert labels == ["before", "warm_start", "after"]
+    assert [r["kind"] for r in records].count("warm_start") == 2  # one row per SFT step
+    assert result.steps == 1 and result.version == 3  # 2 SFT steps + 1 RL step, each published
+    assert loop.policy.version == 2  # published once after the warm start, once after the RL step
+
+
+def test_method_sft_is_the_warm_start_alone(tmp_path):
+    result = asyncio.run(_loop(tmp_path, "sft", steps=5).run())
+    assert result.steps == 0 and result.history == [] and result.version == 2
+    assert result.eval_after is not None and result.counters.get("episodes", 0) == 0  # no RL rollout was played
+
+
+def test_the_loop_refuses_method_sft_without_a_warm_start(tmp_path):
+    from clawgym.inference.hf import HFPolicy
+    from clawgym.rl.loop import AsyncRLLoop, LoopConfig
+
+    model, tokenizer = load_model("tiny-random")
+    with pytest.raises(ValueError, match="method 'sft' is the warm start alone"):
+        AsyncRLLoop("clawgym/ToolCall-v0", HFPolicy(model, tokenizer), TorchTrainer(
+            load_model("tiny-random")[0], tokenizer, TrainerConfig(method="sft")),
+            LoopConfig(output_dir=str(tmp_path)))

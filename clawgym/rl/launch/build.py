@@ -331,7 +331,7 @@ def executor_options(config: RunConfig) -> dict[str, Any] | None:
 
 def build(config: RunConfig, on_step: Any = None) -> Components:
     """The whole run: :func:`build_stack` plus the async loop over the env."""
-    from clawgym.rl.launch.convert import loop_config
+    from clawgym.rl.launch.convert import loop_config, warm_start_config
     from clawgym.rl.loop import AsyncRLLoop
 
     stack = build_stack(config)
@@ -347,6 +347,7 @@ def build(config: RunConfig, on_step: Any = None) -> Components:
         executor=config.rollout.executor,
         executor_options=executor_options(config),
         tools=env_tools(config) if config.method in USES_HINTS else None,
+        warm_start=warm_start_config(config),
         on_step=on_step,
     )
     return Components(loop, stack.policy, stack.judge_policy)

@@ -15,6 +15,11 @@ Four loops share one asyncio event loop and never wait for each other:
    (``policy.update_weights``: an in-process copy between two decoding steps for ``hf``, the weight
    update endpoint for ``sglang``) and checkpoints.
 
+Dynamic sampling (DAPO): a grpo group whose rewards are all equal is dropped and another is played in
+its place; a step waits for at most ``max_draws_per_batch * batch_groups`` finished groups, then trains on
+what is buffered (or is skipped, with none). ``curriculum="pass_rate"`` draws tasks near a 50 % pass
+rate most often (:mod:`clawgym.rl.loop.curriculum`; ``curriculum.json`` in the output dir).
+
 Token in, token out: samples are built from each Turn's own prompt/response token ids and logprobs
 (:mod:`clawgym.rl.groups`); a turn without them is refused (counted under ``refused/<reason>``).
 
@@ -37,10 +42,10 @@ in turn (producers are gated while the trainer works).
 
 Modules: ``config`` (:class:`LoopConfig`, :class:`LoopResult`, file names), ``collector`` (the
 producers, judge tracking, the sync gate), ``training`` (weight publication, a step's metrics row),
-``state`` (checkpoints, resume, the trained-ids log), ``evaluation`` (held-out evals, HF export),
-``runner`` (:class:`AsyncRLLoop`: the train step and the run). Only ``config`` is imported with the
-package; the rest (which imports torch) when a name of it is first asked for, so :class:`LoopConfig`
-imports without torch (the launch schema takes its fields from it).
+``curriculum`` (the pass-rate task draw), ``state`` (checkpoints, resume, the trained-ids log),
+``evaluation`` (held-out evals, HF export), ``runner`` (:class:`AsyncRLLoop`: the train step and the
+run). Only ``config`` is imported with the package; the rest (which imports torch) when a name of it is
+first asked for, so :class:`LoopConfig` imports without torch (the launch schema takes its fields from it).
 """
 
 from typing import Any

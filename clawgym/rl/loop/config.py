@@ -11,6 +11,7 @@ PENDING_FILE = "pending.jsonl"
 TRAINED_FILE = "trained_ids.jsonl"
 CHECKPOINT_DIR = "checkpoint"
 LOOP_STATE = "loop_state.json"
+CURRICULUM_FILE = "curriculum.json"
 
 
 @dataclass
@@ -31,7 +32,19 @@ class LoopConfig:
     staleness: Literal["drop", "reweight"] = "drop"
     reward: Literal["auto", "outcome", "step_wise"] = "auto"
     prm_coef: float = 1.0
-    drop_zero_advantage: bool = True  # skip groups whose samples all have A = 0 (grpo only)
+    # skip grpo groups whose samples all have A = 0 (all rewards equal: nothing to learn) and play another in
+    # their place (DAPO's dynamic sampling); opd, hybrid and opd_topk keep them (their distillation term
+    # teaches without reward variance)
+    drop_zero_advantage: bool = True
+    # the cap on dynamic sampling: a train step waits for at most max_draws_per_batch * batch_groups groups
+    # to be played (finished, dropped or not) since the previous step took its batch; at the cap it trains
+    # on the groups buffered (fewer than batch_groups), or with none it is skipped (counted as a step, so
+    # a setting where every group fails still ends). None: wait for a full batch however long it takes
+    max_draws_per_batch: int | None = 8
+    # which task a group plays: uniform, or pass_rate (clawgym.rl.loop.curriculum: weight p(1-p) on each
+    # task's Beta(1,1) pass rate, so tasks near 50 % and unseen ones are drawn most)
+    curriculum: Literal["uniform", "pass_rate"] = "uniform"
+    curriculum_floor: float = 0.05  # pass_rate: the least weight a task gets (0.25 is the most), in [0, 1)
     temperature: float = 1.0
     top_p: float = 1.0
     max_tokens: int = 256
@@ -75,6 +88,8 @@ class LoopConfig:
             "eval_every": self.eval_every >= 0,
             "judge_workers": self.judge_workers is None or self.judge_workers >= 1,
             "switch_interval_s": self.switch_interval_s is None or self.switch_interval_s > 0,
+            "max_draws_per_batch": self.max_draws_per_batch is None or self.max_draws_per_batch >= 1,
+            "curriculum_floor": 0 <= self.curriculum_floor < 1,
         }
         bad = [name for name, ok in checks.items() if not ok]
         if not bad and (self.temperature == 0 or self.top_p != 1.0):
@@ -85,7 +100,12 @@ class LoopConfig:
                              "training needs a temperature above 0 and top_p 1.0")
         if bad:
             detail = ", ".join(f"{n}={getattr(self, n)!r}" for n in bad)
-            hint = " (buffer_groups must be >= batch_groups)" if "buffer_groups" in bad else ""
+            hints = {"buffer_groups": "buffer_groups must be >= batch_groups",
+                     "max_draws_per_batch": "max_draws_per_batch must be None or >= 1",
+                     "curriculum_floor": "curriculum_floor must be in [0, 1)"}
+            hints.update({n: f"{n} must be one of {', '.join(map(repr, v))}" for n, v in _CHOICES.items()})
+            named = [hints[n] for n in bad if n in hints]
+            hint = f" ({'; '.join(named)})" if named else ""
             raise ValueError(f"invalid loop settings: {detail}{hint}")
 
 

@@ -3,6 +3,17 @@
 The train step (batch -> staleness -> ``train_step`` in a thread -> publish -> log -> checkpoint)
 runs on the event loop, which keeps serving, rolling out and judging meanwhile. ``mode="sync"``
 pauses the collector from the moment a batch is taken until its weights are published.
+
+With a ``warm_start`` (:mod:`clawgym.rl.warm_start`), the run begins with SFT on the setting's own
+solutions: after the eval before (``before``), the warm start trains on the training tasks, publishes,
+checkpoints (step 0) and is evaluated (``warm_start``), and only then do the producers start. A resumed
+run has its warm start in the checkpoint. ``method="sft"`` is the warm start alone: no RL step.
+
+The batch is :meth:`BatchCollector.take_batch`'s: ``batch_groups`` groups, or fewer when the draw cap
+(``max_draws_per_batch``) was hit first. A step that gets no group at all is skipped: it still counts as
+a step (the run ends after ``steps`` of them even if every group is all-fail), logs a warning, writes its
+row (``step_skipped`` 1, ``draw_cap_hit`` 1) and an empty trained-ids record, and checkpoints; the
+weights and the trainer's version stay as they were.
 """
 
 from __future__ import annotations
@@ -22,13 +33,14 @@ from clawgym.rl.groups import apply_staleness
 from clawgym.rl.judge import Judge, JudgeStage
 from clawgym.rl.loop import state as loop_state
 from clawgym.rl.loop.collector import BatchCollector
-from clawgym.rl.loop.config import PENDING_FILE, LoopConfig, LoopResult
+from clawgym.rl.loop.config import CURRICULUM_FILE, PENDING_FILE, LoopConfig, LoopResult
 from clawgym.rl.loop.evaluation import evaluate_policy, export_hf
 from clawgym.rl.loop.training import publish_weights, step_row
 from clawgym.rl.methods import USES_HINTS
 from clawgym.rl.metrics import MetricsLogger
 from clawgym.rl.rollout import EnvSpec, RolloutPool
 from clawgym.rl.trainer import Trainer
+from clawgym.rl.warm_start.config import WarmStartConfig
 
 logger = logging.getLogger(__name__)
 
@@ -56,9 +68,11 @@ class AsyncRLLoop:
         executor: str = "local",
         executor_options: dict[str, Any] | None = None,
         tools: list[dict[str, Any]] | None = None,
+        warm_start: WarmStartConfig | None = None,
         on_step: Callable[[int, dict[str, Any]], Any] | None = None,
     ) -> None:
         self.config = config or LoopConfig()
+        self.warm_start = warm_start or WarmStartConfig()
         if not hasattr(policy, "update_weights"):
             raise TypeError(f"policy {getattr(policy, 'name', policy)!r} cannot receive weights (no update_weights); "
                             "train with the hf or sglang backend")
@@ -72,6 +86,8 @@ class AsyncRLLoop:
                              "set TrainerConfig.temperature "
                              "to the rollout temperature (the launchers do: rollout.temperature sets both)")
         self.method = str(trainer.config.method)
+        if self.method == "sft" and not self.warm_start.enabled:
+            raise ValueError("method 'sft' is the warm start alone: give warm_start=WarmStartConfig(enabled=True)")
         self.judges = list(judges or [])
         names = [getattr(j, "name", "") for j in self.judges]
         if self.method in USES_HINTS and "hint" not in names:
@@ -103,6 +119,7 @@ class AsyncRLLoop:
         self.train_intervals: list[tuple[float, float]] = []  # (start, end) of each train step, wall clock
         self._waiting_for_batch = False  # the train step is waiting for its batch (max_minutes may cancel it)
         self._pools: list[RolloutPool] = []
+        self._task_ids: list[str] = list(self.task_ids or [])  # the training pool (set in _run)
 
     @property
     def sampling(self) -> SamplingParams:
@@ -124,6 +141,7 @@ class AsyncRLLoop:
             "counters": dict(self.counters),
             "refused": dict(self.refused),
             "config": dataclasses.asdict(self.config),
+            **({"curriculum": self.collector.curriculum.state_dict()} if self.collector.curriculum else {}),
         })
 
     def _resume(self) -> bool:
@@ -136,6 +154,8 @@ class AsyncRLLoop:
             self.consumed = set(state["consumed"])
             self.counters.update(state.get("counters", {}))
             self.refused.update(state.get("refused", {}))
+            if self.collector.curriculum is not None and "curriculum" in state:
+                self.collector.curriculum.load_state_dict(state["curriculum"])  # keep the pass rates learnt so far
             logger.info("resumed from %s: step %d, version %d, %d samples consumed", directory, self.step,
                         self.version, len(self.consumed))
         loop_state.rollback_trained_log(self.out, self.step)
@@ -158,7 +178,7 @@ class AsyncRLLoop:
         t0 = time.perf_counter()
         self._waiting_for_batch = True
         try:
-            groups = await self.buffer.get(c.batch_groups)
+            groups, draws = await collector.take_batch()
         finally:
             self._waiting_for_batch = False
         wait_s = time.perf_counter() - t0
@@ -181,10 +201,19 @@ class AsyncRLLoop:
             t2 = time.perf_counter()
             await self._publish()
             publish_s = time.perf_counter() - t2
+        elif not groups:
+            logger.warning("step %d skipped: the draw cap (%s x %d groups) was hit with no group to train on; "
+                           "%d drawn, %d with all-equal rewards, %d untrainable", self.step + 1,
+                           c.max_draws_per_batch, c.batch_groups, draws.drawn, draws.dropped_zero_variance,
+                           draws.dropped_untrainable)
         else:
             logger.warning("step %d: every sample of the batch was stale; nothing trained", self.step + 1)
         if c.mode == "sync":
             collector.resume()
+        groups_trained = len({s.group_id for s in kept})  # groups with a sample trained (group ids are unique)
+        self.counters["groups_trained"] += groups_trained
+        self.counters["draw_cap_hits"] += int(draws.cap_hit)
+        self.counters["steps_skipped"] += int(not groups)
         self.step += 1
         self.consumed.update(record["trained"])
         self.consumed.update(record["dropped"])
@@ -203,12 +232,21 @@ class AsyncRLLoop:
             rollout_tokens=collector.generated_tokens - tokens_before,
             buffer_groups=len(self.buffer),
             refused=sum(self.refused.values()),
+            groups_drawn=draws.drawn,
+            groups_dropped_zero_variance=draws.dropped_zero_variance,
+            groups_dropped_untrainable=draws.dropped_untrainable,
+            groups_trained=groups_trained,
+            draw_cap_hit=draws.cap_hit,
         )
+        if collector.curriculum is not None:
+            out.update(collector.curriculum.summary(self._task_ids))
+            collector.curriculum.write(self.out / CURRICULUM_FILE, self._task_ids)
         self.metrics.log(self.step, out)
         logger.info(
-            "step %d v%d: reward %.3f success %.2f | %d samples (%d stale dropped) | "
-            "train %.1fs publish %.2fs wait %.1fs",
+            "step %d v%d: reward %.3f success %.2f | %d samples (%d stale dropped) | %d groups trained, %d drawn "
+            "(%d all-equal dropped%s) | train %.1fs publish %.2fs wait %.1fs",
             self.step, self.version, out["reward_mean"], out["success_rate"], len(kept), len(dropped),
+            groups_trained, draws.drawn, draws.dropped_zero_variance, ", draw cap hit" if draws.cap_hit else "",
             train_s, publish_s, wait_s,
         )
         return out
@@ -225,6 +263,36 @@ class AsyncRLLoop:
                     label, self.step, version, result["eval_reward"], result["eval_success"],
                     int(result["eval_episodes"]))
         return result
+
+    # ---- the warm start ----------------------------------------------------------------------
+
+    async def _run_warm_start(self, task_ids: Sequence[str]) -> None:
+        """SFT on the training tasks' solutions, then publish, checkpoint (step 0) and log it; see the module doc."""
+        from clawgym.rl.warm_start.stage import WARM_START_FILE, run_warm_start
+
+        c = self.config
+        # held out by seed when the eval plays the training tasks themselves (MiniWoB's pages): the warm start
+        # then avoids the eval's seeds; otherwise no held-out task id may be among its tasks
+        by_seed = self.eval_env_kwargs == self.env_kwargs
+        eval_seeds = range(c.eval_seed, c.eval_seed + (c.eval_episodes or 100_000))
+
+        def on_sft_step(index: int, metrics: dict[str, float]) -> None:
+            self.metrics.log(index, {k: metrics[k] for k in ("nll", "loss", "grad_norm", "step_time_s", "tokens")
+                                     if k in metrics}, kind="warm_start")
+
+        result = await run_warm_start(
+            self.warm_start, env=self.env, env_kwargs=self.env_kwargs, policy=self.policy, trainer=self.trainer,
+            task_ids=task_ids, held_out_ids=self.eval_task_ids, held_out_by_seed=by_seed, seed=c.seed,
+            sampling=self.sampling, rollout_workers=c.num_workers, executor=self.executor,
+            episode_timeout_s=c.episode_timeout_s, avoid_seeds=eval_seeds, log_path=self.out / WARM_START_FILE,
+            on_step=on_sft_step)
+        row = result.to_row()
+        self.counters.update({k: v for k, v in row.items() if isinstance(v, (int, float))})
+        self.metrics.log(0, row, kind="warm_start_summary")
+        if result.steps:
+            await self._publish()
+        if c.checkpoint_every:
+            await asyncio.to_thread(self._save_checkpoint)
 
     # ---- run -------------------------------------------------------------------------------
 
@@ -276,9 +344,16 @@ class AsyncRLLoop:
             for pool in self._pools:
                 await pool.start()
             task_ids = self.task_ids or await self._pools[0].task_ids()
+            self._task_ids = list(task_ids)
+            if self.warm_start.enabled and not resumed:
+                await self._run_warm_start(task_ids)
+                if c.eval_before or self.method == "sft":
+                    await self.evaluate("warm_start")
+                started = time.perf_counter()  # loop.max_minutes is RL's budget; the warm start has its own
+            rl = self.method != "sft"  # sft: the warm start was the run
             producers = [asyncio.create_task(collector.produce(pool, task_ids), name=f"clawgym-producer-{i}")
-                         for i, pool in enumerate(self._pools)]
-            while self.step < c.steps:
+                         for i, pool in enumerate(self._pools)] if rl else []
+            while rl and self.step < c.steps:
                 if c.max_minutes is not None and time.perf_counter() - started > 60 * c.max_minutes:
                     logger.info("time budget of %.1f min reached after %d steps", c.max_minutes, self.step)
                     break

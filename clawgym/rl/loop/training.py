@@ -50,11 +50,20 @@ def step_row(
     rollout_tokens: int,
     buffer_groups: int,
     refused: int,
+    groups_drawn: int = 0,
+    groups_dropped_zero_variance: int = 0,
+    groups_dropped_untrainable: int = 0,
+    groups_trained: int = 0,
+    draw_cap_hit: bool = False,
 ) -> dict[str, Any]:
     """What one train step logs (metrics.jsonl, TensorBoard): rewards, verdicts, losses, throughput, time split.
 
     ``version`` is the trainer's after the step; staleness is counted against ``batch_version``, the
-    version the batch was trained from.
+    version the batch was trained from. Dynamic sampling: ``groups_drawn`` groups finished since the
+    previous step took its batch, of which ``groups_dropped_zero_variance`` had all-equal rewards and
+    ``groups_dropped_untrainable`` nothing trainable; ``groups_trained`` of the batch's ``groups`` had a
+    sample trained (not all stale); ``draw_cap_hit`` 1 when the batch was taken at the draw cap, and
+    ``step_skipped`` 1 when it then held no group.
     """
     rewards = [r for g in groups for r in g.rewards]
     successes = [float(s) for g in groups for s in g.successes]
@@ -95,4 +104,10 @@ def step_row(
         "time_step_s": wall_s,
         "buffer_groups": buffer_groups,
         "refused": refused,
+        "groups_drawn": groups_drawn,
+        "groups_dropped_zero_variance": groups_dropped_zero_variance,
+        "groups_dropped_untrainable": groups_dropped_untrainable,
+        "groups_trained": groups_trained,
+        "draw_cap_hit": int(draw_cap_hit),
+        "step_skipped": int(not groups),
     }
