@@ -175,7 +175,8 @@ def test_gpu_section_static_checks():
 
 # what each launcher's comment says to add for its GPU run (the chat launcher's CPU judge reads label
 # probabilities from the in-process model, which the GPU partition does not have)
-GPU_SETS = {"chat": ["gpu.enabled=true", "judge.type=prm,hint"]}
+GPU_SETS = {"chat": ["gpu.enabled=true", "judge.type=prm,hint"],
+            "terminal": ["gpu.enabled=true", "judge.type=rules+prm"]}  # the CPU recipe's rules judge runs no model
 
 
 @pytest.mark.parametrize("path", GPU_LAUNCHERS, ids=lambda p: p.stem)
@@ -216,7 +217,7 @@ def test_check_prints_the_placement_plan():
     assert "actor    [node0:gpu0] torch (HF) trainer, TP=1 PP=1 DP=1, LoRA r=16" in chat
     assert "rollout  [node0:gpu1] SGLang policy server, --tp-size 1" in chat
     assert "the judge queries the policy server" in chat and "LoRA adapters merged" in chat
-    terminal = check_config(REPO / "clawgym" / "launchers" / "terminal.yaml", ["gpu.enabled=true"])
+    terminal = check_config(REPO / "clawgym" / "launchers" / "terminal.yaml", GPU_SETS["terminal"])
     assert "megatron-core trainer, TP=1 PP=1 DP=1" in terminal
     assert "judge    [node0:gpu2] SGLang judge server (qwen2.5-coder-0.5b, frozen)" in terminal  # alias resolved
     cpu = check_config(REPO / "clawgym" / "launchers" / "demo.yaml")
@@ -225,7 +226,7 @@ def test_check_prints_the_placement_plan():
                              GPU_SETS["chat"] + ["gpu.rollout_gpus=0", "gpu.gpus_per_node=1"])
     assert "weights  tensor:" in colocated and "SGLang policy server (colocated)" in colocated
     wide = plan(load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", [
-        "gpu.enabled=true", "gpu.nodes=2", "gpu.gpus_per_node=8", "gpu.actor_gpus=8", "gpu.tensor_parallel=4",
+        *GPU_SETS["terminal"], "gpu.nodes=2", "gpu.gpus_per_node=8", "gpu.actor_gpus=8", "gpu.tensor_parallel=4",
         "gpu.pipeline_parallel=2", "gpu.rollout_gpus=4", "gpu.judge_gpus=4", "rollout.executor=ray",
         "ray.address=node0:6379"]))
     assert wide.placement == "multi-node" and wide.role("rollout").gpus == [(1, i) for i in range(4)]
@@ -266,11 +267,12 @@ def test_memory_estimate_counts_the_named_model():
     assert Shape.of("smollm2-135m").params() == 134_515_008  # SmolLM2-135M's published parameter count
     assert Shape.of("qwen2.5-coder-0.5b").params() == 494_032_768  # Qwen2.5-0.5B's (tied output layer, q/k/v biases)
     assert Shape.of("qwen2.5-coder-1.5b").params() == 1_543_714_304
-    full = plan(load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", ["gpu.enabled=true"]))
+    full_weights = [*GPU_SETS["terminal"], "trainer.lora.enabled=false"]  # the GPU budget trains every weight
+    full = plan(load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", full_weights))
     assert full.role("actor").memory_gib == pytest.approx(494_032_768 * 18 / 2**30)  # bf16 + fp32 grads/master/Adam
     assert full.role("rollout").memory_gib == pytest.approx(494_032_768 * 2 / 2**30)
     tp2 = plan(load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", [
-        "gpu.enabled=true", "gpu.actor_gpus=2", "gpu.tensor_parallel=2", "gpu.gpus_per_node=4"]))
+        *full_weights, "gpu.actor_gpus=2", "gpu.tensor_parallel=2", "gpu.gpus_per_node=4"]))
     assert tp2.role("actor").memory_gib == pytest.approx(full.role("actor").memory_gib / 2)
 
 
@@ -316,10 +318,10 @@ def test_wrong_gpu_sections_say_what_to_change(overrides, message, capsys):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without GPUs")
 def test_gpu_enabled_without_gpus_is_refused_clearly(tmp_path, capsys):
-    config = load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", ["gpu.enabled=true"])
+    config = load_config(REPO / "clawgym" / "launchers" / "terminal.yaml", GPU_SETS["terminal"])
     with pytest.raises(ConfigError, match="needs 3 GPUs. Set gpu.enabled=false to train on CPU"):
         build(config)
-    assert cli.main(["train", "terminal", "--set", "gpu.enabled=true"]) == 2
+    assert cli.main(["train", "terminal", *[arg for s in GPU_SETS["terminal"] for arg in ("--set", s)]]) == 2
     assert "this machine has no CUDA GPU" in capsys.readouterr().err
 
 

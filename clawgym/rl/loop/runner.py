@@ -6,7 +6,8 @@ pauses the collector from the moment a batch is taken until its weights are publ
 
 With a ``warm_start`` (:mod:`clawgym.rl.warm_start`), the run begins with SFT on the setting's own
 solutions: after the eval before (``before``), the warm start trains on the training tasks, publishes,
-checkpoints (step 0) and is evaluated (``warm_start``), and only then do the producers start. A resumed
+checkpoints (step 0), exports its weights (``<output_dir>/warm_start``, with ``export_final``) and is
+evaluated (``warm_start``), and only then do the producers start. A resumed
 run has its warm start in the checkpoint. ``method="sft"`` is the warm start alone: no RL step.
 
 The batch is :meth:`BatchCollector.take_batch`'s: ``batch_groups`` groups, or fewer when the draw cap
@@ -291,6 +292,9 @@ class AsyncRLLoop:
         self.metrics.log(0, row, kind="warm_start_summary")
         if result.steps:
             await self._publish()
+            if c.export_final and hasattr(self.policy, "model") and hasattr(self.policy, "tokenizer"):
+                # the warm-started weights as an HF checkpoint: `clawgym eval` compares base, warm start and final
+                await asyncio.to_thread(export_hf, self.policy, self.out / "warm_start")
         if c.checkpoint_every:
             await asyncio.to_thread(self._save_checkpoint)
 
