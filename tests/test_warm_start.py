@@ -33,6 +33,9 @@ from tests.loop_envs import PARITY_SPEC, ParityEnv
 
 ENVS = [("clawgym/ToolCall-v0", {"split": "train"}), ("clawgym/Terminal-v0", {"split": "train"}),
         ("clawgym/BFCL-v0", {"category": ["simple_python", "parallel", "irrelevance"]})]
+# the settings whose episodes need a browser or a repository: one tokenizer is enough to show they nest
+HEAVY_ENVS = [("clawgym/SWE-v0", {"split": "train"}), ("clawgym/GUI-v0", {}),
+              ("clawgym/MiniWoB-v0", {"tasks": ["enter-text", "click-option"]})]
 
 
 def task_ids(env_id: str, kwargs: dict) -> list[str]:
@@ -85,6 +88,17 @@ def test_an_oracle_episode_is_what_the_env_and_the_template_produced(env_id, kwa
         trained = [token for token, m in zip(sample.response_ids, sample.loss_mask) if m]
         assert trained == [token for turn in trajectory.turns for token in turn.response_ids]
         assert sample.advantage == 1.0 and sample.off_policy
+
+
+@pytest.mark.parametrize("env_id,kwargs", HEAVY_ENVS)
+def test_every_setting_with_an_oracle_gives_one_nested_episode_sample(env_id, kwargs, qwen):
+    ids = task_ids(env_id, kwargs)
+    trajectories = asyncio.run(collect_demonstrations(env_id, kwargs, qwen, demonstration_plan(ids, 2, 0), workers=2))
+    assert all(t.error is None and t.success for t in trajectories), [t.error for t in trajectories]
+    for trajectory in trajectories:
+        assert nests(trajectory.turns)
+        (sample,) = sft_samples(trajectory)
+        assert sum(sample.loss_mask) == sum(len(turn.response_ids) for turn in trajectory.turns)
 
 
 def test_tool_results_are_not_trained_on(qwen):
@@ -256,3 +270,33 @@ def test_the_loop_refuses_method_sft_without_a_warm_start(tmp_path):
         AsyncRLLoop("clawgym/ToolCall-v0", HFPolicy(model, tokenizer), TorchTrainer(
             load_model("tiny-random")[0], tokenizer, TrainerConfig(method="sft")),
             LoopConfig(output_dir=str(tmp_path)))
+
+
+def test_trained_token_rows_reach_the_served_weights_and_nothing_else_of_the_embedding(qwen):
+    from clawgym.rl.trainer import LoraSettings
+
+    (trajectory,) = asyncio.run(collect_demonstrations("clawgym/ToolCall-v0", {"split": "train"}, qwen,
+                                                       [("toolcall-gcd_lcm-02", 0)]))
+    (sample,) = sft_samples(trajectory)
+    model, tokenizer = load_model("tiny-random-qwen")
+    embedding_before = model.get_input_embeddings().weight.detach().clone()
+    lora = LoraSettings(r=4, alpha=8, target_modules=("q_proj",), trainable_tokens=("<tool_call>", "</tool_call>"))
+    trainer = TorchTrainer(model, tokenizer, TrainerConfig(lr=1e-2, lora=lora))
+    for _ in range(3):
+        trainer.train_step([sample], method="sft")
+    weights = trainer.export_weights()
+    rows = [tokenizer.convert_tokens_to_ids(t) for t in ("<tool_call>", "</tool_call>")]
+    name = next(k for k in weights if k.endswith("embed_tokens.weight"))
+    changed = (weights[name] != embedding_before).any(dim=1).nonzero().flatten().tolist()
+    assert changed == sorted(rows)
+    served, _ = load_model("tiny-random-qwen")
+    served.load_state_dict(weights, strict=False)
+    ids = torch.tensor([sample.prompt_ids + sample.response_ids])
+    with torch.no_grad():
+        assert torch.allclose(served(ids).logits, trainer.model(input_ids=ids).logits, atol=1e-4)
+    with pytest.raises(ValueError, match="not LoRA adapters"):
+        trainer.export_adapters()
+    # a string that is not one token of the tokenizer has no row of its own: nothing to train
+    plain = TorchTrainer(load_model("tiny-random-qwen")[0], tokenizer, TrainerConfig(lora=LoraSettings(
+        r=2, alpha=4, target_modules=("q_proj",), trainable_tokens=("two words",))))
+    assert not any("trainable_tokens" in n for n, _ in plain.model.named_parameters())

@@ -425,6 +425,9 @@ def lora_export_problems(config: RunConfig) -> list[str]:
     if not lora.enabled:
         return ["trainer.lora.export adapter exports LoRA adapters, but trainer.lora.enabled is false: enable LoRA "
                 "or set trainer.lora.export merged"]
+    if lora.trainable_tokens:
+        return ["trainer.lora.export adapter sends LoRA adapters alone, and trainer.lora.trainable_tokens trains "
+                "embedding rows too: set trainer.lora.export merged"]
     if not config.gpu.enabled:
         return ["trainer.lora.export adapter hands the adapters to an SGLang server (the gpu section); the in-process "
                 "hf policy takes merged weights: set gpu.enabled true, or trainer.lora.export merged"]

@@ -25,6 +25,9 @@ class LoraSettings:
     alpha: int = 32
     dropout: float = 0.0
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    # tokens whose embedding rows are trained too (input and tied output): a model whose tool-call tokens were
+    # never trained (Qwen2.5-Coder-0.5B's <tool_call> row equals its padding rows) cannot emit them otherwise
+    trainable_tokens: tuple[str, ...] = ()
 
 
 @dataclass
@@ -67,6 +70,7 @@ class TrainerConfig:
             self.lora = LoraSettings(**self.lora)
         if self.lora is not None:
             self.lora.target_modules = tuple(self.lora.target_modules)
+            self.lora.trainable_tokens = tuple(self.lora.trainable_tokens)
         self.betas = tuple(self.betas)  # type: ignore[assignment]
         self.method = canonical_method(self.method)  # type: ignore[assignment]
         self.teacher = canonical_teacher(self.teacher)  # type: ignore[assignment]

@@ -4,7 +4,7 @@ write the adapters alone as a peft directory (what peft and SGLang's ``/load_lor
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +14,18 @@ from torch import nn
 from clawgym.rl.trainer.config import LoraSettings
 
 
-def wrap_lora(model: nn.Module, lora: LoraSettings, seed: int) -> nn.Module:
-    """``model`` with adapters on ``lora.target_modules``; their init is seeded, the global RNG left as it was."""
+def wrap_lora(model: nn.Module, lora: LoraSettings, seed: int, token_ids: Sequence[int] = ()) -> nn.Module:
+    """``model`` with adapters on ``lora.target_modules`` (and trainable rows of the input embedding for
+    ``token_ids``, tied to the output layer when the model ties them); their init is seeded, the global RNG left
+    as it was."""
     from peft import LoraConfig, get_peft_model
 
+    tokens = {}
+    if token_ids:
+        embedding = model.get_input_embeddings()
+        name = next(n for n, m in model.named_modules() if m is embedding)
+        tokens = {"trainable_token_indices": {name.rsplit(".", 1)[-1]: sorted(set(int(i) for i in token_ids))},
+                  "ensure_weight_tying": True}
     peft_config = LoraConfig(
         r=lora.r,
         lora_alpha=lora.alpha,
@@ -25,6 +33,7 @@ def wrap_lora(model: nn.Module, lora: LoraSettings, seed: int) -> nn.Module:
         target_modules=list(lora.target_modules),
         bias="none",
         task_type="CAUSAL_LM",
+        **tokens,
     )
     device = next(model.parameters()).device
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
@@ -33,21 +42,30 @@ def wrap_lora(model: nn.Module, lora: LoraSettings, seed: int) -> nn.Module:
 
 
 def merged_lora_state_dict(peft_model: nn.Module) -> dict[str, torch.Tensor]:
-    """HF-named weights with W + scale * B @ A for every LoRA layer, computed without merging in place."""
+    """HF-named weights with W + scale * B @ A for every LoRA layer, and the trained token rows written into the
+    embedding (and tied output) weights, computed without merging in place."""
     from peft.tuners.lora import LoraLayer
+    from peft.tuners.trainable_tokens.layer import TrainableTokensLayer
 
     base = peft_model.get_base_model()
     state = {}
     deltas: dict[str, torch.Tensor] = {}
+    replaced: dict[str, torch.Tensor] = {}
     for name, module in base.named_modules():
         if isinstance(module, LoraLayer):
             delta = sum(module.get_delta_weight(a) for a in module.active_adapters if a in module.lora_A)
             deltas[f"{name}.weight"] = delta
+        elif isinstance(module, TrainableTokensLayer):
+            replaced[f"{name.removesuffix('.token_adapter')}.weight"] = module.get_merged_weights(
+                module.active_adapters)
     for key, value in base.state_dict().items():
-        if "lora_" in key:
+        if "lora_" in key or "trainable_tokens_delta" in key:
             continue
-        clean = key.replace(".base_layer.", ".")
-        state[clean] = value + deltas[clean].to(value.dtype) if clean in deltas else value
+        clean = key.replace(".base_layer.", ".").replace(".token_adapter.", ".")
+        if clean in replaced:
+            state[clean] = replaced[clean].to(value.dtype)
+        else:
+            state[clean] = value + deltas[clean].to(value.dtype) if clean in deltas else value
     return state
 
 

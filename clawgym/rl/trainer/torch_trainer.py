@@ -71,6 +71,21 @@ from clawgym.rl.types import Sample
 
 _collate = collate  # the name megatron's equivalence test script imports from here
 
+
+def token_ids(tokenizer: Any, tokens: Sequence[str]) -> list[int]:
+    """The vocabulary ids of the ``tokens`` that are single tokens of this tokenizer. One that is not (SmolLM2
+    spells ``<tool_call>`` in ordinary, trained tokens) has no row of its own to train: skipped, and said so."""
+    ids = []
+    for token in tokens:
+        encoded = tokenizer.encode(token, add_special_tokens=False)
+        if len(encoded) == 1:
+            ids.append(int(encoded[0]))
+        else:
+            logging.getLogger(__name__).warning("trainer.lora.trainable_tokens: %r is %d tokens of this tokenizer, "
+                                                "not one; its rows are not trained", token, len(encoded))
+    return ids
+
+
 logger = logging.getLogger(__name__)
 
 
@@ -103,7 +118,8 @@ class TorchTrainer:
                 self._frozen = copy.deepcopy(model).eval().requires_grad_(False)
             self.model = model
         else:
-            self.model = wrap_lora(model, self.config.lora, self.config.seed)
+            self.model = wrap_lora(model, self.config.lora, self.config.seed,
+                                   token_ids(tokenizer, self.config.lora.trainable_tokens))
         if self.config.gradient_checkpointing:
             # transformers 5 renamed it (the old name warns and goes in v6); >=4.45 has only the old one
             enable = (getattr(self.model, "activation_checkpointing_enable", None)
@@ -396,6 +412,9 @@ class TorchTrainer:
         the megatron trainer's ``export_adapters``: what an SGLang server loads with ``/load_lora_adapter``."""
         if self.config.lora is None:
             raise ValueError("this trainer trains full weights: there are no adapters to export")
+        if self.config.lora.trainable_tokens:
+            raise ValueError("trained token rows are not LoRA adapters: export merged weights (trainer.lora.export "
+                             "merged) when trainer.lora.trainable_tokens is set")
         return {n.replace(".default", ""): p.detach().to("cpu", torch.float32).clone()
                 for n, p in self.model.named_parameters() if "lora_" in n}
 
