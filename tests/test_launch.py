@@ -349,7 +349,8 @@ loop: {{steps: 2, batch_groups: 2, buffer_groups: 4, eval_after: true, eval_epis
     printed = capsys.readouterr().out
     assert code == 0
     assert "trained 2 steps (policy version 2)" in printed
-    assert "held-out eval reward:" in printed and f"learning curve: {out / 'learning_curve.png'}" in printed
+    assert "held-out success: before " in printed and " -> after " in printed and "groups: " in printed
+    assert f"learning curve: {out / 'learning_curve.png'}" in printed
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["kind"] for r in records] == ["eval", "train", "train", "eval"]
     state = json.loads((out / "checkpoint" / "loop_state.json").read_text())

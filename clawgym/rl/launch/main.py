@@ -50,23 +50,35 @@ async def run_config(config: RunConfig, on_step: Any = None) -> LoopResult:
 
 
 def format_summary(result: LoopResult) -> str:
-    lines = [f"trained {result.steps} steps (policy version {result.version}); output in {result.output_dir}"]
+    """What a run did, in the order it did it: the warm start, RL's steps and groups, the held-out evals."""
+    counters = result.counters
+    lines = []
+    if counters.get("warm_start_episodes"):
+        lines.append(f"warm start: SFT on {int(counters.get('warm_start_kept', 0))} of "
+                     f"{int(counters['warm_start_episodes'])} episodes ({int(counters.get('warm_start_tokens', 0))} "
+                     f"assistant tokens), {int(counters.get('warm_start_steps', 0))} steps in "
+                     f"{(counters.get('warm_start_collect_s', 0) + counters.get('warm_start_train_s', 0)) / 60:.1f} "
+                     f"min, NLL {counters.get('warm_start_nll_first', float('nan')):.3f} -> "
+                     f"{counters.get('warm_start_nll_last', float('nan')):.3f}")
+    lines.append(f"trained {result.steps} steps (policy version {result.version}); output in {result.output_dir}")
     if result.history:
         first, last = result.history[0], result.history[-1]
         lines.append(f"train reward (batch mean): first step {first['reward_mean']:.3f}, last step "
                      f"{last['reward_mean']:.3f}")
-    if result.eval_before is not None or result.eval_after is not None:
-        before = result.eval_before or {}
-        after = result.eval_after or {}
-        lines.append(
-            f"held-out eval reward: {before.get('eval_reward', float('nan')):.3f} -> "
-            f"{after.get('eval_reward', float('nan')):.3f}; "
-            f"success: {before.get('eval_success', float('nan')):.3f} -> {after.get('eval_success', float('nan')):.3f}"
-        )
-    refused = {k: v for k, v in result.counters.items() if k.startswith("refused/")}
+    if counters.get("groups_played"):
+        lines.append(f"groups: {int(counters['groups_played'])} played, "
+                     f"{int(counters.get('groups_dropped_zero_variance', 0))} dropped (all rewards equal), "
+                     f"{int(counters.get('groups_trained', 0))} trained; the draw cap was hit on "
+                     f"{int(counters.get('draw_cap_hits', 0))} steps ({int(counters.get('steps_skipped', 0))} "
+                     "skipped)")
+    evals = [(name, e) for name, e in (("before", result.eval_before), ("warm start", result.eval_warm_start),
+                                       ("after", result.eval_after)) if e is not None]
+    if evals:
+        lines.append("held-out success: " + " -> ".join(f"{name} {e['eval_success']:.3f}" for name, e in evals)
+                     + "; reward: " + " -> ".join(f"{e['eval_reward']:.3f}" for _, e in evals))
+    refused = {k: v for k, v in counters.items() if k.startswith("refused/")}
     if refused:
         lines.append("refused / dropped: " + ", ".join(f"{k[8:]}={int(v)}" for k, v in sorted(refused.items())))
     if result.curve_path is not None:
         lines.append(f"learning curve: {result.curve_path}")
     return "\n".join(lines)
-

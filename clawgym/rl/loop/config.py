@@ -124,3 +124,4 @@ class LoopResult:
     counters: dict[str, float]
     output_dir: Path
     curve_path: Path | None
+    eval_warm_start: dict[str, float] | None = None  # the held-out eval right after the warm start

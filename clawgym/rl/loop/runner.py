@@ -332,7 +332,7 @@ class AsyncRLLoop:
         resumed = self._resume() if c.resume else False
         if resumed:
             await self._publish()  # serve the checkpoint's weights before any rollout
-        eval_before = None
+        eval_before = eval_warm_start = None
         if c.eval_before and not resumed:
             eval_before = await self.evaluate("before")
         history: list[dict[str, Any]] = []
@@ -352,7 +352,7 @@ class AsyncRLLoop:
             if self.warm_start.enabled and not resumed:
                 await self._run_warm_start(task_ids)
                 if c.eval_before or self.method == "sft":
-                    await self.evaluate("warm_start")
+                    eval_warm_start = await self.evaluate("warm_start")
                 started = time.perf_counter()  # loop.max_minutes is RL's budget; the warm start has its own
             rl = self.method != "sft"  # sft: the warm start was the run
             producers = [asyncio.create_task(collector.produce(pool, task_ids), name=f"clawgym-producer-{i}")
@@ -405,7 +405,8 @@ class AsyncRLLoop:
             await asyncio.to_thread(export_hf, self.policy, self.out / "final")
         counters = {**{k: float(v) for k, v in self.counters.items()},
                     **{f"refused/{k}": float(v) for k, v in self.refused.items()}}
-        return LoopResult(self.step, self.version, history, eval_before, eval_after, counters, self.out, curve)
+        return LoopResult(self.step, self.version, history, eval_before, eval_after, counters, self.out, curve,
+                          eval_warm_start)
 
 
 async def _first_of(step_task: asyncio.Task, producers: Sequence[asyncio.Task], deadline: float | None = None,
