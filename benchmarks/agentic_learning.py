@@ -229,6 +229,8 @@ def overrides_for(env: str, method: str, seed: int, budget: str, model: str, out
         extra.append("env.kwargs.max_turns=8")
     if method in WARM_STARTED:
         knobs.update(WARM_START[budget])
+    else:
+        knobs["warm_start.enabled"] = False  # GRPO from the base weights, as the launchers ran before the warm start
     if method == "sft":
         extra.append("method=sft")
     if method.endswith("outcome_prm"):
@@ -405,7 +407,7 @@ async def run_cell(env: str, method: str, seed: int, budget: str, model: str, se
                        train_success=[round(h["success_rate"], 4) for h in result.history])
             row["curve"] = eval_curve(out, result.steps)
             warm = next((p for p in row["curve"] if p["label"] == "warm_start"), None)
-            row["warm"] = warm["success"] if warm else None
+            row["warm"] = warm["success"] if warm else (row["after"] if method == "sft" else None)
             row["warm_start_stats"] = {k: v for k, v in result.counters.items() if k.startswith("warm_start_")}
             row["groups"] = {k: int(result.counters.get(k, 0)) for k in
                              ("groups_played", "groups_empty", "groups_dropped_zero_variance", "draw_cap_hits")}

@@ -351,7 +351,7 @@ class AsyncRLLoop:
             self._task_ids = list(task_ids)
             if self.warm_start.enabled and not resumed:
                 await self._run_warm_start(task_ids)
-                if c.eval_before or self.method == "sft":
+                if c.eval_before and self.method != "sft":  # sft: the eval after is the warm start's
                     eval_warm_start = await self.evaluate("warm_start")
                 started = time.perf_counter()  # loop.max_minutes is RL's budget; the warm start has its own
             rl = self.method != "sft"  # sft: the warm start was the run

@@ -20,7 +20,7 @@ class WarmStartConfig:
     self_attempts: int = 4  # sampled episodes per training task (source self)
     self_tasks: int | None = 64  # training tasks the policy tries (None: all)
     epochs: int = 2
-    batch_size: int = 8  # samples (episodes) per optimiser step
+    batch_size: int = 8  # samples (episodes) per train_step; the trainer steps every micro_batch_size x grad_accum
     workers: int = 4  # oracle episodes played at once (one env each)
     max_minutes: float | None = None  # the SFT steps stop after the one that crosses this (data collection apart)
 
