@@ -301,3 +301,16 @@ def test_trained_token_rows_reach_the_served_weights_and_nothing_else_of_the_emb
     plain = TorchTrainer(load_model("tiny-random-qwen")[0], tokenizer, TrainerConfig(lora=LoraSettings(
         r=2, alpha=4, target_modules=("q_proj",), trainable_tokens=("two words",))))
     assert not any("trainable_tokens" in n for n, _ in plain.model.named_parameters())
+
+
+def test_the_warm_start_has_its_own_learning_rate_and_gives_the_trainers_back():
+    from clawgym.rl.warm_start.stage import learning_rate
+
+    model, tokenizer = load_model("tiny-random")
+    trainer = TorchTrainer(model, tokenizer, TrainerConfig(lr=1e-5))
+    with learning_rate(trainer, 5e-4):
+        assert [g["lr"] for g in trainer.optimizer.param_groups] == [5e-4]
+    assert [g["lr"] for g in trainer.optimizer.param_groups] == [1e-5]
+    with pytest.raises(ValueError, match="no one to set|none to set"):
+        with learning_rate(object(), 1e-3):
+            pass

@@ -23,6 +23,7 @@ class WarmStartConfig:
     batch_size: int = 8  # samples (episodes) per train_step; the trainer steps every micro_batch_size x grad_accum
     workers: int = 4  # oracle episodes played at once (one env each)
     max_minutes: float | None = None  # the SFT steps stop after the one that crosses this (data collection apart)
+    lr: float | None = None  # the SFT steps' learning rate (None: the trainer's, which RL then keeps)
 
     def __post_init__(self) -> None:
         checks = {
@@ -34,6 +35,7 @@ class WarmStartConfig:
             "batch_size": self.batch_size >= 1,
             "workers": self.workers >= 1,
             "max_minutes": self.max_minutes is None or self.max_minutes > 0,
+            "lr": self.lr is None or self.lr > 0,
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:

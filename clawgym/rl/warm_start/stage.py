@@ -18,11 +18,12 @@ weights are published to the policy before the first rollout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -112,10 +113,35 @@ async def collect(config: WarmStartConfig, env: EnvSpec, env_kwargs: dict[str, A
     return kept, played
 
 
+@contextlib.contextmanager
+def learning_rate(trainer: Any, lr: float | None) -> Iterator[None]:
+    """The optimiser's learning rate set to ``lr`` for the warm start's steps, the trainer's own put back after."""
+    if lr is None:
+        yield
+        return
+    groups = getattr(getattr(trainer, "optimizer", None), "param_groups", None)
+    if not groups:
+        raise ValueError("warm_start.lr sets the torch trainer's optimiser; this trainer has none to set")
+    before = [group["lr"] for group in groups]
+    for group in groups:
+        group["lr"] = lr
+    try:
+        yield
+    finally:
+        for group, value in zip(groups, before):
+            group["lr"] = value
+
+
 def train(trainer: Any, samples: Sequence[Sample], config: WarmStartConfig, seed: int,
           on_step: Callable[[int, dict[str, float]], None] | None = None) -> tuple[int, list[float], float]:
-    """``epochs`` passes of SFT steps over ``samples`` (a seeded shuffle each epoch); returns
+    """``epochs`` passes of SFT steps over ``samples`` (a seeded shuffle each epoch) at ``config.lr``; returns
     (steps, each step's NLL, seconds). Blocking: the caller runs it in a thread."""
+    with learning_rate(trainer, config.lr):
+        return _train(trainer, samples, config, seed, on_step)
+
+
+def _train(trainer: Any, samples: Sequence[Sample], config: WarmStartConfig, seed: int,
+           on_step: Callable[[int, dict[str, float]], None] | None) -> tuple[int, list[float], float]:
     started = time.perf_counter()
     rng = np.random.default_rng([seed, 13])
     nlls: list[float] = []
