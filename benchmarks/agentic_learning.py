@@ -463,10 +463,11 @@ def warm_table(path: Path, model: str, budget: str) -> str:
              "| groups drawn / dropped (all equal) | cell wall | CPU |", "|---" * 11 + "|"]
     for r in sorted(rows, key=lambda r: (ENVS.index(r["env"]), METHODS.index(r["method"]), label(r), r["seed"])):
         rl = "" if r["method"] == "sft" else f"{r['after'] - r['warm']:+.2f}"
+        after = "" if r["method"] == "sft" else f"{r['after']:.2f}"  # sft: no RL ran
         groups = r.get("groups") or {}
         drawn = f"{groups.get('groups_played', 0)} / {groups.get('groups_dropped_zero_variance', 0)}" if rl else ""
         lines.append(f"| {r['env']} | {label(r)} | {r['seed']} | {r['before']:.2f} | {r['warm']:.2f} | "
-                     f"{r['after']:.2f} | {rl} | {r['steps']} | {drawn} | {r['wall_s'] / 60:.0f} min | "
+                     f"{after} | {rl} | {r['steps']} | {drawn} | {r['wall_s'] / 60:.0f} min | "
                      f"{r.get('cpu_kind', '?')} |")
     lines += [f"\n{r['env']} x {label(r)} x seed {r['seed']}: {r['note']}" for r in rows if r.get("note")]
     return "\n".join(lines)
