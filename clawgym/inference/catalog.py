@@ -135,6 +135,23 @@ def _qwen_coder(name: str, title: str, *, params: int, source: str, parts: PartW
     )
 
 
+def _tiny_random(name: str, title: str, *, params: int, context_window: int, tokenizer: str, source: str,
+                 vocab_size: int) -> ModelInfo:
+    """A tiny random-init Qwen2 for tests: the one small shape (2 layers of width 64, 4 heads, 2 kv heads,
+    tied embeddings, biased qkv, rope base 1e4) around the tokenizer it is paired with."""
+    return ModelInfo(
+        name=name,
+        title=title,
+        params=params,
+        context_window=context_window,
+        rope_theta=10_000.0,
+        tokenizer=tokenizer,
+        source=source,
+        shape=dict(vocab_size=vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                   num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True, qkv_bias=True),
+    )
+
+
 MODELS: dict[str, ModelInfo] = {
     QWEN_05B: _qwen_coder(
         QWEN_05B, "Qwen2.5-Coder-0.5B-Instruct", params=494_032_768,
@@ -157,27 +174,14 @@ MODELS: dict[str, ModelInfo] = {
         shape=dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
                    num_attention_heads=9, num_key_value_heads=3, tie_word_embeddings=True),
     ),
-    TINY_RANDOM: ModelInfo(
-        name=TINY_RANDOM,
-        title="tiny random Qwen2 (tests)",
-        params=3_220_032,
-        context_window=4096,
-        rope_theta=10_000.0,
-        tokenizer="SmolLM2's",
-        source="built in process from a fixed seed",
-        shape=dict(vocab_size=49152, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                   num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True, qkv_bias=True),
+    TINY_RANDOM: _tiny_random(
+        TINY_RANDOM, "tiny random Qwen2 (tests)", params=3_220_032, context_window=4096,
+        tokenizer="SmolLM2's", source="built in process from a fixed seed", vocab_size=49152,
     ),
-    TINY_RANDOM_QWEN: ModelInfo(
-        name=TINY_RANDOM_QWEN,
-        title="tiny random Qwen2 with the Qwen2.5 tokenizer (tests)",
-        params=9_798_208,
-        context_window=32768,
-        rope_theta=10_000.0,
-        tokenizer=_QWEN_TOKENIZER,
-        source="built in process from a fixed seed; tokenizer from the cached qwen2.5-coder-0.5b",
-        shape=dict(vocab_size=151936, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                   num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True, qkv_bias=True),
+    TINY_RANDOM_QWEN: _tiny_random(
+        TINY_RANDOM_QWEN, "tiny random Qwen2 with the Qwen2.5 tokenizer (tests)", params=9_798_208,
+        context_window=32768, tokenizer=_QWEN_TOKENIZER,
+        source="built in process from a fixed seed; tokenizer from the cached qwen2.5-coder-0.5b", vocab_size=151936,
     ),
 }
 
