@@ -25,6 +25,7 @@ from clawgym.core.policy import SamplingParams
 from clawgym.inference.hf import HFPolicy
 from clawgym.inference.models import load_model
 from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
+from clawgym.inference.testing import random_lora_state
 
 USERS = 8
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -33,19 +34,6 @@ TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 QUESTIONS = [f"Write a long, detailed story of at least 400 words about {topic}." for topic in
              ("a lighthouse keeper", "a lost dog", "a city on Mars", "a baker in Lima", "a chess prodigy",
               "a river journey", "a haunted library", "a robot gardener")]
-
-
-def trained_looking_adapter(model: torch.nn.Module, seed: int, r: int = 16) -> dict[str, torch.Tensor]:
-    gen = torch.Generator().manual_seed(seed)
-    state = {}
-    for name, module in model.named_modules():
-        base = getattr(module, "base", module)
-        if name.rsplit(".", 1)[-1] in TARGETS and isinstance(base, torch.nn.Linear):
-            state[f"base_model.model.{name}.lora_A.default.weight"] = torch.randn(
-                r, base.in_features, generator=gen) * 0.01
-            state[f"base_model.model.{name}.lora_B.default.weight"] = torch.randn(
-                base.out_features, r, generator=gen) * 0.01
-    return state
 
 
 async def one_round(views, tokens: int, round_index: int) -> tuple[int, float]:
@@ -62,7 +50,7 @@ async def run(model_name: str, rounds: int, tokens: int) -> None:
     served = MultiAdapterHFPolicy(model, tokenizer, slots=USERS + 1, r=16, alpha=32,
                                   target_modules=TARGETS, max_batch_size=16)
     for slot in range(1, USERS + 1):
-        served.load_adapter(slot, trained_looking_adapter(served.model, slot))
+        served.load_adapter(slot, random_lora_state(served.model, TARGETS, seed=slot, r=16, scale=0.01))
     plain_model, _ = load_model(model_name)
     plain = HFPolicy(plain_model, tokenizer, max_batch_size=16)
     rows = {

@@ -11,6 +11,7 @@ from clawgym.core.policy import SamplingParams
 from clawgym.inference.models import build_tiny_random, load_tokenizer
 from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
 from clawgym.inference.multi_lora import AdapterBank
+from clawgym.inference.testing import random_lora_state
 
 TARGETS = ("q_proj", "v_proj", "down_proj")
 PROMPTS = [[{"role": "user", "content": f"Tell me about item {i}."}] for i in range(3)]
@@ -25,15 +26,7 @@ def tokenizer():
 
 def random_adapter(seed: int, r: int = 4) -> dict[str, torch.Tensor]:
     """A peft-style LoRA state dict with non-zero A and B (a trained adapter's shape)."""
-    gen = torch.Generator().manual_seed(seed)
-    state = {}
-    for name, module in build_tiny_random(TOKENIZER_SIZE).named_modules():
-        if name.rsplit(".", 1)[-1] in TARGETS and isinstance(module, torch.nn.Linear):
-            state[f"base_model.model.{name}.lora_A.default.weight"] = torch.randn(
-                r, module.in_features, generator=gen) * 0.5
-            state[f"base_model.model.{name}.lora_B.default.weight"] = torch.randn(
-                module.out_features, r, generator=gen) * 0.5
-    return state
+    return random_lora_state(build_tiny_random(TOKENIZER_SIZE), TARGETS, seed=seed, r=r, scale=0.5)
 
 
 def merged(tokenizer, adapter, r: int = 4, alpha: float = 8):

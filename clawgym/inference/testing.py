@@ -9,6 +9,9 @@ To stay cheap on a busy CPU, teaching unties the output layer and trains only th
 layers plus the output rows of the tokens the answer uses; every other token's output row is zero
 (logit 0). The loss is still the exact full-vocabulary cross-entropy: all the zero-logit tokens
 together form one class with logit ``log(V - k)``. The input embeddings stay frozen.
+
+:func:`random_lora_state` makes the other thing tests and benchmarks of per-user adapters need: an
+adapter that changes the model's answers, as a peft state dict.
 """
 
 from __future__ import annotations
@@ -78,3 +81,20 @@ def teach(
     embeddings.requires_grad_(True)
     model.train(was_training)
     return float(loss.detach())
+
+
+def random_lora_state(model: torch.nn.Module, targets: tuple[str, ...], seed: int, r: int,
+                      scale: float) -> dict[str, torch.Tensor]:
+    """A peft-style LoRA state dict with random non-zero A and B (``* scale``) on ``model``'s ``targets``
+    projections: what a trained adapter looks like, without training one. A projection already wrapped
+    for serving (a ``base`` linear inside) counts as its base linear."""
+    gen = torch.Generator().manual_seed(seed)
+    state = {}
+    for name, module in model.named_modules():
+        base = getattr(module, "base", module)
+        if name.rsplit(".", 1)[-1] in targets and isinstance(base, torch.nn.Linear):
+            state[f"base_model.model.{name}.lora_A.default.weight"] = torch.randn(
+                r, base.in_features, generator=gen) * scale
+            state[f"base_model.model.{name}.lora_B.default.weight"] = torch.randn(
+                base.out_features, r, generator=gen) * scale
+    return state
