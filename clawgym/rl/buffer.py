@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from clawgym.rl.types import Sample, read_jsonl
+from clawgym.rl.types import Sample, from_dict_with_records, read_jsonl
 
 logger = logging.getLogger(__name__)
 
@@ -59,9 +59,7 @@ class SampleGroup:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SampleGroup":
-        data = dict(data)
-        data["samples"] = [Sample.from_dict(s) for s in data.get("samples", [])]
-        return cls(**data)
+        return from_dict_with_records(cls, data, "samples", Sample)
 
     @property
     def sample_ids(self) -> list[str]:

@@ -22,6 +22,14 @@ def new_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+def from_dict_with_records(cls: type[T], data: dict[str, Any], key: str, record_cls: Any) -> T:
+    """``cls(**data)`` for a record that holds a list of records: ``data[key]`` (dicts, as JSON gives them)
+    becomes ``record_cls`` objects first."""
+    data = dict(data)
+    data[key] = [record_cls.from_dict(item) for item in data.get(key, [])]
+    return cls(**data)
+
+
 @dataclass
 class JudgeResult:
     """One judge's verdict on a turn: a score in {+1, -1, 0}, votes, and hindsight hints."""
@@ -89,9 +97,7 @@ class Trajectory:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Trajectory":
-        data = dict(data)
-        data["turns"] = [Turn.from_dict(t) for t in data.get("turns", [])]
-        return cls(**data)
+        return from_dict_with_records(cls, data, "turns", Turn)
 
 
 @dataclass
