@@ -17,9 +17,10 @@ whole history, and :meth:`Dashboard.forget` drops a forgotten user.
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
@@ -77,14 +78,19 @@ class Dashboard:
     def user_of(turn: Any) -> str:
         return str(turn.info.get("user") or "default")
 
-    def observe_turn(self, turn: Any) -> None:
+    @contextlib.contextmanager
+    def _changing(self, user: str) -> Iterator[UserActivity]:
+        """``user``'s activity, under the lock, for one change; the change bumps ``updates`` once it is made."""
         with self._lock:
-            self.users[self.user_of(turn)].turns += 1
+            yield self.users[user]
             self.updates += 1
 
+    def observe_turn(self, turn: Any) -> None:
+        with self._changing(self.user_of(turn)) as activity:
+            activity.turns += 1
+
     def observe_judged(self, turn: Any) -> None:
-        with self._lock:
-            activity = self.users[self.user_of(turn)]
+        with self._changing(self.user_of(turn)) as activity:
             activity.judged += 1
             verdict = _verdict(turn)
             if verdict is not None:
@@ -94,42 +100,33 @@ class Dashboard:
             hint = turn.judge.get("hint")
             for text in getattr(hint, "hints", None) or []:
                 activity.hints.appendleft(text)
-            self.updates += 1
 
     def observe_step(self, user: str, adapter_version: int) -> None:
-        with self._lock:
-            activity = self.users[user]
+        with self._changing(user) as activity:
             activity.steps += 1
             activity.adapter_version = adapter_version
             activity.marks.append({"judged": activity.judged, "version": adapter_version})
-            self.updates += 1
 
     def observe_wishes_met(self, user: str, met: float) -> None:
         """The rubric judge's score of a served reply: the share of ``user``'s wishes it met (hindsight groups)."""
-        with self._lock:
-            activity = self.users[user]
+        with self._changing(user) as activity:
             activity.wishes_met.append({"judged": activity.judged, "met": round(float(met), 3),
                                         "mean": _running(activity.wishes_met, "met", float(met))})
-            self.updates += 1
 
     def observe_train_error(self, user: str, message: str) -> None:
-        with self._lock:
-            activity = self.users[user]
+        with self._changing(user) as activity:
             activity.train_errors += 1
             activity.last_train_error = message
-            self.updates += 1
 
     def observe_feedback(self, user: str, thumb: str) -> None:
-        with self._lock:
-            self.users[user].thumbs[thumb] += 1
-            self.updates += 1
+        with self._changing(user) as activity:
+            activity.thumbs[thumb] += 1
 
     def observe_wishes(self, user: str, wishes: Iterable[Any]) -> None:
         """The user's wishes changed (:class:`~clawgym.serve.wish_memory.WishMemory`'s ``on_change``)."""
-        with self._lock:
-            self.users[user].wishes = [{"id": w.id, "text": w.text, "times": w.times, "source": w.source,
-                                        "replaced": list(w.replaced), "checkable": checkable(w.text)} for w in wishes]
-            self.updates += 1
+        with self._changing(user) as activity:
+            activity.wishes = [{"id": w.id, "text": w.text, "times": w.times, "source": w.source,
+                                "replaced": list(w.replaced), "checkable": checkable(w.text)} for w in wishes]
 
     def forget(self, user: str) -> None:
         with self._lock:
