@@ -1,16 +1,7 @@
 import datetime as dt
 import unittest
 
-from datekit import (
-    add_months,
-    days_in_month,
-    is_leap_year,
-    iso_week,
-    last_weekday_of_month,
-    month_range,
-    nth_weekday,
-    quarter,
-)
+from datekit import add_months, days_in_month, is_leap_year, iso_week, last_weekday_of_month, month_range, nth_weekday, quarter
 
 
 class TestCalendar(unittest.TestCase):
