@@ -69,7 +69,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -78,7 +77,7 @@ from typing import Any, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from learning_from_conversation import seed_cell  # noqa: E402  (the method table's cell)
+from learning_from_conversation import git_commit, seed_cell  # noqa: E402  (the method table's cell)
 
 ENVS = ("toolcall", "bfcl", "terminal", "miniwob")
 METHODS = ("base", "outcome", "outcome_prm", "sft", "sft_outcome", "sft_outcome_prm")
@@ -324,14 +323,6 @@ def plot_curve(row: dict, path: Path) -> Path:
     return path
 
 
-def _git_commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                              cwd=Path(__file__).resolve().parents[1]).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 async def run_cell(env: str, method: str, seed: int, budget: str, model: str, sets: Sequence[str] = (),
                    runs: Path = RUNS) -> dict[str, Any]:
     from clawgym.rl.launch import build
@@ -382,7 +373,7 @@ async def run_cell(env: str, method: str, seed: int, budget: str, model: str, se
         "trainable_tokens": list(config.trainer.lora.trainable_tokens),
         "dtype": config.policy.dtype,  # rows without it computed in bfloat16
         "device": device_name(config), "host": f"{platform.machine()} {os.cpu_count()} cores", "cpu_kind": cpu_kind(),
-        "torch_threads": config.loop.torch_threads, "commit": _git_commit(),
+        "torch_threads": config.loop.torch_threads, "commit": git_commit(),
     }
     if sets:
         row["sets"] = list(sets)

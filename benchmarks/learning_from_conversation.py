@@ -11,9 +11,11 @@ split), before and after the same budget of train steps.
 - ``binary`` / ``opd`` / ``hybrid`` / ``opd_topk``: the judge-only signal, through the deployed gateway, session
   tracker, turn log, judge stage and personal trainer (:mod:`clawgym.serve.rehearsal`); the judge is
   ``prob`` (label-token verdicts) and ``probhint`` (the user's correction as the hint).
-- ``hindsight``: hindsight GRPO (:mod:`clawgym.serve.hindsight`): each judged turn and 3 sibling replies to
+- ``hindsight``: hindsight GRPO (:mod:`clawgym.personal.hindsight`): each judged turn and 3 sibling replies to
   the same prompt, scored by the rubric judge against the wishes the user's corrections left in the wish
-  memory (the person's verdict counts half in their own reply's reward); also judge-only.
+  memory (the person's verdict counts half in their own reply's reward); also judge-only. ``hindsight_hybrid``:
+  the same groups, every member also carrying the OPD term of a teacher reading the wishes (the chat launcher's
+  method).
 
 ``--user-model qwen2.5-coder-1.5b`` lets that model play the person (:class:`RolePlayedUser`: it reads
 the persona's description, never its checks, and decides what to thank and correct); such rows are
@@ -23,6 +25,15 @@ unmet wish at once instead of the first (rows ``method/voice=all``). The persona
     .venv/bin/python benchmarks/learning_from_conversation.py --persona teacher --method hybrid --seed 0
     .venv/bin/python benchmarks/learning_from_conversation.py --table
     .venv/bin/python benchmarks/learning_from_conversation.py --missing   # the commands of the cells not run yet
+    .venv/bin/python benchmarks/learning_from_conversation.py --markdown docs/results/learning_from_conversation.md
+
+``--markdown`` only reads the results file: it writes the generated results page (every model's table, every
+row with its checks and the machine it ran on) and runs nothing. A row carries what it ran with (model, method,
+overrides, OPD weight, answered siblings, the versions below, host); when the persona checks, the judge-only
+recipe or a judge changes, the rows it makes stale leave the results file for the archive:
+
+    .venv/bin/python benchmarks/learning_from_conversation.py --archive persona=ta --archive metrics=4 \
+        --why "the TA's checks changed (version 5)"
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -52,49 +64,22 @@ JUDGE_FOR = {"binary": ("grpo", "prob"), "opd": ("opd", "probhint"), "hybrid": (
              "hindsight_hybrid": ("hybrid", "prob,probhint")}
 HINDSIGHT = ("hindsight", "hindsight_hybrid")
 HINDSIGHT_K = 4
-# Committed, not under runs/: the table is built over several runs, each possibly on a fresh machine.
-RESULTS = Path(__file__).resolve().parent / "results" / "learning_from_conversation.jsonl"
-MAX_TOKENS = 128  # every reply (training conversations and held-out scoring): room for > 80 words, as in the demo
-# The hidden persona checks (the metric), and whose checks each version changed: 2 the honest checks (a stated
-# correct result, a short check that can fail at 128 tokens, the hash split); 3 the TA's score check takes a
-# grade on the scale only ("7/10", "6 out of 10"; not "58/10", the student's answer written over the scale); 4 the
-# no-lists check of the student and the TA reads one line opening with a number other than 1 ("58. The answer is
-# correct.") as a sentence, not a list item. A row whose persona a later version touched was scored with the old
-# checks: void, left out of the table (``benchmarks/rescore_cell.py`` carries a row over when nothing changed).
-METRICS = 4
-METRICS_CHANGED = {2: PERSONAS, 3: ("ta",), 4: ("student", "ta")}
-# The judge-only recipe of this version (rows of earlier recipes are shown apart, see SUPERSEDED):
-# 3: verdicts minus the batch's mean verdict (serve.baseline: batch), the user's correction appended to
-# their request as the OPD hint (trainer.hint_format: inline), and every personal-trainer step on a full
-# batch of fresh turns (stale turns are dropped before a batch is taken).
-RECIPE = 3
-SUPERSEDED = {1: "A = r without a baseline, hint wrapped under a header",
-              2: "a step could train the fresh remainder (1-7 turns) of a batch whose other turns were stale"}
 JUDGE_ONLY = tuple(JUDGE_FOR)
 OPD_METHODS = tuple(m for m, (trainer_method, _) in JUDGE_FOR.items() if trainer_method != "grpo")
-# The weight of the OPD term (trainer.w_opd) in the rows that did not record it: the chat launcher's when rows
-# began to record it. A row trained at another weight is a row of its own (``...[trainer.w_opd=0.3]``), whether
-# the weight came from ``--set`` or from the launcher, so changing the launcher never renames or merges rows.
-LEGACY_W_OPD = 1.0
-# Likewise the answered siblings of each hindsight group (serve.hindsight_answered): the rows that did not record
-# them had none, and a row with some is named by their count (``...[serve.hindsight_answered=1]``) wherever it
-# came from.
-LEGACY_ANSWERED = 0
-# The rubric judge of the hindsight rows, and whose wishes each version changed: 2 decides name wishes by
-# the names (rubric_cues.name_check); 3 also decides result wishes by solving the request, by-name wishes
-# by the name the judge reads off it (request_facts) and warmth by words of encouragement; 4 also decides a
-# score on a named scale ("give a score out of 10") by the cues, a wish only the TA persona has; 5 misses a
-# result wish when the reply calls another number correct (request_facts.called_right) and a scale wish
-# when the number is off the scale ("58 out of 10"). A row whose
-# persona a later version touched is a row of its own (``hindsight/rubric1``, ...).
+# Committed, not under runs/: the table is built over several runs, each possibly on a fresh machine.
+RESULTS = Path(__file__).resolve().parent / "results" / "learning_from_conversation.jsonl"
+ARCHIVE = RESULTS.parent / "archive" / RESULTS.name  # rows of earlier checks, recipes and judges (see below)
+PAGE = Path("docs/results/learning_from_conversation.md")  # the generated results page (``--markdown``)
+MAX_TOKENS = 128  # every reply (training conversations and held-out scoring): room for > 80 words, as in the demo
+# Versions of what scores and trains a cell, written into every row it makes: the persona checks (the metric),
+# the judge-only recipe of the personal trainer, the rubric judge of the hindsight groups and the wish extractor
+# (what a role-played person's words become). RESULTS holds only rows the current versions would make as they
+# are: a change to one of them bumps its number and moves the rows it makes stale to ARCHIVE (``--archive``),
+# where git and the rows' own fields keep their history.
+METRICS = 4
+RECIPE = 3
 RUBRIC = 5
-RUBRIC_CHANGED = {2: PERSONAS, 3: PERSONAS, 4: ("ta",), 5: PERSONAS}
-# The wish extractor, for a person who is a model (``--user-model``): 2 drops sentences in the assistant's
-# voice (offers of help: "don't hesitate to ask", "I'm here to help"), which a role-played person says and
-# the scripted one never does. A role-played row of an earlier version is a row of its own
-# (``.../user=MODEL/wishes1``).
 WISHES = 2
-LEGACY_MODEL = "smollm2-135m"  # the model of the rows that name none
 
 
 def chat_config(overrides: list[str] | tuple[str, ...] = ()):  # noqa: ANN201
@@ -134,15 +119,16 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     from clawgym.serve import rehearsal
 
     out = run_dir(model or "default", persona, current_label(method, temperature, sets, user_model, user_voice), seed)
-    if out.exists():  # a previous run of this cell (an earlier recipe): the gateway would resume its weights
+    if out.exists():  # a previous run of this cell: the gateway would resume its weights
         shutil.rmtree(out)
     held_out = rehearsal.persona_tasks(persona, "test")[:eval_tasks]
     config = config_for(method, seed, steps, out, temperature, sets, model)
     started = time.perf_counter()
     row = {"model": config.policy.model, "persona": persona, "method": method, "seed": seed,
            "steps_budget": steps, "metrics": METRICS, "eval_tasks": len(held_out), "max_tokens": MAX_TOKENS,
-           "dtype": config.policy.dtype,  # rows without it computed in bfloat16 (CPUs with native bfloat16)
-           "host": host()}  # rows without it: the docs say where they ran
+           "dtype": config.policy.dtype, "host": host(), "commit": git_commit()}
+    if str(config.policy.device).startswith("cuda"):
+        row["hardware"] = gpu_name()
     if temperature != 1.0:
         row["temperature"] = temperature  # training conversations sampled (and trained) at this temperature
     if sets:
@@ -226,77 +212,61 @@ def short_of_budget(row: dict) -> str:
 
 
 def label(row: dict) -> str:
-    """A row's method name: runs at another sampling temperature than 1.0, or with launcher overrides
-    (``--set``), are rows of their own, e.g. ``hybrid@T0.6`` or ``opd[trainer.lr=3e-05]``."""
+    """A row's name: its method and what it ran with beyond the benchmark's defaults, read off the row itself.
+    Another sampling temperature than 1.0, a model playing the person, the scripted person voicing every unmet
+    wish and every launcher override (``--set``) make rows of their own, e.g. ``hybrid@T0.6[trainer.w_opd=0.3]``
+    or ``opd[trainer.lr=3e-05][trainer.w_opd=0.3]``; the answered siblings and the OPD weight a row trained
+    with come last, whether they came from ``--set`` or from the launcher, so a launcher change renames nothing
+    and never merges rows that trained differently."""
     name = row["method"] if row.get("temperature", 1.0) == 1.0 else f"{row['method']}@T{row['temperature']:g}"
     if row.get("user_model"):
         name += f"/user={row['user_model']}"
-        if row.get("wishes", 1) < WISHES:
-            name += f"/wishes{row.get('wishes', 1)}"
     if row.get("user_voice", "first") != "first":
         name += f"/voice={row['user_voice']}"
-    if row["method"] in HINDSIGHT and not rubric_current(row):
-        name += f"/rubric{row.get('rubric', 1)}"
-    # the answered siblings, then the OPD weight, come last: the launcher's value reads as a --set of it would
-    sets = list(row.get("sets", []))
+    sets = [s for s in row.get("sets", []) if not s.startswith(("serve.hindsight_answered=", "trainer.w_opd="))]
     answered = answered_siblings(row)
     if answered is not None:
-        sets = [s for s in sets if not s.startswith("serve.hindsight_answered=")]
-        sets += [f"serve.hindsight_answered={answered}"] if answered != LEGACY_ANSWERED else []
+        sets.append(f"serve.hindsight_answered={answered}")
     weight = opd_weight(row)
     if weight is not None:
-        sets = [s for s in sets if not s.startswith("trainer.w_opd=")]
-        sets += [f"trainer.w_opd={weight:g}"] if weight != LEGACY_W_OPD else []
+        sets.append(f"trainer.w_opd={weight:g}")
     return name + "".join(f"[{s}]" for s in sets)
 
 
-def recipe_value(row: dict, key: str, field: str, legacy: float, cast: type) -> float:
-    """What a row trained with for launcher key ``key``: its ``--set``, else what it recorded in ``field``, else
-    ``legacy`` (the launcher's value before rows recorded it)."""
-    for override in row.get("sets", []):
+def recipe_value(row: dict, key: str, field: str, cast: type) -> float:
+    """What a row trained with for launcher key ``key``: its last ``--set`` of it, else what it recorded in
+    ``field`` (every row of a method that has the key records it)."""
+    for override in reversed(row.get("sets", [])):
         if override.startswith(f"{key}="):
             return cast(override.split("=", 1)[1])
-    return row.get(field, legacy)
+    return cast(row[field])
 
 
 def opd_weight(row: dict) -> float | None:
     """The weight a row's OPD term was trained at (None: the method has no OPD term)."""
-    return recipe_value(row, "trainer.w_opd", "w_opd", LEGACY_W_OPD, float) if row["method"] in OPD_METHODS else None
+    return recipe_value(row, "trainer.w_opd", "w_opd", float) if row["method"] in OPD_METHODS else None
 
 
 def answered_siblings(row: dict) -> int | None:
     """The answered siblings of each of a row's hindsight groups (None: the method has no groups)."""
     if row["method"] not in HINDSIGHT:
         return None
-    return recipe_value(row, "serve.hindsight_answered", "hindsight_answered", LEGACY_ANSWERED, int)
+    return recipe_value(row, "serve.hindsight_answered", "hindsight_answered", int)
 
 
 def current_label(method: str, temperature: float, sets: list[str] | tuple[str, ...], user_model: str | None,
                   user_voice: str) -> str:
-    """The label of a cell run now (the current rubric judge, wish extractor, OPD weight and answered siblings)."""
+    """The label of a cell run now: what the chat launcher and ``sets`` give it (the OPD weight, the answered
+    siblings)."""
     config = chat_config(sets)
     return label({"method": method, "temperature": temperature, "sets": list(sets), "user_model": user_model,
-                  "user_voice": user_voice, "rubric": RUBRIC, "wishes": WISHES, "w_opd": config.trainer.w_opd,
+                  "user_voice": user_voice, "w_opd": config.trainer.w_opd,
                   "hindsight_answered": config.serve.get("hindsight_answered", 0)})
 
 
-def changed_since(row: dict, version: int, changes: dict[int, tuple[str, ...]]) -> bool:
-    """A version after ``version`` changed something for the row's persona (``changes``: version -> personas)."""
-    return any(row.get("persona") in who for later, who in changes.items() if later > version)
-
-
-def rubric_current(row: dict) -> bool:
-    """No rubric version after the row's changed how its persona's wishes are judged."""
-    return not changed_since(row, row.get("rubric", 1), RUBRIC_CHANGED)
-
-
-def metrics_current(row: dict) -> bool:
-    """No checks version after the row's changed how its persona is scored."""
-    return not changed_since(row, row.get("metrics", 1), METRICS_CHANGED)
-
-
-def model_of(row: dict) -> str:
-    return row.get("model", LEGACY_MODEL)
+def grid() -> list[str]:
+    """The table's first rows: each method as a cell run now with no option runs it (the launcher's recipe)."""
+    return [current_label(method, 1.0, [], None, "first") for method in METHODS]
 
 
 def run_dir(model: str, persona: str, cell: str, seed: int) -> Path:
@@ -304,15 +274,36 @@ def run_dir(model: str, persona: str, cell: str, seed: int) -> Path:
     return Path("runs/lfc") / f"{model}-{persona}-{cell.replace('=', '_').replace('/', '_')}-{seed}"
 
 
-def read_rows(path: Path, model: str) -> tuple[list[dict], int, list[dict]]:
-    """``model``'s rows scored with the current metrics, how many older rows were left out, and the
-    judge-only rows trained with an earlier recipe (shown apart)."""
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-    rows = [r for r in rows if model_of(r) == model]
-    scored = [r for r in rows if metrics_current(r)]
-    superseded = [r for r in scored if r["method"] in JUDGE_ONLY and r.get("recipe", 1) != RECIPE]
-    current = [r for r in scored if r not in superseded]
-    return current, len(rows) - len(scored), superseded
+def all_rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def read_rows(path: Path, model: str) -> list[dict]:
+    """``model``'s rows: every row of the results file is current (stale ones are moved to the archive)."""
+    return [r for r in all_rows(path) if r["model"] == model]
+
+
+def models_in(path: Path) -> list[str]:
+    """The models with rows, the chat launcher's first."""
+    found = list(dict.fromkeys(r["model"] for r in all_rows(path)))
+    default = default_model()
+    return sorted(found, key=lambda m: (m != default, m))
+
+
+def archive_rows(where: dict[str, str], why: str, results: Path = RESULTS, archive: Path = ARCHIVE) -> int:
+    """Move every row of ``results`` whose fields equal ``where`` (as strings: ``{"persona": "ta", "metrics":
+    "3"}``) to ``archive``, each with ``"archived": why``; returns how many moved. What a change to the checks,
+    the recipe or a judge does to the rows it makes stale."""
+    if not where:
+        raise ValueError("archive_rows needs at least one field to match")
+    rows = all_rows(results)
+    moved = [r for r in rows if all(str(r.get(key)) == value for key, value in where.items())]
+    if moved:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        with archive.open("a") as f:
+            f.write("".join(json.dumps({**r, "archived": why}) + "\n" for r in moved))
+        results.write_text("".join(json.dumps(r) + "\n" for r in rows if r not in moved))
+    return len(moved)
 
 
 def seed_cell(rows: list[dict]) -> str:
@@ -329,26 +320,44 @@ def seed_cell(rows: list[dict]) -> str:
 
 def host() -> str:
     """The CPU a cell runs on, as its row records it: the same recipe makes more steps in its minutes on a
-    faster CPU, so rows that ran on different machines are not the same measurement. (A GPU cell says so in
-    its label, ``[policy.device=cuda]``.)"""
+    faster CPU, so rows that ran on different machines are not the same measurement. (A GPU cell also
+    records the GPU, ``hardware``, and says so in its label, ``[policy.device=cuda]``.)"""
     from clawgym.inference.catalog import cpu_has_native_bf16
 
     bf16 = "native bfloat16" if cpu_has_native_bf16() else "no native bfloat16"
     return f"{platform.machine()} {os.cpu_count()} cores, {bf16}"
 
 
+def gpu_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cuda (unavailable)"
+
+
+def git_commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                              cwd=Path(__file__).resolve().parents[1]).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def ran_on(row: dict) -> str:
+    """Where a row ran: the GPU it records, else its CPU, else ``not recorded`` (rows from before rows said)."""
+    return row.get("hardware") or row.get("host") or "not recorded"
+
+
 def hosts_line(rows: list[dict]) -> str:
-    """Where the table's rows ran, with how many rows each (rows before rows recorded it: not recorded)."""
-    counts = collections.Counter(r.get("host", "not recorded") for r in rows)
+    """Where the table's rows ran, with how many rows each."""
+    counts = collections.Counter(ran_on(r) for r in rows)
     return "ran on: " + "; ".join(f"{where} ({n} row{'s' * (n != 1)})" for where, n in sorted(counts.items()))
 
 
 def curves(path: Path, model: str) -> str:
     """The rows that scored their earlier steps too (``--curve-every``): the held-out score at step 0, at
     each kept step and at the last, and each check's rate at those steps. Does a gain build, hold or fade?"""
-    rows, _, _ = read_rows(path, model)
     lines = []
-    for row in (r for r in rows if r.get("curve")):
+    for row in (r for r in read_rows(path, model) if r.get("curve")):
         points = [(0, row["before"], row["checks_before"]),
                   *((int(p["step"]), p["score"], p["checks"]) for p in row["curve"]),
                   (row["steps"], row["after"], row["checks_after"])]
@@ -361,22 +370,16 @@ def curves(path: Path, model: str) -> str:
 
 
 def table(path: Path, model: str) -> str:
-    rows, void, superseded = read_rows(path, model)
-    names = [m for m in METHODS] + sorted({label(r) for r in rows} - set(METHODS))
+    rows = read_rows(path, model)
+    first = grid()
+    names = first + sorted({label(r) for r in rows} - set(first))
     width = max(12, *(len(n) + 1 for n in names))
     lines = [f"{model}:", f"{'method':<{width}}" + "".join(f"{p:>24}" for p in PERSONAS)
              + "   (held-out score after, mean ± std over seeds [n], after − before)"]
     for method in names:
         cells = [seed_cell([r for r in rows if label(r) == method and r["persona"] == persona]) for persona in PERSONAS]
         lines.append(f"{method:<{width}}" + "".join(cells))
-    for r in superseded:
-        recipe = r.get("recipe", 1)
-        lines.append(f"(superseded recipe {recipe}: {r['persona']} x {label(r)} "
-                     f"x seed {r['seed']}: {r['before']:.2f} -> {r['after']:.2f}, {r['steps']} steps; "
-                     f"{SUPERSEDED[recipe]})")
-    if void:
-        lines.append(f"({void} rows scored with persona checks since changed (METRICS_CHANGED) are void and left out)")
-    transcribed = [r for r in rows + superseded if r.get("transcribed")]
+    transcribed = [r for r in rows if r.get("transcribed")]
     if transcribed:
         lines.append(f"({len(transcribed)} rows transcribed from an earlier README: scores rounded to two decimals; "
                      "their raw rows, with step and dropped-turn counts, were not kept)")
@@ -394,34 +397,84 @@ def table(path: Path, model: str) -> str:
     return "\n".join(lines)
 
 
+def checks_text(row: dict) -> str:
+    """Each hidden check's held-out pass rate, before → after (only the after where it did not move)."""
+    before, after = row.get("checks_before") or {}, row.get("checks_after") or {}
+    return ", ".join(f"{check} {before[check]:.2f} → {rate:.2f}" if check in before and before[check] != rate
+                     else f"{check} {rate:.2f}" for check, rate in after.items())
+
+
+def rows_table(rows: list[dict]) -> str:
+    """Every row of a model, one line each, in the order of the method table."""
+    lines = ["| method | persona | seed | before → after | steps | minutes | ran on | checks (held-out pass rate) |",
+             "|---|---|---:|---|---:|---:|---|---|"]
+    order = {name: i for i, name in enumerate(grid())}
+    for r in sorted(rows, key=lambda r: (order.get(label(r), len(order)), label(r), PERSONAS.index(r["persona"]),
+                                         r["seed"])):
+        steps = "" if r["method"] in UNTRAINED else f"{r['steps']} of {r['steps_budget']}" if r["steps"] is not None \
+            else "not kept"
+        minutes = f"{r['wall_s'] / 60:.1f}" if r.get("wall_s") else ""
+        lines.append(f"| {label(r)} | {r['persona']} | {r['seed']} | {r['before']:.3f} → {r['after']:.3f} | {steps} | "
+                     f"{minutes} | {ran_on(r)} | {checks_text(r)} |")
+    return "\n".join(lines)
+
+
+def markdown(path: Path = RESULTS) -> str:
+    """docs/results/learning_from_conversation.md: generated from the results file, never edited by hand."""
+    launcher = default_model()
+    parts = [
+        "# Learning from the conversation: the method table", "",
+        f"Generated by `benchmarks/learning_from_conversation.py --markdown {PAGE}` from "
+        f"`benchmarks/results/{RESULTS.name}`; do not edit by hand. Rows of earlier persona checks, recipes and "
+        f"judges are in `benchmarks/results/archive/{ARCHIVE.name}`.", "",
+        "A row is one persona x method x seed through the deployed stack (`clawgym/serve/rehearsal.py`): the held-out "
+        "score is the share of the persona's hidden checks that the greedy first reply meets on each of the persona's "
+        "held-out tasks (the test split; up to 128 tokens a reply), before and after the cell's training (16 steps "
+        "of 8 turns, or what its cap let run). The judge-only methods learn from the simulated person's next "
+        "messages alone; `oracle_grpo` trains on the hidden checks themselves. A row's name is its method and "
+        "what it ran with beyond the benchmark's defaults: `@T0.7` the temperature of the training conversations "
+        "(default 1.0), `/voice=all` the scripted person voicing every unmet wish at once, `/user=MODEL` a model "
+        "playing the person, `[key=value]` a launcher override (`--set`), then the answered siblings and the OPD "
+        "weight it trained with. The first rows are each method as the chat launcher runs it now; a cell not run "
+        "shows `missing`. Every row records its CPU (`host`) or GPU (`hardware`); rows from before rows recorded "
+        "it say `not recorded`. Compare rows that ran on one kind of machine: a faster one fits more steps in a "
+        "cell's cap.", ""]
+    for model in models_in(path):
+        rows = read_rows(path, model)
+        flag = "" if model == launcher else f" --model {model}"
+        parts += [f"## {model}" + (" (the chat launcher's policy)" if model == launcher else ""), "",
+                  f"Hardware (each row's `host` or `hardware`): {hosts_line(rows).removeprefix('ran on: ')}.", "",
+                  "```", table(path, model), "```", "",
+                  f"    .venv/bin/python benchmarks/learning_from_conversation.py{flag} --table", "",
+                  "### Every row", "", rows_table(rows), ""]
+        if any(r.get("curve") for r in rows):
+            parts += ["### Curves", "",
+                      "The rows that also scored the held-out tasks at earlier steps of the same run "
+                      "(`--curve-every`):",
+                      "", "```", curves(path, model), "```", ""]
+    command = "    .venv/bin/python benchmarks/learning_from_conversation.py"
+    parts += ["## Commands", "",
+              f"{command} --persona teacher --method hindsight_hybrid --seed 0 --max-minutes 30",
+              f"{command} --missing   # the commands of the cells not run",
+              f"{command} --markdown {PAGE}", ""]
+    return "\n".join(parts)
+
+
 def done_cells(path: Path, model: str) -> set[tuple[str, str, int]]:
     """(persona, row label, seed) of every cell in ``model``'s table: what a new invocation skips."""
-    rows, _, _ = read_rows(path, model)
-    return {(r["persona"], label(r), r["seed"]) for r in rows}
-
-
-def table_sets(method: str, config) -> list[str]:  # noqa: ANN001
-    """The overrides that make a cell run now one of the table's own rows: the OPD weight and answered siblings
-    those rows trained with, where the chat launcher (``config``) has since changed them."""
-    sets = []
-    if method in OPD_METHODS and config.trainer.w_opd != LEGACY_W_OPD:
-        sets.append(f"trainer.w_opd={LEGACY_W_OPD:g}")
-    if method in HINDSIGHT and config.serve.get("hindsight_answered", 0) != LEGACY_ANSWERED:
-        sets.append(f"serve.hindsight_answered={LEGACY_ANSWERED}")
-    return sets
+    return {(r["persona"], label(r), r["seed"]) for r in read_rows(path, model)}
 
 
 def missing(path: Path, model: str) -> list[str]:
-    """The commands that would complete the table (3 seeds of every trained method, one of the others)."""
+    """The commands that would complete the table's first rows (3 seeds of every trained method, one of the
+    others), each method as the chat launcher runs it now."""
     have = done_cells(path, model)
-    launcher = chat_config()
-    flag = "" if model == launcher.policy.model else f" --model {model}"
-    pins = {m: "".join(f" --set {o}" for o in table_sets(m, launcher)) for m in METHODS}
-    # a judge-only cell whose signal never comes stops at the cap (cell times: docs/training.md)
+    flag = "" if model == default_model() else f" --model {model}"
+    # a judge-only cell whose signal never comes stops at the cap
     return [f".venv/bin/python benchmarks/learning_from_conversation.py --persona {p} --method {m} --seed {s}"
-            + flag + (" --max-minutes 30" if m in JUDGE_ONLY else "") + pins[m]
-            for m in METHODS for p in PERSONAS for s in (SEEDS[:1] if m in UNTRAINED else SEEDS)
-            if (p, m, s) not in have]
+            + flag + (" --max-minutes 30" if m in JUDGE_ONLY else "")
+            for m, name in zip(METHODS, grid()) for p in PERSONAS for s in (SEEDS[:1] if m in UNTRAINED else SEEDS)
+            if (p, name, s) not in have]
 
 
 def main() -> int:
@@ -453,7 +506,24 @@ def main() -> int:
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--table", action="store_true", help="only print the table from --results")
     parser.add_argument("--missing", action="store_true", help="only print the commands of the cells not run yet")
+    parser.add_argument("--markdown", type=Path, metavar="PATH",
+                        help=f"only write the generated results page (every model's table; {PAGE}) from --results")
+    parser.add_argument("--archive", dest="archive", action="append", default=[], metavar="FIELD=VALUE",
+                        help="move the rows whose fields have these values (repeatable: all must match) from --results "
+                        f"to {ARCHIVE.relative_to(RESULTS.parents[1])}; with --why")
+    parser.add_argument("--why", default=None, help="--archive: why the rows no longer count, kept in each row")
     args = parser.parse_args()
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(args.results))
+        return 0
+    if args.archive:
+        if not args.why or any("=" not in a for a in args.archive):
+            parser.error("--archive FIELD=VALUE ... needs --why TEXT")
+        moved = archive_rows(dict(a.split("=", 1) for a in args.archive), args.why, args.results,
+                             args.results.parent / "archive" / args.results.name)
+        print(f"{moved} rows moved to the archive")
+        return 0
     args.model = args.model or default_model()
     if args.curves:
         print(curves(args.results, args.model))

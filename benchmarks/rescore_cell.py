@@ -1,9 +1,10 @@
 """Carry a void method-table row over to the current persona checks when nothing they decided changed.
 
-A change to the persona checks voids every row of the personas it touches (``METRICS_CHANGED`` in
-``learning_from_conversation.py``), for two reasons: the held-out replies were scored with the old checks,
-and the scripted person voiced the old checks' verdicts while the cell trained. Where the cell's run
-directory is still on disk, both can be settled without training again:
+A change to the persona checks voids every row of the personas it touches (they leave the results file for
+``benchmarks/results/archive/learning_from_conversation.jsonl``, ``learning_from_conversation.py --archive``),
+for two reasons: the held-out replies were scored with the old checks, and the scripted person voiced the old
+checks' verdicts while the cell trained. Where the cell's run directory is still on disk, both can be settled
+without training again:
 
 1. replay: every served training reply goes through the current checks, and what the scripted person would
    say now is compared with what they said (``turns.jsonl``); one difference and the row stays void (run the
@@ -11,8 +12,8 @@ directory is still on disk, both can be settled without training again:
 2. rescore: the held-out tasks are scored again with the current checks, before (the initial weights) and
    after (the run's last checkpoint, which must be the row's last step).
 
-The row is appended again with ``metrics`` set to the current version and ``rescored`` saying what was
-replayed; the old row stays in the file, void. Judge-only rows with the scripted person only: an oracle
+The row is appended to the results file with ``metrics`` set to the current version and ``rescored`` saying
+what was replayed; the old row stays in the archive. Judge-only rows with the scripted person only: an oracle
 row trained on the checks themselves, and a role-played person's words cannot be replayed.
 
     .venv/bin/python benchmarks/rescore_cell.py \\
@@ -38,15 +39,14 @@ class NotCarried(Exception):
     """The row cannot be carried over: why, in words for the person running it."""
 
 
-def void_row_of(results: Path, run: Path) -> dict:
-    """The latest row whose run directory is ``run`` and that the checks' current version voids."""
-    rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
-    mine = [r for r in rows
-            if lfc.run_dir(lfc.model_of(r), r["persona"], lfc.label(r), r["seed"]).resolve() == run.resolve()]
+def void_row_of(archive: Path, run: Path) -> dict:
+    """The latest archived row whose run directory is ``run``, scored with checks older than the current ones."""
+    mine = [r for r in lfc.all_rows(archive)
+            if lfc.run_dir(r["model"], r["persona"], lfc.label(r), r["seed"]).resolve() == run.resolve()]
     if not mine:
-        raise NotCarried(f"no row of {results} was run in {run}")
+        raise NotCarried(f"no row of {archive} was run in {run}")
     row = mine[-1]
-    if lfc.metrics_current(row):
+    if row.get("metrics", 1) >= lfc.METRICS:
         raise NotCarried(f"the last row run in {run} is already scored with the current checks")
     if row["method"] not in lfc.JUDGE_ONLY or row.get("user_model"):
         raise NotCarried("only judge-only rows with the scripted person can be replayed; run the cell again")
@@ -102,19 +102,20 @@ def held_out_scores(row: dict, checkpoint: Path) -> dict:
 
     with tempfile.TemporaryDirectory() as out:
         config = lfc.config_for(row["method"], row["seed"], row["steps_budget"], Path(out),
-                                row.get("temperature", 1.0), tuple(row.get("sets", ())), lfc.model_of(row))
+                                row.get("temperature", 1.0), tuple(row.get("sets", ())), row["model"])
         return asyncio.run(before_and_after(build_stack(config)))
 
 
-def carry_over(run: Path, results: Path = lfc.RESULTS) -> dict:
-    """Replay, rescore and append the row with the current checks; raises :class:`NotCarried` and appends
-    nothing when the training would have differed."""
-    row = void_row_of(results, run)
+def carry_over(run: Path, results: Path = lfc.RESULTS, archive: Path | None = None) -> dict:
+    """Replay, rescore and append the row (from ``archive``, by default the results file's) to ``results`` with
+    the current checks; raises :class:`NotCarried` and appends nothing when the training would have differed."""
+    row = void_row_of(archive or results.parent / "archive" / results.name, run)
     replayed, differs = replay(run / "turns.jsonl", row["persona"], row.get("user_voice", "first"))
     if differs:
         raise NotCarried(f"{len(differs)} of {replayed} next states differ with the current checks; run the cell "
                          "again:\n" + "\n".join(differs[:5]))
-    carried = {k: v for k, v in row.items() if k != "curve"}  # earlier steps' weights are gone: no curve to rescore
+    # earlier steps' weights are gone: no curve to rescore; the archive's reason is not the carried row's
+    carried = {k: v for k, v in row.items() if k not in ("curve", "archived")}
     carried.update(held_out_scores(row, run / "checkpoint"), metrics=lfc.METRICS,
                    rescored={"from_metrics": row.get("metrics", 1), "next_states_replayed": replayed,
                              "curve_dropped": "curve" in row, "host": lfc.host()})
@@ -126,10 +127,12 @@ def carry_over(run: Path, results: Path = lfc.RESULTS) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", type=Path, help="the cell's run directory (runs/lfc/<model>-<persona>-<cell>-<seed>)")
-    parser.add_argument("--results", type=Path, default=lfc.RESULTS)
+    parser.add_argument("--results", type=Path, default=lfc.RESULTS, help="where the carried row is appended")
+    parser.add_argument("--archive", type=Path, default=None,
+                        help="where the void row is read (default: the results file's archive, archive/NAME)")
     args = parser.parse_args()
     try:
-        row = carry_over(args.run, args.results)
+        row = carry_over(args.run, args.results, args.archive)
     except NotCarried as why:
         print(f"not carried over: {why}", file=sys.stderr)
         return 1

@@ -1,5 +1,6 @@
-"""benchmarks/rescore_cell.py: a void row is carried over to the current checks only when replaying its training
-through them changes nothing the scripted person said, and then with held-out scores taken again."""
+"""benchmarks/rescore_cell.py: a void row (in the results' archive) is carried over to the current checks only
+when replaying its training through them changes nothing the scripted person said, and then with held-out
+scores taken again, into the results file."""
 
 import json
 
@@ -21,7 +22,8 @@ def void_row(lfc, steps=3, **extra):
     return {"model": "tiny-random", "persona": "student", "method": "hindsight_hybrid", "seed": 0,
             "steps_budget": 16, "steps": steps, "metrics": 3, "eval_tasks": 2, "temperature": 0.7, "sets": SETS,
             "user_voice": "all", "rubric": lfc.RUBRIC, "recipe": lfc.RECIPE, "w_opd": 0.3, "hindsight_answered": 1,
-            "before": 0.5, "after": 0.75, "checks_before": {}, "checks_after": {}, "curve": [{"step": 4}], **extra}
+            "before": 0.5, "after": 0.75, "checks_before": {}, "checks_after": {}, "curve": [{"step": 4}],
+            "archived": "scored with the persona checks' version 3", **extra}
 
 
 def write_turns(path, replies_and_said):
@@ -45,7 +47,10 @@ def setup_run(rescore, tmp_path, monkeypatch, row, replies_and_said):
     run.mkdir(parents=True)
     write_turns(run / "turns.jsonl", replies_and_said)
     results = tmp_path / "results.jsonl"
-    results.write_text(json.dumps(row) + "\n")
+    results.write_text("")
+    archive = tmp_path / "archive" / "results.jsonl"  # where --archive put the void row: the results file's archive
+    archive.parent.mkdir()
+    archive.write_text(json.dumps(row) + "\n")
     return run, results
 
 
@@ -70,7 +75,7 @@ def test_a_row_whose_training_would_differ_stays_void_and_nothing_is_appended(re
     run, results = setup_run(rescore, tmp_path, monkeypatch, row, [("58. Sure, here it is.", "No lists please.")])
     with pytest.raises(rescore.NotCarried, match="1 of 1 next states differ"):
         rescore.carry_over(run, results)
-    assert results.read_text().count("\n") == 1
+    assert results.read_text() == "" and (results.parent / "archive" / results.name).read_text().count("\n") == 1
 
 
 @pytest.mark.parametrize("change, why", [
@@ -104,12 +109,11 @@ def test_a_replayed_row_is_scored_again_from_its_checkpoint(rescore, tmp_path, m
 
     carried = rescore.carry_over(run, results)
     rows = [json.loads(line) for line in results.read_text().splitlines()]
-    assert rows[-1] == carried and len(rows) == 2
-    assert lfc.metrics_current(carried) and not lfc.metrics_current(rows[0])
+    assert rows == [carried] and carried["metrics"] == lfc.METRICS and "archived" not in carried
+    assert lfc.all_rows(results.parent / "archive" / results.name) == [row]  # the void row stays in the archive
     assert carried["rescored"]["from_metrics"] == 3 and carried["rescored"]["next_states_replayed"] == 1
     assert "curve" not in carried and carried["rescored"]["curve_dropped"]
     # the checkpoint holds the initial weights: the same greedy replies, scored with the current checks
     assert carried["before"] == carried["after"] and set(carried["checks_after"]) == {
         p.name for p in STUDENT.preferences}
-    current, void, _ = lfc.read_rows(results, "tiny-random")
-    assert current == [carried] and void == 1
+    assert lfc.read_rows(results, "tiny-random") == [carried]
