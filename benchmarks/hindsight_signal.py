@@ -2,7 +2,7 @@
 
 A cell of the method table reports held-out scores; this says why they moved. Every group the personal
 trainer scored is a ``hindsight_group`` event in the turn log (each member's reply, the wishes it met,
-its reward and advantage); :func:`clawgym.serve.hindsight.wish_signal` reduces them per wish, for the
+its reward and advantage); :func:`clawgym.personal.hindsight.wish_signal` reduces them per wish, for the
 first and the second half of the run's groups:
 
     .venv/bin/python benchmarks/hindsight_signal.py runs/lfc/<cell>          # or a turns.jsonl
@@ -16,7 +16,7 @@ against those on later turns (after the person has spoken back), read from the l
 person states only after a reply is met on later turns long before it is anticipated on first ones.
 
 A third table says who decided each wish: the rubric judge's code (the formats, counts, names and warmth
-of :mod:`clawgym.rl.judge.rubric_cues`, re-run on every member) or a model (the rubric model, or the
+of :mod:`clawgym.personal.rubric_cues`, re-run on every member) or a model (the rubric model, or the
 request facts), and how often each said "met". A wish whose code part holds but whose model part rarely
 says yes gives its groups little to push toward, whatever the replies do.
 """
@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from clawgym.rl.judge.rubric import RubricJudge  # noqa: E402
+from clawgym.personal.rubric import RubricJudge  # noqa: E402
 from clawgym.rl.types import read_jsonl  # noqa: E402
-from clawgym.serve.hindsight import wish_signal  # noqa: E402
+from clawgym.personal.hindsight import wish_signal  # noqa: E402
 
 
 def read_log(path: Path) -> list[dict]:

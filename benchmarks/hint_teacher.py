@@ -7,7 +7,7 @@ prompt with that task's hint (the persona's correction of the student's reply, a
 give it). Printed: mean persona score and the gain over the student. Tasks the student already
 satisfies keep their unhinted prompt (no correction, no hint).
 
-The ``wishes`` forms give the teacher what the wish memory (:mod:`clawgym.serve.wish_memory`) would hold
+The ``wishes`` forms give the teacher what the wish memory (:mod:`clawgym.personal.wish_memory`) would hold
 after these corrections, on every task (``serve.teacher_wishes``: the teacher reads all of a person's
 wishes, not only the last correction). ``--teacher-model`` answers the hinted prompts with another model
 (a bigger one of the same tokenizer, e.g. qwen2.5-coder-1.5b for the 0.5B student) while the student
@@ -36,7 +36,7 @@ def forms(wishes: list[str] | None = None) -> dict:
     student already satisfied)."""
     from clawgym.rl.judge.prob import hint_from_reply
     from clawgym.rl.trainer.samples import hinted_messages
-    from clawgym.serve.teacher_hint import hint_with_wishes
+    from clawgym.personal.teacher_hint import hint_with_wishes
 
     def system(messages, hint):
         out = copy.deepcopy(messages)
@@ -61,7 +61,7 @@ def forms(wishes: list[str] | None = None) -> dict:
 def remembered(corrections: list[str]) -> list[str]:
     """What the wish memory holds after these corrections (extraction, dedup, a later wish replacing one it
     contradicts)."""
-    from clawgym.serve.wish_memory import WishMemory
+    from clawgym.personal.wish_memory import WishMemory
 
     memory = WishMemory()
     for i, correction in enumerate(corrections):

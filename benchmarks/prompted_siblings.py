@@ -1,6 +1,6 @@
 """What a hindsight group's prompted siblings are worth: sampled replies with and without the wishes.
 
-Hindsight GRPO (:mod:`clawgym.serve.hindsight`) learns only what some member of a group does; a wish the
+Hindsight GRPO (:mod:`clawgym.personal.hindsight`) learns only what some member of a group does; a wish the
 model never meets on its own gives no group variance. ``serve.hindsight_prompted`` samples some siblings
 from the teacher's prompt instead (the person's remembered wishes placed as the OPD hint) and may take
 them from a bigger model of the same tokenizer (``serve.hindsight_prompted_model``). This measures, per
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def remembered(feedback: list[str]) -> list[str]:
     """What the wish memory holds after the person's replies (extraction, dedup, later wishes win)."""
-    from clawgym.serve.wish_memory import WishMemory
+    from clawgym.personal.wish_memory import WishMemory
 
     memory = WishMemory()
     for i, said in enumerate(feedback):
@@ -39,8 +39,8 @@ def remembered(feedback: list[str]) -> list[str]:
 
 def summary(persona, tasks, openings, replies, wishes, rubric, samples: int) -> dict:
     """Mean persona score, each check's pass rate, and the mean rubric reward of the decided replies."""
-    from clawgym.rl.judge.rubric import reward_of
-    from clawgym.serve.protocol import conversation
+    from clawgym.personal.rubric import reward_of
+    from clawgym.core.chat_protocol import conversation
 
     scored = [persona.score(g.text, tasks[i // samples]) for i, g in enumerate(replies)]
     checks = {name: statistics.mean(c[name] for _, c in scored) for name in scored[0][1]}
@@ -55,10 +55,10 @@ async def measure(name: str, policy, samplers: dict, n_tasks: int, samples: int,
                   max_tokens: int, hint_format: str) -> dict[str, dict]:
     from clawgym.core.policy import SamplingParams
     from clawgym.envs.openclaw_chat.personas import PERSONAS
-    from clawgym.rl.judge import RubricJudge
+    from clawgym.personal.rubric import RubricJudge
     from clawgym.rl.trainer.samples import hinted_messages
     from clawgym.serve import rehearsal
-    from clawgym.serve.teacher_hint import hint_with_wishes
+    from clawgym.personal.teacher_hint import hint_with_wishes
 
     persona = PERSONAS[name]
     tasks = rehearsal.persona_tasks(name, "train")[:n_tasks]

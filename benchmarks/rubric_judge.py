@@ -1,7 +1,7 @@
 """How often does the rubric judge agree with the hidden persona checks? Per wish, on held-out replies.
 
 The wishes are what the deployed wish memory makes of each persona's corrections (the person's own
-words, :func:`clawgym.rl.judge.wishes.wish_from_correction`); the persona checks never reach the judge,
+words, :func:`clawgym.personal.wishes.wish_from_correction`); the persona checks never reach the judge,
 they only label the replies. The replies are the model's own answers to held-out tasks (the test
 split): greedy, sampled (temperature 1), and greedy with the persona's description in the system
 prompt, so that both labels occur for most wishes. They are generated once and kept in
@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT  # noqa: E402
 from clawgym.envs.openclaw_chat.personas import PERSONAS, bundled_tasks  # noqa: E402
-from clawgym.rl.judge.request_facts import RequestFacts  # noqa: E402
-from clawgym.rl.judge.rubric import THRESHOLD, RubricJudge, WishCheck  # noqa: E402
-from clawgym.rl.judge.wishes import wish_from_correction  # noqa: E402
+from clawgym.personal.request_facts import RequestFacts  # noqa: E402
+from clawgym.personal.rubric import THRESHOLD, RubricJudge, WishCheck  # noqa: E402
+from clawgym.personal.wishes import wish_from_correction  # noqa: E402
 
 REPLIES = Path(__file__).resolve().parent / "results" / "rubric_replies.jsonl"
 VARIANTS = ("greedy", "sampled", "prompted")

@@ -9,7 +9,9 @@
 - ``clawgym.rl`` (which may import inference) never imports a setting, ``serve``, the CLI or its
   commands (it may import the top-level ``clawgym`` package, which registers the ids by name without
   importing any setting);
-- ``serve`` (the deployed product) composes settings, inference and rl; nothing below it imports it;
+- ``clawgym.personal`` (learning from a person's conversation) imports core, sandbox, inference, rl and
+  itself: never a setting or ``serve``; nothing below it imports it;
+- ``serve`` (the deployed product) composes settings, inference, rl and personal; nothing below it imports it;
 - ``clawgym.commands`` (every subcommand's flags and body) may import everything; only the entry points a
   user runs import it: ``cli.py`` (``clawgym ...``) and ``demo/__main__.py`` (``python -m clawgym.demo``);
 - no import cycles between clawgym modules;
@@ -82,6 +84,7 @@ ALLOWED = {
     "sandbox": {"core", "sandbox"},
     "inference": {"core", "errors", "inference"},
     "rl": {"core", "sandbox", "inference", "rl", "errors"},
+    "personal": {"core", "sandbox", "inference", "rl", "errors", "personal"},
 }
 
 
@@ -176,6 +179,9 @@ def test_no_module_is_over_500_lines():
     ("inference importing the top-level package", "clawgym.inference.catalog", "clawgym"),
     ("a setting importing inference", "clawgym.envs.openclaw_chat.env", "clawgym.inference.hf"),
     ("rl importing serve", "clawgym.rl.judge", "clawgym.serve.gateway"),
+    ("rl importing personal", "clawgym.rl.judge", "clawgym.personal.rubric"),
+    ("personal importing serve", "clawgym.personal.wish_memory", "clawgym.serve.turn_log"),
+    ("personal importing a setting", "clawgym.personal.hindsight", "clawgym.envs.openclaw_chat.env"),
     ("a setting importing another", "clawgym.envs.swe.env", "clawgym.envs.terminal.env"),
     ("serve importing a command", "clawgym.serve.main", "clawgym.commands.serve"),
     ("the demo importing a command", "clawgym.demo", "clawgym.commands.demo"),

@@ -125,7 +125,7 @@ def _sample(reward, hint=None, version=0):
 
 
 def test_batch_baseline_centres_verdicts_and_drops_what_teaches_nothing():
-    from clawgym.serve.personal_trainer import apply_baseline
+    from clawgym.personal.trainer import apply_baseline
 
     mixed = [_sample(1.0), _sample(-1.0), _sample(-1.0), _sample(-1.0)]
     kept, dropped = apply_baseline(mixed, "batch")
@@ -213,7 +213,7 @@ async def test_stale_turns_are_dropped_before_a_batch_is_taken(tmp_path):
     from clawgym.inference.hf import HFPolicy
     from clawgym.inference.models import load_model
     from clawgym.rl.trainer import TorchTrainer, TrainerConfig
-    from clawgym.serve.personal_trainer import PersonalTrainer
+    from clawgym.personal.trainer import PersonalTrainer
 
     serve_model, tokenizer = load_model("tiny-random")
     train_model, _ = load_model("tiny-random")
@@ -379,7 +379,7 @@ def test_the_served_policy_samples_with_the_runs_seed(tmp_path):
 def test_a_step_record_keeps_its_own_fields_over_the_trainers_metrics():
     """The trainer reports a "step" and "samples" of its own (floats): they used to overwrite the personal
     trainer's count in train_steps.jsonl."""
-    from clawgym.serve.personal_trainer import step_record
+    from clawgym.personal.trainer import step_record
 
     record = step_record({"step": 7.0, "samples": 24.0, "loss": 0.5, "note": "text"}, step=2, samples=8, trained=["t"])
     assert record == {"step": 2, "samples": 8, "trained": ["t"], "loss": 0.5}

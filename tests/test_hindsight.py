@@ -10,12 +10,12 @@ import pytest
 
 from clawgym.core.policy import Generation
 from clawgym.inference.server import BackgroundServer
-from clawgym.rl.judge import RubricJudge, WishCheck
+from clawgym.personal.rubric import RubricJudge, WishCheck
 from clawgym.rl.launch import ConfigError, load_config
 from clawgym.rl.types import JudgeResult, Sample, Turn, read_jsonl
-from clawgym.serve.hindsight import HindsightGroups, HindsightSettings, real_reward, wish_signal
+from clawgym.personal.hindsight import HindsightGroups, HindsightSettings, real_reward, wish_signal
 from clawgym.serve.main import ServeSettings, build_serving
-from clawgym.serve.personal_trainer import PersonalTrainer, apply_baseline
+from clawgym.personal.trainer import PersonalTrainer, apply_baseline
 from tests.test_chat_serve import ThanksIsGood, config_file, wait_until
 
 SHORT_WISH = "keep it under 5 words"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from clawgym.rl.judge.request_facts import (
+from clawgym.personal.request_facts import (
     RequestFacts,
     called_right,
     is_name_wish,
@@ -18,7 +18,7 @@ from clawgym.rl.judge.request_facts import (
     states_value,
     value_of,
 )
-from clawgym.rl.judge.rubric import RubricJudge, first_request
+from clawgym.personal.rubric import RubricJudge, first_request
 
 REQUEST = ("Please write a grading comment for Ava, who answered 41 to this problem: Ben has 30 apples and buys 3 "
            "packs of 4. How many apples does Ben have now?")

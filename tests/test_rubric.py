@@ -8,8 +8,8 @@ import pytest
 
 from clawgym.inference.hf import HFPolicy
 from clawgym.inference.scoring import label_margins
-from clawgym.rl.judge.rubric import RubricJudge, WishCheck, prompt_for, request_of, reward_of
-from clawgym.rl.judge.rubric_cues import cue_check, name_check, names_in, refuses, warmth_check
+from clawgym.personal.rubric import RubricJudge, WishCheck, prompt_for, request_of, reward_of
+from clawgym.personal.rubric_cues import cue_check, name_check, names_in, refuses, warmth_check
 
 CONTEXT = [{"role": "system", "content": "You are helpful."},
            {"role": "user", "content": "Grade Ava's answer 48 to: 6 packs of 8 pencils?"}]
@@ -189,9 +189,9 @@ def test_grouped_margins_fall_back_to_plain_scoring_when_little_is_shared(tiny_q
 
 
 def test_a_wish_no_reply_can_show_is_left_out_and_a_user_who_never_corrects_has_nothing_to_score(tmp_path, tiny_qwen):
-    from clawgym.rl.judge.rubric_cues import checkable
+    from clawgym.personal.rubric_cues import checkable
     from clawgym.rl.types import JudgeResult, Turn
-    from clawgym.serve.wish_memory import WishMemory
+    from clawgym.personal.wish_memory import WishMemory
 
     assert not checkable("answer faster") and not checkable("email me the summary") and checkable("call me Sam")
     wishes = {"ann": ["answer faster", "no lists"], "cy": ["answer faster"]}

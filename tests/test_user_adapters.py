@@ -13,7 +13,7 @@ from clawgym.inference.models import build_tiny_random, load_tokenizer
 from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
 from clawgym.rl.types import JudgeResult, Turn
-from clawgym.serve.user_adapters import UserAdapters, UserAdapterTrainer
+from clawgym.personal.user_adapters import UserAdapters, UserAdapterTrainer
 
 TARGETS = ("q_proj", "v_proj")
 R, ALPHA = 4, 8

@@ -11,14 +11,14 @@ from clawgym.envs.openclaw_chat.personas import PERSONAS
 from clawgym.inference.scripted import ScriptedPolicy
 from clawgym.inference.server import BackgroundServer
 from clawgym.rl.judge import JudgeStage, RuleJudge
-from clawgym.rl.judge.wishes import aspects, relation, wish_from_correction, wishes_from_correction
+from clawgym.personal.wishes import aspects, relation, wish_from_correction, wishes_from_correction
 from clawgym.rl.types import JudgeResult, Turn
 from clawgym.serve.app import build_gateway_app
 from clawgym.serve.dashboard import Dashboard
 from clawgym.serve.gateway import ChatGateway, PolicyResponder
 from clawgym.serve.turn_log import TurnLog
 from clawgym.serve.users import UserDirectory
-from clawgym.serve.wish_memory import WishMemory
+from clawgym.personal.wish_memory import WishMemory
 from tests.waiting import wait_for
 
 
@@ -120,7 +120,7 @@ def test_relations_same_contradicts_other():
     ("call me Sam", "Does the reply call the user Sam?"),
 ])
 def test_a_wish_as_a_question_about_one_reply(wish, question):
-    from clawgym.rl.judge.wishes import wish_question
+    from clawgym.personal.wishes import wish_question
 
     assert wish_question(wish) == question
 
@@ -268,7 +268,7 @@ def test_a_gateway_without_a_wish_memory_says_so(tmp_path):
 
 
 def test_the_teachers_hint_holds_every_remembered_wish_and_the_turns_own_hint_once():
-    from clawgym.serve.teacher_hint import hint_with_wishes
+    from clawgym.personal.teacher_hint import hint_with_wishes
 
     wishes = ["address the student by name", "keep it under 80 words"]
     assert hint_with_wishes(None, wishes) == "Address the student by name. Keep it under 80 words."
@@ -278,7 +278,7 @@ def test_the_teachers_hint_holds_every_remembered_wish_and_the_turns_own_hint_on
 
 def test_a_turn_without_its_own_hint_still_teaches_opd_when_the_person_has_wishes():
     from clawgym.rl.types import JudgeResult, Turn
-    from clawgym.serve.personal_trainer import sample_from_turn
+    from clawgym.personal.trainer import sample_from_turn
 
     turn = Turn(episode_id="s", turn_index=0, context=[{"role": "user", "content": "grade this"}],
                 action={"role": "assistant", "content": "7/10"}, prompt_ids=[1], response_ids=[2],

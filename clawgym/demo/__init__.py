@@ -34,7 +34,7 @@ CHECKS = ("names_student", "friendly", "mentions_result", "short")  # the teache
 
 # On a CPU without native bfloat16 the Qwen models compute in float32 and a demo step takes about twice as
 # long: on 2 AVX2-only cores the shipped 15 minutes gave 8 train steps and no gain, 35 minutes gave 19 steps
-# and +0.24 (docs/training.md, "The default demo"). The shipped budget stays: the note says what to run.
+# and +0.24 (README.md, "Recipe 2"). The shipped budget stays: the note says what to run.
 MEASURED_MINUTES, SLOW_CPU_MINUTES = 15, 35  # the budgets of that measurement
 
 
@@ -50,7 +50,7 @@ def budget_note(config, minutes_given: bool) -> str | None:  # noqa: ANN001
     return (f"note: this CPU has no native bfloat16, so {config.policy.model} computes in float32 and a train step "
             f"takes about twice as long as on one that has it. On 2 such cores {MEASURED_MINUTES} minutes "
             f"gave 8 train steps and no gain; `python -m clawgym.demo --minutes {SLOW_CPU_MINUTES}` gave 19 steps "
-            f"and +0.24 on the held-out checks, about 42 minutes in all (docs/training.md).")
+            f"and +0.24 on the held-out checks, about 42 minutes in all (README.md, "Recipe 2").")
 
 
 def _clip(text: str) -> str:

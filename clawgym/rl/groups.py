@@ -165,7 +165,7 @@ def apply_staleness(
     """Keep samples at most ``max_staleness`` versions behind ``version``; returns (kept, dropped), in order.
 
     The one staleness filter: the loop's train step and the personal trainers of ``clawgym serve``
-    (:meth:`~clawgym.serve.personal_trainer.BackgroundTrainer.fresh`, ``drop`` mode) both use it.
+    (:meth:`~clawgym.personal.trainer.BackgroundTrainer.fresh`, ``drop`` mode) both use it.
 
     ``reweight`` keeps older samples with their loss weights scaled by ``max_staleness / staleness``
     (written into ``loss_mask``, which the trainer uses as per-token weights) instead of dropping them.

@@ -9,7 +9,7 @@ With a :class:`~clawgym.serve.users.UserDirectory` the request's user comes from
 ``user`` field), unknown keys get 401 and someone else's adapter 403; ``DELETE /v1/users/{id}`` (admin
 key) forgets a user; ``/dashboard`` shows each user's agent learning (:mod:`clawgym.serve.dashboard`).
 ``GET /v1/wishes`` lists the caller's remembered wishes and ``DELETE /v1/wishes/{id}`` takes one back
-(:mod:`clawgym.serve.wish_memory`): the caller is identified like a chat request (the admin key may
+(:mod:`clawgym.personal.wish_memory`): the caller is identified like a chat request (the admin key may
 name anyone with ``?user=``), another user's wish is 403, an unknown id 404.
 """
 
@@ -29,9 +29,9 @@ from clawgym.rl.types import new_id
 from clawgym.serve.dashboard import Dashboard
 from clawgym.serve.feedback import FeedbackError, parse_feedback
 from clawgym.serve.gateway import ChatGateway
-from clawgym.serve.user_adapters import check_user_id
+from clawgym.personal.user_adapters import check_user_id
 from clawgym.serve.users import AccessDenied, UserDirectory, bearer
-from clawgym.serve.wish_memory import WishMemory
+from clawgym.personal.wish_memory import WishMemory
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Iterator
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
-from clawgym.rl.judge.rubric_cues import checkable
+from clawgym.personal.rubric_cues import checkable
 
 CURVE_POINTS = 400
 
@@ -123,7 +123,7 @@ class Dashboard:
             activity.thumbs[thumb] += 1
 
     def observe_wishes(self, user: str, wishes: Iterable[Any]) -> None:
-        """The user's wishes changed (:class:`~clawgym.serve.wish_memory.WishMemory`'s ``on_change``)."""
+        """The user's wishes changed (:class:`~clawgym.personal.wish_memory.WishMemory`'s ``on_change``)."""
         with self._changing(user) as activity:
             activity.wishes = [{"id": w.id, "text": w.text, "times": w.times, "source": w.source,
                                 "replaced": list(w.replaced), "checkable": checkable(w.text)} for w in wishes]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from clawgym.core.messages import Message, text_of
-from clawgym.serve.protocol import is_internal_context
+from clawgym.core.chat_protocol import is_internal_context
 
 logger = logging.getLogger(__name__)
 

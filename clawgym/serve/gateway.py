@@ -28,14 +28,14 @@ from clawgym.core.policy import Generation, Policy, SamplingParams
 from clawgym.inference.streaming import StreamItem, TextDelta, stream_or_generate
 from clawgym.rl.types import Turn
 from clawgym.serve.feedback import Feedback, FeedbackError, apply_feedback, feedback_only
-from clawgym.serve.protocol import conversation
+from clawgym.core.chat_protocol import conversation
 from clawgym.serve.sessions import RequestView, SessionTracker
 from clawgym.serve.turn_log import TurnLog
 
 if TYPE_CHECKING:
     from clawgym.rl.judge import JudgeStage
     from clawgym.serve.fitting import ContextFitter
-    from clawgym.serve.user_adapters import UserAdapters
+    from clawgym.personal.user_adapters import UserAdapters
 
 logger = logging.getLogger(__name__)
 

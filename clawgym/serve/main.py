@@ -1,4 +1,4 @@
-"""The deployed personal agent that ``clawgym serve --config chat`` runs: its settings and its builder.
+"""The deployed personal agent that ``clawgym serve --config chat`` runs: its builder.
 
 The served policy answers real clients (OpenClaw, the openai SDK) through the gateway; every
 main-line turn is recorded and judged; with ``serve.train: true`` a personal trainer trains on
@@ -14,126 +14,37 @@ The policy, its trainer and the judges come from the builder of ``clawgym train`
 (:func:`~clawgym.rl.launch.build.build_stack`, with the :class:`~clawgym.rl.launch.build.StackOptions` serve
 needs): ``policy.backend: hf`` serves in this process; ``sglang`` (with the ``gpu`` section) serves from an SGLang
 server placed by that builder and publishes trained weights to it (shared adapters only). This module adds what
-only serving has: the responder, the personal trainer, the gateway, the dashboard and the wish memory.
-``adapters: shared`` trains one set of weights for everyone (:class:`PersonalTrainer`).
+only serving has: the responder, the gateway, the dashboard, the turn log and the wish memory, and it builds
+the personal learner (:mod:`clawgym.personal`) with them passed in.
+``adapters: shared`` trains one set of weights for everyone (:class:`~clawgym.personal.trainer.PersonalTrainer`).
 ``adapters: per_user`` gives every user their own LoRA adapter on one base model, served together in
-one batch and trained only on that user's turns (:mod:`clawgym.serve.user_adapters`); users come from
+one batch and trained only on that user's turns (:mod:`clawgym.personal.user_adapters`); users come from
 ``users`` (API key -> user id) or the requests' ``user`` field. ``admin_key`` unlocks the dashboard's
 data and ``DELETE /v1/users/{id}``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from clawgym.rl.launch import ConfigError, RunConfig
-from clawgym.rl.methods import PROB_JUDGES, USES_HINTS
+from clawgym.rl.methods import PROB_JUDGES
 
 if TYPE_CHECKING:  # the builder imports torch, the judges, the app and the trainers only when it builds
     from fastapi import FastAPI
 
     from clawgym.core.policy import Policy, SamplingParams
     from clawgym.inference.streaming import StreamItem
-    from clawgym.rl.launch import Stack
+    from clawgym.personal.learner import Learner
+    from clawgym.personal.user_adapters import UserAdapters
+    from clawgym.personal.wish_memory import WishMemory
     from clawgym.rl.trainer import Trainer
     from clawgym.rl.types import Turn
     from clawgym.serve.dashboard import Dashboard
     from clawgym.serve.gateway import ChatGateway, PolicyResponder, Responder
-    from clawgym.serve.hindsight import HindsightGroups, HindsightSettings
-    from clawgym.serve.personal_trainer import PersonalTrainer
     from clawgym.serve.sessions import RequestView
-    from clawgym.serve.user_adapters import UserAdapters, UserAdapterTrainer
-    from clawgym.serve.wish_memory import WishMemory
-
-ADAPTER_MODES = ("shared", "per_user")
-
-
-@dataclass
-class ServeSettings:
-    host: str = "127.0.0.1"
-    port: int = 8000
-    api_key: str | None = None
-    log: str | None = None  # default: <loop.output_dir>/turns.jsonl
-    idle_timeout_s: float = 1800.0
-    train: bool = True
-    batch_size: int = 8
-    max_staleness: int = 2
-    baseline: str = "batch"  # batch: A = verdict - the step's mean verdict; none: A = verdict (OpenClaw-RL)
-    max_tokens: int = 512
-    adapters: str = "shared"  # shared | per_user
-    users: dict[str, str] = field(default_factory=dict)  # API key -> user id
-    admin_key: str | None = None
-    max_users: int = 16  # adapter slots (per_user)
-    # hindsight GRPO (clawgym.serve.hindsight): 0 = off; k >= 2 replies a group, the person's included
-    hindsight_k: int = 0
-    hindsight_verdict_weight: float = 0.5  # the share of the person's verdict in their reply's reward
-    hindsight_max_queued: int = 8  # judged turns waiting for their group; more are skipped
-    hindsight_prompted: int = 0  # siblings sampled with the user's wishes in their prompt (of hindsight_k - 1)
-    # who samples them: "" the served policy, or a model of the same tokenizer (e.g. qwen2.5-coder-1.5b)
-    hindsight_prompted_model: str = ""
-    # siblings the policy writes once the user's next message is in its context (of hindsight_k - 1 - prompted)
-    hindsight_answered: int = 0
-    # the rubric meets no wish with a reply that declines the request ("I'm sorry, but I can't assist with that.")
-    hindsight_refusals_fail: bool = False
-    # the OPD teacher reads every remembered wish of the user (clawgym.serve.wish_memory), not only the turn's hint
-    teacher_wishes: bool = False
-
-    @classmethod
-    def from_config(cls, config: RunConfig) -> "ServeSettings":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(config.serve) - known)
-        if unknown:
-            raise ConfigError(f"serve: unknown key(s) {unknown}; known: {sorted(known)}")
-        settings = cls(**config.serve)
-        from clawgym.serve.personal_trainer import BASELINES
-
-        if settings.baseline not in BASELINES:
-            raise ConfigError(f"serve.baseline must be one of {BASELINES}, got {settings.baseline!r}")
-        if settings.adapters not in ADAPTER_MODES:
-            raise ConfigError(f"serve.adapters must be one of {ADAPTER_MODES}, got {settings.adapters!r}")
-        if settings.adapters == "per_user" and not config.trainer.lora.enabled:
-            raise ConfigError("serve.adapters: per_user trains one LoRA adapter per user: set "
-                              "trainer.lora.enabled: true")
-        if settings.adapters == "per_user" and config.policy.quantize != "none":
-            raise ConfigError("serve.adapters: per_user serves LoRA adapters on the full-precision base: "
-                              "set policy.quantize: none")
-        if not isinstance(settings.users, dict):
-            raise ConfigError("serve.users must map API keys to user ids")
-        if settings.hindsight_k:
-            settings.hindsight(config)  # validates
-        if settings.teacher_wishes and config.method not in USES_HINTS:
-            raise ConfigError("serve.teacher_wishes puts the wishes in the OPD teacher's context: "
-                              f"method {config.method!r} has no teacher (use one of {sorted(USES_HINTS)})")
-        if settings.teacher_wishes and settings.adapters != "shared":
-            raise ConfigError("serve.teacher_wishes works with serve.adapters: shared")
-        return settings
-
-    def hindsight(self, config: RunConfig) -> HindsightSettings | None:
-        """The :class:`HindsightSettings` of ``serve.hindsight_*`` (None when off); ConfigError when it cannot run."""
-        if not self.hindsight_k:
-            return None
-        from clawgym.serve.hindsight import HindsightSettings
-
-        why = None
-        if config.method not in ("grpo", "hybrid"):
-            why = (f"trains GRPO groups scored by the rubric judge: set method: grpo (or hybrid, which adds the OPD "
-                   f"term of a teacher reading the wishes), not {config.method!r}")
-        elif self.adapters != "shared":
-            why = "works with serve.adapters: shared (per-user adapters have no rubric judge yet)"
-        elif config.policy.backend != "hf" or config.gpu.enabled:
-            why = ("reads the rubric judge's label probabilities from an in-process hf model: set policy.backend: hf "
-                   "and gpu.enabled: false")
-        if why:
-            raise ConfigError(f"serve.hindsight_k {why}; or turn the groups off with serve.hindsight_k: 0")
-        try:
-            return HindsightSettings(k=self.hindsight_k, verdict_weight=self.hindsight_verdict_weight,
-                                     max_tokens=self.max_tokens, max_queued=self.hindsight_max_queued,
-                                     prompted=self.hindsight_prompted, answered=self.hindsight_answered)
-        except ValueError as exc:
-            raise ConfigError(f"serve.hindsight_*: {exc}") from None
 
 
 @dataclass
@@ -141,78 +52,75 @@ class Serving:
     app: FastAPI
     gateway: ChatGateway
     policy: Policy
-    trainer: PersonalTrainer | UserAdapterTrainer | None = None  # shared | per_user adapters, when serve.train
+    trainer: Learner | None = None  # the personal learner of serve.adapters, when serve.train
     adapters: UserAdapters | None = None  # per_user
     dashboard: Dashboard | None = None
-    wishes: WishMemory | None = None  # what each user asked for (clawgym.serve.wish_memory)
-
-
-@dataclass
-class Learner:
-    """The stack of ``clawgym train``'s builder (policy, trainer, judges) and what serve puts on it: who answers
-    (the responder) and who learns (the personal trainer of ``serve.adapters``; None without ``serve.train``)."""
-
-    stack: Stack
-    responder: Responder
-    personal: PersonalTrainer | UserAdapterTrainer | None = None
-    adapters: UserAdapters | None = None  # per_user
+    wishes: WishMemory | None = None  # what each user asked for (clawgym.personal.wish_memory)
 
 
 def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
-    """Policy, judges, gateway, dashboard (and the background trainer) from a launcher config.
+    """Policy, judges, gateway, dashboard (and the background learner) from a launcher config.
 
     ``policy.backend: hf`` serves in this process (CPU / one device); ``sglang`` (the GPU section) serves
     from an SGLang server placed by the same builder as ``clawgym train`` (``device``: see
-    :func:`~clawgym.rl.launch.build.build_stack`).
+    :func:`~clawgym.rl.launch.build.build_stack`; a trainer only when serve trains or keeps per-user adapters).
     """
     from clawgym.inference.chat_template import encode_prompt
+    from clawgym.personal.learner import LearnerHooks, build_learner, in_process
+    from clawgym.personal.wish_memory import WishMemory
     from clawgym.rl.judge import JudgeStage
+    from clawgym.rl.launch.build import StackOptions, build_stack
     from clawgym.rl.types import read_jsonl
     from clawgym.serve.app import build_gateway_app
     from clawgym.serve.dashboard import Dashboard
     from clawgym.serve.fitting import ContextFitter
-    from clawgym.serve.gateway import ChatGateway
+    from clawgym.serve.gateway import ChatGateway, PolicyResponder, UserResponder
     from clawgym.serve.sessions import SessionTracker
     from clawgym.serve.turn_log import TurnLog
     from clawgym.serve.users import UserDirectory
-    from clawgym.serve.wish_memory import WishMemory
 
-    settings = ServeSettings.from_config(config)
+    serve = config.serve
+    if not in_process(config):
+        problems = sglang_problems(config)
+        if problems:
+            raise ConfigError("clawgym serve with the sglang backend: " + "; ".join(problems))
     out = Path(config.loop.output_dir)
-    learner = build_learner(config, settings, out, device)
-    policy, personal, adapters = learner.stack.policy, learner.personal, learner.adapters
-    tokenizer, max_positions = learner.stack.tokenizer, learner.stack.max_positions
+    per_user = serve.adapters == "per_user"
+    stack = build_stack(config, device=device, options=StackOptions(
+        trainer=serve.train or per_user, adapter_slots=serve.max_users + 1 if per_user else 0))
+    policy, tokenizer, max_positions = stack.policy, stack.tokenizer, stack.max_positions
     dashboard = Dashboard()
-    log_path = Path(settings.log or out / "turns.jsonl")
-    log = TurnLog(log_path)
+    log = TurnLog(Path(serve.log or out / "turns.jsonl"))
     steps = out / "train_steps.jsonl"
     dashboard.rebuild(log.turns(), read_jsonl(steps) if steps.exists() else ())
     wishes = WishMemory(log, on_change=dashboard.observe_wishes)  # replays the log's wish events
-    if getattr(personal, "hindsight", None) is not None:
-        personal.hindsight.rubric.wishes_of = wishes.texts  # the rubric scores against what each user asked
-        personal.hindsight.on_scored = dashboard.observe_wishes_met
-        personal.hindsight.on_group = log.record_group  # what each group showed the trainer, for reading later
-    if settings.teacher_wishes and personal is not None:
-        personal.wishes_of = wishes.texts
+    hooks = LearnerHooks(
+        wishes_of=wishes.texts,  # the rubric (and the teacher of serve.teacher_wishes) reads what each user asked
+        on_step=lambda record: dashboard.observe_step(record.get("user", "default"), record.get(
+            "adapter_version", record.get("policy_version", 0))),
+        on_error=dashboard.observe_train_error, on_scored=dashboard.observe_wishes_met,
+        on_group=log.record_group)  # what each group showed the trainer, for reading later
+    personal = build_learner(config, stack, out, hooks)
+    learner, adapters = personal.learner, personal.adapters
+    responder: Responder = UserResponder(adapters) if adapters is not None else PolicyResponder(policy)
+    if personal.publish_first:  # shared weights restored from a checkpoint, served by SGLang
+        assert stack.trainer is not None and isinstance(responder, PolicyResponder)
+        responder = PublishFirst(responder, stack.trainer)
 
     def on_judged(turn: Turn) -> None:
         dashboard.observe_judged(turn)
         wishes.observe_judged(turn)  # a correction (judged, or sent as feedback) becomes a wish
-        if personal is not None:
-            personal.add(turn)
+        if learner is not None:
+            learner.add(turn)
 
-    if personal is not None:
-        personal.on_step = lambda record: dashboard.observe_step(record.get("user", "default"), record.get(
-            "adapter_version", record.get("policy_version", 0)))
-        personal.on_error = dashboard.observe_train_error
     fitter = ContextFitter(lambda messages, tools: len(encode_prompt(tokenizer, messages, tools)), max_positions)
-    judges = learner.stack.judges
-    gateway = ChatGateway(learner.responder, log, tracker=SessionTracker(idle_timeout_s=settings.idle_timeout_s),
+    judges = stack.judges
+    gateway = ChatGateway(responder, log, tracker=SessionTracker(idle_timeout_s=serve.idle_timeout_s),
                           judge_stage=JudgeStage(judges) if judges else None, on_judged=on_judged,
                           on_recorded=dashboard.observe_turn, model_name=config.policy.model, fitter=fitter)
-    gateway.model_info = {"context_window": max_positions, "max_output_tokens": settings.max_tokens}
-    if personal is not None:
-        personal.recover(gateway.log.turns())  # judged before a restart, never trained: not lost
+    gateway.model_info = {"context_window": max_positions, "max_output_tokens": serve.max_tokens}
+    if learner is not None:
+        learner.recover(gateway.log.turns())  # judged before a restart, never trained: not lost
 
     async def forget(user: str) -> dict[str, Any]:
         """Everything the server keeps about ``user``: turns, sessions, wishes, adapter, pending samples, step
@@ -222,127 +130,27 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
         dropped_events = await asyncio.to_thread(gateway.log.forget_user, user)
         result = {"log_events_deleted": dropped_events, "turns_in_memory_dropped": gateway.forget_user(user),
                   "wishes_deleted": wishes.forget(user),
-                  "pending_samples_dropped": personal.forget(user) if hasattr(personal, "forget") else 0,
+                  "pending_samples_dropped": learner.forget(user) if learner is not None else 0,
                   "adapter_deleted": adapters.forget(user) if adapters is not None else False}
         await asyncio.to_thread(_forget_step_records, steps, user)
         dashboard.forget(user)
         return result
 
-    users = UserDirectory(settings.users, settings.admin_key, shared_key=settings.api_key)
-    app = build_gateway_app(gateway, api_key=settings.api_key, default_max_tokens=settings.max_tokens, users=users,
+    users = UserDirectory(serve.users, serve.admin_key, shared_key=serve.api_key)
+    app = build_gateway_app(gateway, api_key=serve.api_key, default_max_tokens=serve.max_tokens, users=users,
                             default_temperature=config.rollout.temperature,  # what the trainer trains at
-                            dashboard=dashboard,
-                            forget=forget if settings.adapters == "per_user" or settings.admin_key else None,
+                            dashboard=dashboard, forget=forget if per_user or serve.admin_key else None,
                             wishes=wishes)
-    return Serving(app, gateway, policy, personal, adapters, dashboard, wishes)
+    return Serving(app, gateway, policy, learner, adapters, dashboard, wishes)
 
 
-def build_learner(config: RunConfig, settings: ServeSettings, out: Path, device: str = "cuda") -> Learner:
-    """The policy, trainer and judges from :func:`~clawgym.rl.launch.build.build_stack` (the builder and plan of
-    ``clawgym train``; a trainer only when serve trains or keeps per-user adapters), then the responder and the
-    personal trainer of ``serve.adapters`` on them."""
-    from clawgym.rl.launch.build import StackOptions, build_stack
-
-    in_process = not (config.gpu.enabled or config.policy.backend != "hf")
-    if not in_process:
-        problems = sglang_problems(config, settings)
-        if problems:
-            raise ConfigError("clawgym serve with the sglang backend: " + "; ".join(problems))
-    per_user = settings.adapters == "per_user"
-    stack = build_stack(config, device=device, options=StackOptions(
-        trainer=settings.train or per_user, adapter_slots=settings.max_users + 1 if per_user else 0))
-    if per_user:
-        return _per_user(settings, stack, out)
-    return _shared(config, settings, stack, out, in_process)
-
-
-def _shared(config: RunConfig, settings: ServeSettings, stack: Stack, out: Path, in_process: bool) -> Learner:
-    """One set of weights for everyone: the trainer's copy trains and publishes each step to the served policy."""
-    from clawgym.serve.gateway import PolicyResponder
-    from clawgym.serve.personal_trainer import PersonalTrainer
-
-    policy, trainer = stack.policy, stack.trainer
-    learner = Learner(stack, PolicyResponder(policy))
-    if not settings.train:
-        return learner
-    assert trainer is not None  # StackOptions(trainer=True)
-    checkpoint = out / "checkpoint"
-    if checkpoint.is_dir():  # a restart: continue from the last published weights, at their version
-        trainer.load_checkpoint(checkpoint)
-        if in_process:
-            policy.load_weights(trainer.export_weights(), version=int(trainer.version))
-        else:  # the SGLang server gets them before it answers anyone
-            learner.responder = PublishFirst(learner.responder, trainer)
-    learner.personal = PersonalTrainer(trainer, policy, batch_size=settings.batch_size,
-                                       max_staleness=settings.max_staleness, output_dir=out,
-                                       baseline=settings.baseline)
-    if settings.hindsight_k:
-        learner.personal.hindsight = _hindsight_groups(config, settings, policy, stack.judge_policy or policy,
-                                                       learner.personal.temperature)
-    return learner
-
-
-def _per_user(settings: ServeSettings, stack: Stack, out: Path) -> Learner:
-    """One adapter per user on one base model (the stack's multi-adapter policy; the judges read its base
-    model, slot 0); the adapters saved before a restart are restored."""
-    from clawgym.serve.gateway import UserResponder
-    from clawgym.serve.user_adapters import UserAdapters, UserAdapterTrainer
-
-    trainer = stack.trainer
-    assert trainer is not None  # StackOptions(adapter_slots > 0) builds one
-    adapters = UserAdapters(stack.policy, out / "adapters")
-    personal = UserAdapterTrainer(trainer, adapters, batch_size=settings.batch_size,
-                                  max_staleness=settings.max_staleness, output_dir=out,
-                                  baseline=settings.baseline)
-    for user, outcome in adapters.restore(trainer).items():
-        print(f"  adapter of {user}: {outcome}")
-    return Learner(stack, UserResponder(adapters), personal if settings.train else None, adapters)
-
-
-def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Policy, judge_policy: Policy,
-                      temperature: float) -> HindsightGroups:
-    """Siblings from the served policy, scored by a rubric judge on the judge's model (the wishes are
-    attached by :func:`build_serving` once the wish memory exists)."""
-    from clawgym.rl.judge import RubricJudge
-    from clawgym.serve.hindsight import HindsightGroups
-
-    if not hasattr(judge_policy, "model"):
-        raise ConfigError("serve.hindsight_k: the rubric judge reads label probabilities from a "
-                          f"local hf model, and the judge {config.judge.model!r} is not one")
-    sampler, owned = _prompted_sampler(config, settings, policy, judge_policy)
-    rubric = RubricJudge(judge_policy, refusals_fail=settings.hindsight_refusals_fail)
-    return HindsightGroups(policy, rubric, settings.hindsight(config), temperature=temperature,
-                           teacher_hint=config.method == "hybrid", hint_format=config.trainer.hint_format,
-                           sampler=sampler, owns_sampler=owned)
-
-
-def _prompted_sampler(config: RunConfig, settings: ServeSettings, policy: Policy,
-                      judge_policy: Policy) -> tuple[Policy, bool]:
-    """(who samples the prompted siblings, whether the groups own it): ``serve.hindsight_prompted_model``
-    loaded in process (the judge's model when it is that one), else the served policy."""
-    name = settings.hindsight_prompted_model
-    if not name or not settings.hindsight_prompted:
-        return policy, False
-    from clawgym.inference.hf import HFPolicy
-    from clawgym.inference.models import load_tokenizer
-    from clawgym.rl.launch.placement import resolve_model
-
-    model = resolve_model(config, name)
-    if load_tokenizer(model).get_vocab() != policy.tokenizer.get_vocab():
-        raise ConfigError(f"serve.hindsight_prompted_model {name!r} has another tokenizer than the policy "
-                          f"{config.policy.model!r}; its replies are trained as the policy's token ids")
-    if judge_policy is not policy and config.judge.model == name:
-        return judge_policy, False  # the judge's model: loaded once, closed by the stack
-    return HFPolicy.from_pretrained(model, device=config.policy.device, name=f"siblings:{model}"), True
-
-
-def sglang_problems(config: RunConfig, settings: ServeSettings) -> list[str]:
+def sglang_problems(config: RunConfig) -> list[str]:
     """Why ``clawgym serve`` cannot run this config with the sglang backend (empty: it can); the schema
     already refuses ``trainer.teacher: judge`` with an SGLang judge."""
     from clawgym.rl.launch.schema import judge_parts
 
     problems = []
-    if settings.adapters == "per_user":
+    if config.serve.adapters == "per_user":
         problems.append("serve.adapters: per_user needs the in-process hf policy (it serves every user's LoRA adapter "
                         "in one batch and swaps one adapter at a time); the sglang backend receives one set of merged "
                         "weights for everyone: use serve.adapters: shared, or policy.backend: hf "

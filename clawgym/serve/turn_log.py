@@ -9,9 +9,9 @@ the gateway moves on, never rewritten. Events:
 - ``judge``: a judge result for a turn;
 - ``feedback``: the person's explicit thumb and/or correction on a turn (once per turn);
 - ``session_closed``: a session ended (client said so, or it went idle);
-- ``wish`` / ``wish_removed``: a person's wish remembered or taken back (:mod:`clawgym.serve.wish_memory`);
+- ``wish`` / ``wish_removed``: a person's wish remembered or taken back (:mod:`clawgym.personal.wish_memory`);
 - ``hindsight_group``: a turn's group as the rubric scored it, each member's reply, wishes met, reward and
-  advantage (:mod:`clawgym.serve.hindsight`), so what the trainer was pushed toward can be read back.
+  advantage (:mod:`clawgym.personal.hindsight`), so what the trainer was pushed toward can be read back.
 
 Each event carries an id, and a repeated id is ignored, so replays and restarts never duplicate.
 Writes never block the caller: a writer thread appends whatever is queued and fsyncs once per batch
@@ -124,13 +124,13 @@ class TurnLog:
                              "session_id": session_id, "reason": reason})
 
     def record_wish(self, event: dict[str, Any]) -> Future:
-        """A ``wish`` or ``wish_removed`` event, as :class:`~clawgym.serve.wish_memory.WishMemory` builds it."""
+        """A ``wish`` or ``wish_removed`` event, as :class:`~clawgym.personal.wish_memory.WishMemory` builds it."""
         if event.get("event") not in ("wish", "wish_removed") or not event.get("user"):
             raise ValueError("a wish event is a 'wish' or 'wish_removed' event with a user")
         return self._append(event)
 
     def record_group(self, event: dict[str, Any]) -> Future:
-        """A ``hindsight_group`` event, as :func:`clawgym.serve.hindsight.group_event` builds it."""
+        """A ``hindsight_group`` event, as :func:`clawgym.personal.hindsight.group_event` builds it."""
         if event.get("event") != "hindsight_group" or not event.get("turn_id") or not event.get("user"):
             raise ValueError("a group event is a 'hindsight_group' event with a turn_id and a user")
         return self._append(event)

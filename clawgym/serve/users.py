@@ -14,7 +14,7 @@ from __future__ import annotations
 import hmac
 from typing import Any, Mapping
 
-from clawgym.serve.user_adapters import check_user_id
+from clawgym.personal.user_adapters import check_user_id
 
 DEFAULT_USER = "default"
 ADAPTER_PREFIX = "adapter:"

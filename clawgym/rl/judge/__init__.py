@@ -26,11 +26,8 @@ whose backend is down raises :class:`JudgeUnavailable` and the turn is judged ag
 - Rule judges read verifiable next states: tool errors (``Error:``), non-zero exit codes, failing
   tests, and the env's own answer check at termination. :class:`CompositeJudge` combines them with an
   LLM judge (the rule is documented there).
-- :class:`RubricJudge` scores any reply against a person's remembered wishes (a graded reward for
-  hindsight GRPO), per wish: cues first, then facts the judge model reads off the request once
-  (:mod:`.request_facts`: the problem's result, the name a wish means), then the model; :mod:`.wishes`
-  turns a correction into a wish and says when two wishes are the same or contradict; :mod:`.rubric_cues`
-  decides only measurable wishes.
+- The judge of a person's remembered wishes (the rubric judge, wish extraction) is chat-specific and lives
+  with the rest of learning from a conversation, in :mod:`clawgym.personal`.
 - :class:`JudgeStage` is the async stage: a worker pool draining a turn queue, so rollouts only ever
   enqueue (``on_turn=stage.submit``) and never wait for a verdict.
 """
@@ -57,7 +54,6 @@ from clawgym.rl.judge.prompts import (
     setting_for,
     turn_fields,
 )
-from clawgym.rl.judge.rubric import RubricJudge, WishCheck, reward_of
 from clawgym.rl.judge.rules import (
     AnswerRule,
     CompositeJudge,
@@ -96,9 +92,7 @@ __all__ = [
     "cue_verdict",
     "hint_from_reply",
     "PromptTemplates",
-    "RubricJudge",
     "RuleJudge",
-    "WishCheck",
     "TestsRule",
     "ToolErrorRule",
     "chosen_hint",
@@ -108,7 +102,6 @@ __all__ = [
     "parse_boxed",
     "parse_hint",
     "parse_verdict",
-    "reward_of",
     "select_hints",
     "setting_for",
 ]

@@ -1,6 +1,6 @@
 """What the rest of clawgym calls on a trainer: the :class:`Trainer` protocol.
 
-The async loop (:mod:`clawgym.rl.loop`), the personal trainer (:mod:`clawgym.serve.personal_trainer`) and
+The async loop (:mod:`clawgym.rl.loop`), the personal trainer (:mod:`clawgym.personal.trainer`) and
 the weight transports (:func:`~clawgym.rl.trainer.transport.served_weights`) see nothing else of a trainer:
 a train step on a batch of samples, a version that counts the steps, the weights to publish (merged, or the
 LoRA adapters alone), and a checkpoint. :class:`~clawgym.rl.trainer.TorchTrainer` implements it.

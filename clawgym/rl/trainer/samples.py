@@ -15,7 +15,7 @@ from clawgym.rl.types import Message, Sample
 HINT_HEADER = "[user's hint / instruction]"
 # header: OpenClaw-RL's format, the hint under HINT_HEADER on lines of its own; inline: the hint
 # appended to the user's own words, as if they had said it in the first place. Which one a 135M teacher
-# follows better depends on the task (docs/training.md: teacher-ceiling measurements).
+# follows better depends on the task (``benchmarks/hint_teacher.py``; docs/benchmarks.md).
 HINT_FORMATS = ("header", "inline")
 
 

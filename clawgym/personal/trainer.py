@@ -9,8 +9,7 @@ The learning signal is OpenClaw-RL's personal-agent one, without its traps:
 - grpo: the PRM verdict r ∈ {+1, −1} of the turn, minus a baseline: the mean verdict of the step's
   batch (``baseline: batch``, the default; every turn is its own group, so the batch is the group).
   OpenClaw-RL uses A = r as is (``baseline: none``); a person who is never satisfied gives only −1
-  verdicts, and A = −1 on every sampled token pushes probability to tokens nobody sampled (what that
-  does to SmolLM2: docs/training.md, "The personal trainer's signal"). A 0 verdict, or a batch whose
+  verdicts, and A = −1 on every sampled token pushes probability to tokens nobody sampled. A 0 verdict, or a batch whose
   verdicts all agree, trains nothing by the verdict; such turns are dropped (``zero_advantage``)
   unless a hint still teaches them;
 - opd / hybrid: the hint judge's chosen hindsight hint makes the teacher prompt; hybrid also trains on
@@ -22,7 +21,7 @@ The learning signal is OpenClaw-RL's personal-agent one, without its traps:
 - a step that raises (out of memory on a long turn, a full disk) is logged and counted (``errors``,
   ``refused["train_error"]``, the dashboard); its batch is dropped and training goes on;
 - hindsight (``serve.hindsight_k``): each judged turn becomes a GRPO group of the person's reply and
-  sibling replies scored by the rubric judge (:mod:`clawgym.serve.hindsight`); a batch takes whole groups.
+  sibling replies scored by the rubric judge (:mod:`clawgym.personal.hindsight`); a batch takes whole groups.
   With method hybrid each member also carries the OPD term of a teacher that reads the remembered wishes.
 """
 
@@ -39,10 +38,10 @@ from clawgym.rl.loop import apply_staleness, prm_score, refuse_reason
 from clawgym.rl.methods import NEEDS_HINT, USES_HINTS
 from clawgym.rl.trainer import Trainer
 from clawgym.rl.types import Sample, Turn, read_jsonl, write_jsonl
-from clawgym.serve.teacher_hint import hint_with_wishes, teacher_context
+from clawgym.personal.teacher_hint import hint_with_wishes, teacher_context
 
 if TYPE_CHECKING:
-    from clawgym.serve.hindsight import HindsightGroups
+    from clawgym.personal.hindsight import HindsightGroups
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +126,8 @@ class BackgroundTrainer:
     task_name = "clawgym-trainer"
 
     def __init__(self, trainer: Trainer, *, batch_size: int, max_staleness: int, output_dir: str | Path,
-                 baseline: str = "batch") -> None:
+                 baseline: str = "batch", on_step: Callable[[dict[str, Any]], Any] | None = None,
+                 on_error: Callable[[str, str], Any] | None = None) -> None:
         if baseline not in BASELINES:
             raise ValueError(f"unknown baseline {baseline!r}; expected one of {BASELINES}")
         self.trainer = trainer
@@ -137,8 +137,8 @@ class BackgroundTrainer:
         self.batch_size = batch_size
         self.max_staleness = max_staleness
         self.out = Path(output_dir)
-        self.on_step: Callable[[dict[str, Any]], Any] | None = None
-        self.on_error: Callable[[str, str], Any] | None = None  # (user, message) of a failed step: the dashboard
+        self.on_step = on_step  # every recorded step (the dashboard)
+        self.on_error = on_error  # (user, message) of a failed step (the dashboard)
         self.errors = 0  # steps that raised
         self.last_error: str | None = None
         self.stopped = False  # set by stop(): no step starts any more
@@ -216,11 +216,13 @@ class PersonalTrainer(BackgroundTrainer):
 
     def __init__(self, trainer: Trainer, policy: Any, *, batch_size: int = 8, max_staleness: int = 2,
                  output_dir: str | Path = "runs/chat", baseline: str = "batch", max_steps: int | None = None,
-                 hindsight: HindsightGroups | None = None) -> None:
+                 hindsight: HindsightGroups | None = None, wishes_of: Callable[[str], list[str]] | None = None,
+                 on_step: Callable[[dict[str, Any]], Any] | None = None,
+                 on_error: Callable[[str, str], Any] | None = None) -> None:
         self.policy = policy
         self.max_steps = max_steps
         super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir,
-                         baseline=baseline)
+                         baseline=baseline, on_step=on_step, on_error=on_error)
         if hindsight is not None and self.method not in ("grpo", "hybrid"):
             raise ValueError(f"hindsight groups train with method grpo or hybrid (their rubric rewards are the "
                              f"signal), not {self.method!r}")
@@ -229,9 +231,8 @@ class PersonalTrainer(BackgroundTrainer):
         self.refused: collections.Counter = collections.Counter()
         self.steps = 0
         self.busy = False  # a train step (or a weight swap) is running now
-        self.hindsight = hindsight  # HindsightGroups (clawgym.serve.hindsight) or None
-        # serve.teacher_wishes: user -> remembered wishes, for the OPD teacher's hint
-        self.wishes_of: Callable[[str], list[str]] | None = None
+        self.hindsight = hindsight  # HindsightGroups (clawgym.personal.hindsight) or None
+        self.wishes_of = wishes_of  # serve.teacher_wishes: user -> remembered wishes, for the OPD teacher's hint
         self.awaiting_group: collections.deque[Turn] = collections.deque()  # judged turns waiting for their group
         self._grouping: asyncio.Task | None = None
         self._group_wake = asyncio.Event()
@@ -357,7 +358,7 @@ class PersonalTrainer(BackgroundTrainer):
         """Drop pending turns that are already too stale to train (the version only grows), before a
         batch is taken: every step then trains on a full batch. Taking the batch first would leave steps
         on the few fresh turns of a batch, which under Adam move the weights about as far as a full
-        batch does, on a fraction of the signal (docs/training.md, "The personal trainer's signal")."""
+        batch does, on a fraction of the signal."""
         self.pending = self.fresh(self.pending)
 
     async def train_once(self) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 
-from clawgym.rl.judge.wishes import aspects
+from clawgym.personal.wishes import aspects
 
 LIST_LINE = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s+", re.MULTILINE)
 MARKDOWN = re.compile(r"\*\*|__|^\s*#+\s", re.MULTILINE)
@@ -62,6 +62,12 @@ _MEASURED = re.compile(r"(?i)\b(?:no|not|don'?t|do not|use|without|avoid|skip|dr
 UNCHECKABLE = re.compile(r"(?i)\b(?:faster|quicker|sooner|quickly|right away|immediately|remind(?:er)?|remember|"
                          r"e-?mail|sms|notif(?:y|ication)|schedule|tomorrow|tonight|next week|every "
                          r"(?:day|morning|week))\b")
+
+
+def any_word(words: str) -> re.Pattern:
+    """Any one of the space-separated ``words``, whole and in any case: the words a wish may hold besides
+    its subject (for :func:`nothing_else`), kept as a plain word list."""
+    return re.compile(r"(?i)\b(?:" + "|".join(words.split()) + r")\b")
 
 
 def nothing_else(wish: str, *covered: re.Pattern) -> bool:
@@ -128,8 +134,8 @@ ENCOURAGEMENT = re.compile(r"(?i)\b(?:great|good (?:job|work|effort|try|thinking
                            r"awesome|fantastic|wonderful|brilliant|amazing|terrific|superb|impressive|proud|bravo|"
                            r"congrat\w*|keep (?:it )?up|keep going|keep (?:on )?practi[cs]ing|you(?:'re| are) "
                            r"(?:close|almost there|on the right track|doing well)|don'?t worry|you can do it)\b")
-_WARMTH_FILLER = re.compile(r"(?i)\b(?:make|be|it|more|a|bit|little|lot|much|and|please|sound|the|comment|"
-                            r"reply|tone|to|student|them|him|her|me)\b")
+_WARMTH_FILLER = any_word("make be it more a bit little lot much and please sound the comment reply tone to student "
+                          "them him her me")
 
 
 def warmth_check(wish: str, reply: str) -> bool | None:

@@ -1,5 +1,8 @@
 """What the real OpenClaw client sends, and how to read it (see shared/reference/openclaw-client.md).
 
+A contract like the messages it reads: the gateway (``serve``) and the personal learner (``personal``) both
+read a conversation this way, so it sits below both.
+
 - The last user message of every request is OpenClaw's internal-context block
   (``<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>``), not the person's text: it is never a next state.
 - The session id reaches us only in the body (``prompt_cache_key: "<sessionId>:0"``) and in a

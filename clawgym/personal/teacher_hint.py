@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from clawgym.rl.types import Turn
-from clawgym.serve.protocol import is_internal_context
+from clawgym.core.chat_protocol import is_internal_context
 
 
 def hint_with_wishes(hint: str | None, wishes: list[str]) -> str:

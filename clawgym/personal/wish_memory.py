@@ -1,7 +1,7 @@
 """What each person asked for, remembered across conversations: their wishes.
 
 A wish is a short request in the person's own words ("address the student by name"), made from a
-correction by :func:`clawgym.rl.judge.wishes.wishes_from_correction` (a message that asks for several
+correction by :func:`clawgym.personal.wishes.wishes_from_correction` (a message that asks for several
 things leaves one wish per thing). Two sources, nothing else:
 
 - the person's next message, when the judge read it as a correction (a verdict below zero);
@@ -27,17 +27,27 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Protocol
 
+from clawgym.core.chat_protocol import is_internal_context, user_text
 from clawgym.core.messages import text_of
-from clawgym.rl.judge.wishes import relation, wishes_from_correction
+from clawgym.personal.wishes import relation, wishes_from_correction
 from clawgym.rl.types import Turn
-from clawgym.serve.protocol import is_internal_context, user_text
-from clawgym.serve.turn_log import TurnLog
 
 SOURCES = ("reply", "feedback")
 MAX_SAID_CHARS = 500
 MAX_REPLACED = 5
+
+
+class WishLog(Protocol):
+    """Where wish events are kept (the gateway's :class:`~clawgym.serve.turn_log.TurnLog`): replayed at start,
+    appended on every change, flushed before a removal is answered."""
+
+    def events(self) -> Iterator[dict[str, Any]]: ...
+
+    def record_wish(self, event: dict[str, Any]) -> Any: ...
+
+    def flush(self) -> None: ...
 
 
 @dataclass
@@ -74,7 +84,7 @@ def next_words(turn: Turn) -> str:
 class WishMemory:
     """Per-user wishes, kept in the turn log; ``on_change(user, wishes)`` hears every change (the dashboard)."""
 
-    def __init__(self, log: TurnLog | None = None, on_change: Callable[[str, list[Wish]], Any] | None = None) -> None:
+    def __init__(self, log: WishLog | None = None, on_change: Callable[[str, list[Wish]], Any] | None = None) -> None:
         self.log = log
         self.on_change = on_change
         self._users: dict[str, dict[str, Wish]] = {}

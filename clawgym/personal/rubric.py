@@ -2,7 +2,7 @@
 
 A verdict on the person's next message says only whether *that* reply pleased them. The rubric judge
 scores *any* reply to a context against the wishes the person expressed before (the wish memory,
-:mod:`clawgym.serve.wish_memory`), so a trainer can score replies nobody answered (hindsight GRPO):
+:mod:`clawgym.personal.wish_memory`), so a trainer can score replies nobody answered (hindsight GRPO):
 
     reward, checks = rubric.score(user, context_messages, reply)   # reward in [0, 1] or None
     results = rubric.score_many([(user, context, reply), ...])     # one batched forward pass
@@ -13,17 +13,17 @@ cached by (model, version, wish, request, reply). The wish comes last in the que
 of one reply share everything before it: that part is read once and only the wishes run as a batch
 (:func:`~clawgym.inference.scoring.grouped_label_margins`). Wishes
 that state something measurable (a format, a word or sentence count, a name, warmth) are decided by
-:mod:`clawgym.rl.judge.rubric_cues` first when ``cues=True``; a wish for the correct result, or to be
+:mod:`clawgym.personal.rubric_cues` first when ``cues=True``; a wish for the correct result, or to be
 addressed by a name it does not say, is decided by a fact the judge model reads off the request once
-(:mod:`clawgym.rl.judge.request_facts`, ``read_facts=True``: the problem's result, the name meant) and
+(:mod:`clawgym.personal.request_facts`, ``read_facts=True``: the problem's result, the name meant) and
 looks for in the reply; the model decides the rest.
 
 The reward is the fraction of decided wishes that are met. A margin within ``band`` of the
 threshold is *unsure* (``met=None``) and leaves the wish out, as does a wish no reply can show
-("answer faster", "email me the summary": :func:`~clawgym.rl.judge.rubric_cues.checkable`); a reply
+("answer faster", "email me the summary": :func:`~clawgym.personal.rubric_cues.checkable`); a reply
 with no decided wish (the person has no wishes yet, or none the judge can check) gets reward None,
 and a trainer must not train on it. With ``refusals_fail`` a reply that declines the request outright
-(:func:`~clawgym.rl.judge.rubric_cues.refuses`) meets no wish, like an empty one. ``context_messages`` is
+(:func:`~clawgym.personal.rubric_cues.refuses`) meets no wish, like an empty one. ``context_messages`` is
 the conversation the reply answers; the question shows the model its first user message (the task) and its
 last one (often a correction), each clipped.
 """
@@ -38,9 +38,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from clawgym.core.messages import Message, text_of
-from clawgym.rl.judge.request_facts import RequestFacts
-from clawgym.rl.judge.rubric_cues import checkable, cue_check, name_check, refuses, warmth_check
-from clawgym.rl.judge.wishes import wish_question
+from clawgym.personal.request_facts import RequestFacts
+from clawgym.personal.rubric_cues import checkable, cue_check, name_check, refuses, warmth_check
+from clawgym.personal.wishes import wish_question
 
 SYSTEM = ("You check an AI assistant's reply against one wish of the user. Answer Yes if the reply does what the "
           "wish asks, No if it does not.")

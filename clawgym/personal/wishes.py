@@ -1,7 +1,7 @@
 """A user's correction as a short wish, and when two wishes are about the same thing.
 
-The wish memory (:mod:`clawgym.serve.wish_memory`) keeps what a person asked for across
-conversations; the rubric judge (:mod:`clawgym.rl.judge.rubric`) checks replies against it. Both need
+The wish memory (:mod:`clawgym.personal.wish_memory`) keeps what a person asked for across
+conversations; the rubric judge (:mod:`clawgym.personal.rubric`) checks replies against it. Both need
 the request in a short, stable form, built from the person's own words only:
 
 - :func:`wish_from_correction` keeps the request sentences of a message and drops what is not the

@@ -1,7 +1,7 @@
 """Facts the judge model reads off the request once, and the wishes they decide without asking about the reply.
 
 Asked "Does the reply meet this wish?", a 0.5B judge is at chance on the wishes that need a fact
-from the request: "mention the correct result" (``benchmarks/rubric_judge.py``; docs/training.md: it
+from the request: "mention the correct result" (``benchmarks/rubric_judge.py``, docs/benchmarks.md: it
 would have to solve the problem in its head while reading the reply) and "address the student by name" (it must
 know who the student is). Reading the fact off the request is a separate and easier task, done once
 per request apart from any reply, and cached: the same fact decides every reply to the request (a
@@ -32,16 +32,16 @@ import threading
 from typing import Any, Callable
 
 from clawgym.core.messages import Message
-from clawgym.rl.judge.rubric_cues import BY_NAME, names_in, nothing_else
+from clawgym.personal.rubric_cues import BY_NAME, any_word, names_in, nothing_else
 
 # a wish whose subject is the result: "mention the correct result", "give the final number", "what is the answer"
 RESULT_WISH = re.compile(r"(?i)\b(?:(?:correct|right|final|actual|exact)\s+(?:result|answer|number|total|value)s?"
                          r"|what(?:'s| is) the (?:answer|result|total))\b")
 # words a result wish may hold besides its subject; anything else is a second request for the model
-_RESULT_ONLY = re.compile(r"(?i)\b(?:mention|state|give|gives|include|tell|say|show|write|put|add|me|us|them|the|a|"
-                          r"so|that|student|students|can|could|compare|check|please|just|clearly|also|and|it|in|your|"
-                          r"reply|comment|what|whats|is|correct|right|final|actual|exact|result|results|answer|"
-                          r"answers|number|numbers|total|value)\b")
+_RESULT_ONLY = any_word("mention state give gives include tell say show write put add me us them the a so that student "
+                        "students can could compare check please just clearly also and it in your reply comment what "
+                        "whats is correct right final actual exact result results answer answers number numbers total "
+                        "value")
 SYSTEM = "You are a careful math assistant who solves word problems with Python."
 NAME_SYSTEM = "You answer questions about a message with a single name."
 MAX_NEW_TOKENS = 48  # room for "answer = a + b * c" and a little more

@@ -26,10 +26,10 @@ import logging
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from clawgym.rl.types import Sample, Turn, read_jsonl
-from clawgym.serve.personal_trainer import BackgroundTrainer, sample_from_turn, step_record
+from clawgym.personal.trainer import BackgroundTrainer, sample_from_turn, step_record
 
 if TYPE_CHECKING:
     from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
@@ -124,10 +124,12 @@ class UserAdapterTrainer(BackgroundTrainer):
     """The per-user personal trainer; see the module docstring."""
 
     def __init__(self, trainer: TorchTrainer, adapters: UserAdapters, *, batch_size: int = 8, max_staleness: int = 2,
-                 output_dir: str | Path = "runs/chat", baseline: str = "batch") -> None:
+                 output_dir: str | Path = "runs/chat", baseline: str = "batch",
+                 on_step: Callable[[dict[str, Any]], Any] | None = None,
+                 on_error: Callable[[str, str], Any] | None = None) -> None:
         self.adapters = adapters
         super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir,
-                         baseline=baseline)
+                         baseline=baseline, on_step=on_step, on_error=on_error)
         self.pending: dict[str, list[Sample]] = collections.defaultdict(list)
         self.refused: collections.Counter = collections.Counter()
         self.steps: collections.Counter = collections.Counter()

@@ -2,9 +2,9 @@
 
 A person's verdict says whether *one* reply pleased them; a scripted or busy person complains about
 almost every reply, so the verdicts barely vary and, after any baseline, teach nothing. Here, once a
-turn is judged (and its correction has become a wish, :mod:`clawgym.serve.wish_memory`), the served
+turn is judged (and its correction has become a wish, :mod:`clawgym.personal.wish_memory`), the served
 policy samples ``k - 1`` more replies to the *same prompt tokens* at the trainer's temperature, and the
-rubric judge (:class:`~clawgym.rl.judge.rubric.RubricJudge`) scores all ``k`` replies against the
+rubric judge (:class:`~clawgym.personal.rubric.RubricJudge`) scores all ``k`` replies against the
 person's remembered wishes. The rewards are the fraction of wishes met; the real reply's reward also
 counts the person's own verdict (``verdict_weight``: ``(1 - w) * rubric + w * (verdict + 1) / 2``).
 GRPO normalises the rewards within the group, so a reply that meets more wishes than its siblings is
@@ -27,8 +27,8 @@ own prompt: ``off_policy`` samples, whose old policy in the PPO ratio is the tra
 sampler's logprobs belong to the other prompt). The rubric scores them like any sibling, so a prompted
 reply is pushed up only where it meets more wishes than the group. The prompted siblings may come from
 a bigger model of the same tokenizer (``sampler``, ``serve.hindsight_prompted_model``): on the teacher
-persona the 0.5B model reading the wishes scores 0.58 on its checks against its own 0.55, the 1.5B model
-0.83 (docs/training.md, "Prompted siblings").
+persona the 1.5B model reading the wishes meets far more of the checks than the 0.5B model does
+(``benchmarks/prompted_siblings.py --personas teacher ta`` measures it).
 
 The groups built on a conversation's first reply, the reply a new conversation starts with, hold no
 member that anticipates what the person will ask for (the TA's "give a score out of 10": no first-reply
@@ -57,12 +57,12 @@ import torch
 from clawgym.core.messages import text_of
 from clawgym.core.policy import SamplingParams
 from clawgym.rl import losses
-from clawgym.rl.judge.rubric import RubricJudge, WishCheck, reward_of
+from clawgym.personal.rubric import RubricJudge, WishCheck, reward_of
 from clawgym.rl.trainer.samples import hinted_messages, render_prompt_ids
 from clawgym.rl.types import Sample, Turn
-from clawgym.serve.protocol import conversation
-from clawgym.serve.teacher_hint import hint_with_wishes, teacher_context
-from clawgym.serve.wish_memory import next_words
+from clawgym.core.chat_protocol import conversation
+from clawgym.personal.teacher_hint import hint_with_wishes, teacher_context
+from clawgym.personal.wish_memory import next_words
 
 
 @dataclass
@@ -110,12 +110,13 @@ class HindsightGroups:
     """Builds one turn's group: ``await groups.build(turn, verdict)`` -> (samples, None) or (None, why not).
 
     ``policy``: the served policy (``generate_ids``); ``rubric``: a :class:`RubricJudge` whose
-    ``wishes_of`` reads the wish memory (set by the server once the memory exists).
+    ``wishes_of`` reads the wish memory.
     """
 
     def __init__(self, policy: Any, rubric: RubricJudge, settings: HindsightSettings, temperature: float,
                  teacher_hint: bool = False, hint_format: str = "inline", sampler: Any = None,
-                 owns_sampler: bool = False) -> None:
+                 owns_sampler: bool = False, on_scored: Callable[[str, float], Any] | None = None,
+                 on_group: Callable[[dict[str, Any]], Any] | None = None) -> None:
         self.sampler = sampler if sampler is not None else policy  # who writes the prompted siblings
         if settings.prompted and getattr(self.sampler, "tokenizer", None) is None:
             raise ValueError("prompted siblings render the teacher's prompt with the sampler's tokenizer, "
@@ -131,10 +132,8 @@ class HindsightGroups:
         self.teacher_hint = teacher_hint  # hybrid: every member also distils the teacher that reads the wishes
         self.hint_format = hint_format  # where a prompted sibling's prompt holds the wishes
         self.stats: collections.Counter[str] = collections.Counter()
-        # (user, share of wishes the served reply met): the dashboard
-        self.on_scored: Callable[[str, float], Any] | None = None
-        # every scored group as a ``hindsight_group`` event (:func:`group_event`): the turn log
-        self.on_group: Callable[[dict[str, Any]], Any] | None = None
+        self.on_scored = on_scored  # (user, share of wishes the served reply met): the dashboard
+        self.on_group = on_group  # every scored group as a ``hindsight_group`` event (:func:`group_event`): the turn log
 
     @property
     def wishes_of(self) -> Callable[[str], list[str]] | None:

@@ -1,0 +1,157 @@
+"""The personal learner of ``clawgym serve``: one protocol, built in one place.
+
+The server hands every judged main-line turn to a :class:`Learner` and never looks inside it. Two
+learners exist: :class:`~clawgym.personal.trainer.PersonalTrainer` (``serve.adapters: shared``, one set
+of weights for everyone, with hindsight groups when ``serve.hindsight_k`` is set) and
+:class:`~clawgym.personal.user_adapters.UserAdapterTrainer` (``per_user``, one LoRA adapter per person).
+:func:`build_learner` builds either from the stack of ``clawgym train``'s builder and the
+:class:`LearnerHooks` the server passes in (the wish memory, the dashboard, the turn log): every
+dependency is a constructor argument, nothing is assigned afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+from clawgym.rl.launch import ConfigError, RunConfig
+
+if TYPE_CHECKING:
+    from clawgym.core.policy import Policy
+    from clawgym.personal.hindsight import HindsightGroups
+    from clawgym.personal.user_adapters import UserAdapters
+    from clawgym.rl.launch import Stack
+    from clawgym.rl.types import Turn
+
+
+class Learner(Protocol):
+    """What the server drives: turns in (never blocking), a restart's recovery, forget-me, shutdown."""
+
+    def add(self, turn: Turn) -> None:
+        """A judged turn (the gateway's ``on_judged``): keep its sample if trainable; train in the background."""
+
+    def recover(self, turns: list[Turn]) -> int:
+        """After a restart: queue the log's judged turns that no finished step trained on; returns how many."""
+
+    def forget(self, user: str) -> int:
+        """Forget-me: drop everything pending of ``user``; returns how many samples or turns were dropped."""
+
+    async def stop(self) -> None:
+        """Train no more: the step in flight finishes, the served weights stay fixed from here on."""
+
+    async def close(self) -> None:
+        """Cancel the background tasks and release what the learner owns."""
+
+
+@dataclass(frozen=True)
+class LearnerHooks:
+    """What the learner reads from and reports to the rest of the server (each optional)."""
+
+    wishes_of: Callable[[str], list[str]] | None = None  # user -> remembered wishes (the wish memory)
+    on_step: Callable[[dict[str, Any]], Any] | None = None  # every recorded train step (the dashboard)
+    on_error: Callable[[str, str], Any] | None = None  # (user, message) of a failed step (the dashboard)
+    on_scored: Callable[[str, float], Any] | None = None  # (user, share of wishes a served reply met)
+    on_group: Callable[[dict[str, Any]], Any] | None = None  # every scored hindsight group (the turn log)
+
+
+@dataclass
+class PersonalLearning:
+    """What :func:`build_learner` made: the learner (None when the server does not train), the per-user
+    adapters (``per_user``: the responder serves them too) and whether a restart restored weights the
+    served policy does not hold yet (an SGLang server: publish before the first answer)."""
+
+    learner: Learner | None = None
+    adapters: UserAdapters | None = None
+    publish_first: bool = False
+
+
+def build_learner(config: RunConfig, stack: Stack, out: Path, hooks: LearnerHooks = LearnerHooks()) -> PersonalLearning:
+    """The learner of ``serve.adapters`` on the stack's policy and trainer (``serve.train``; per-user adapters
+    are kept, and restored, even when the server does not train)."""
+    serve = config.serve
+    if serve.adapters == "per_user":
+        return _per_user(config, stack, out, hooks)
+    if not serve.train:
+        return PersonalLearning()
+    return _shared(config, stack, out, hooks)
+
+
+def _shared(config: RunConfig, stack: Stack, out: Path, hooks: LearnerHooks) -> PersonalLearning:
+    """One set of weights for everyone: the trainer's copy trains and publishes each step to the served policy;
+    after a restart it continues from the last published weights, at their version."""
+    from clawgym.personal.trainer import PersonalTrainer
+
+    serve, policy, trainer = config.serve, stack.policy, stack.trainer
+    assert trainer is not None  # the stack was built with a trainer (serve.train)
+    publish_first = False
+    checkpoint = out / "checkpoint"
+    if checkpoint.is_dir():
+        trainer.load_checkpoint(checkpoint)
+        if in_process(config):
+            policy.load_weights(trainer.export_weights(), version=int(trainer.version))
+        else:  # the SGLang server gets them before it answers anyone
+            publish_first = True
+    hindsight = None
+    if serve.hindsight_k:
+        hindsight = _hindsight_groups(config, policy, stack.judge_policy or policy, hooks)
+    learner = PersonalTrainer(trainer, policy, batch_size=serve.batch_size, max_staleness=serve.max_staleness,
+                              output_dir=out, baseline=serve.baseline, hindsight=hindsight,
+                              wishes_of=hooks.wishes_of if serve.teacher_wishes else None,
+                              on_step=hooks.on_step, on_error=hooks.on_error)
+    return PersonalLearning(learner, publish_first=publish_first)
+
+
+def _per_user(config: RunConfig, stack: Stack, out: Path, hooks: LearnerHooks) -> PersonalLearning:
+    """One adapter per user on one base model (the stack's multi-adapter policy; the judges read its base
+    model, slot 0); the adapters saved before a restart are restored."""
+    from clawgym.personal.user_adapters import UserAdapters, UserAdapterTrainer
+
+    serve, trainer = config.serve, stack.trainer
+    assert trainer is not None  # the stack keeps a trainer for per-user adapters
+    adapters = UserAdapters(stack.policy, out / "adapters")
+    learner = UserAdapterTrainer(trainer, adapters, batch_size=serve.batch_size, max_staleness=serve.max_staleness,
+                                 output_dir=out, baseline=serve.baseline, on_step=hooks.on_step,
+                                 on_error=hooks.on_error)
+    for user, outcome in adapters.restore(trainer).items():
+        print(f"  adapter of {user}: {outcome}")
+    return PersonalLearning(learner if serve.train else None, adapters)
+
+
+def in_process(config: RunConfig) -> bool:
+    """Whether the served policy is the in-process hf model (else an SGLang server placed by the builder)."""
+    return not (config.gpu.enabled or config.policy.backend != "hf")
+
+
+def _hindsight_groups(config: RunConfig, policy: Policy, judge_policy: Policy, hooks: LearnerHooks) -> HindsightGroups:
+    """Siblings from the served policy, scored by a rubric judge on the judge's model against the wish memory."""
+    from clawgym.personal.hindsight import HindsightGroups
+    from clawgym.personal.rubric import RubricJudge
+
+    if not hasattr(judge_policy, "model"):
+        raise ConfigError("serve.hindsight_k: the rubric judge reads label probabilities from a "
+                          f"local hf model, and the judge {config.judge.model!r} is not one")
+    sampler, owned = _prompted_sampler(config, policy, judge_policy)
+    rubric = RubricJudge(judge_policy, hooks.wishes_of, refusals_fail=config.serve.hindsight_refusals_fail)
+    return HindsightGroups(policy, rubric, config.serve.hindsight_settings(), temperature=config.rollout.temperature,
+                           teacher_hint=config.method == "hybrid", hint_format=config.trainer.hint_format,
+                           sampler=sampler, owns_sampler=owned, on_scored=hooks.on_scored, on_group=hooks.on_group)
+
+
+def _prompted_sampler(config: RunConfig, policy: Policy, judge_policy: Policy) -> tuple[Policy, bool]:
+    """(who samples the prompted siblings, whether the groups own it): ``serve.hindsight_prompted_model``
+    loaded in process (the judge's model when it is that one), else the served policy."""
+    name = config.serve.hindsight_prompted_model
+    if not name or not config.serve.hindsight_prompted:
+        return policy, False
+    from clawgym.inference.hf import HFPolicy
+    from clawgym.inference.models import load_tokenizer
+    from clawgym.rl.launch.placement import resolve_model
+
+    model = resolve_model(config, name)
+    if load_tokenizer(model).get_vocab() != policy.tokenizer.get_vocab():
+        raise ConfigError(f"serve.hindsight_prompted_model {name!r} has another tokenizer than the policy "
+                          f"{config.policy.model!r}; its replies are trained as the policy's token ids")
+    if judge_policy is not policy and config.judge.model == name:
+        return judge_policy, False  # the judge's model: loaded once, closed by the stack
+    return HFPolicy.from_pretrained(model, device=config.policy.device, name=f"siblings:{model}"), True
