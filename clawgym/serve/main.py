@@ -1,4 +1,4 @@
-"""The deployed personal agent that ``clawgym serve --config chat`` runs: its settings and its builder.
+"""The deployed personal agent that ``clawgym serve --config chat`` runs: its builder.
 
 The served policy answers real clients (OpenClaw, the openai SDK) through the gateway; every
 main-line turn is recorded and judged; with ``serve.train: true`` a personal trainer trains on
@@ -9,6 +9,9 @@ judged turns in the background and publishes new weights in place. The config is
             idle_timeout_s: 1800, train: true, batch_size: 8, max_staleness: 2, baseline: batch,
             max_tokens: 512,
             adapters: shared, users: {}, admin_key: null, max_users: 16}
+
+(the keys, their defaults and their rules: :class:`~clawgym.rl.launch.schema.ServeSection`, checked with
+the rest of the config when it is loaded).
 
 The policy, its trainer and the judges come from the builder of ``clawgym train``
 (:func:`~clawgym.rl.launch.build.build_stack`, with the :class:`~clawgym.rl.launch.build.StackOptions` serve
@@ -24,20 +27,19 @@ data and ``DELETE /v1/users/{id}``.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from clawgym.rl.launch import ConfigError, RunConfig
-from clawgym.rl.methods import PROB_JUDGES, USES_HINTS
+from clawgym.rl.methods import PROB_JUDGES
 
 if TYPE_CHECKING:  # the builder imports torch, the judges, the app and the trainers only when it builds
     from fastapi import FastAPI
 
     from clawgym.core.policy import Policy, SamplingParams
     from clawgym.inference.streaming import StreamItem
-    from clawgym.rl.launch import Stack
+    from clawgym.rl.launch import ServeSection, Stack
     from clawgym.rl.trainer import Trainer
     from clawgym.rl.types import Turn
     from clawgym.serve.dashboard import Dashboard
@@ -47,94 +49,6 @@ if TYPE_CHECKING:  # the builder imports torch, the judges, the app and the trai
     from clawgym.serve.sessions import RequestView
     from clawgym.serve.user_adapters import UserAdapters, UserAdapterTrainer
     from clawgym.serve.wish_memory import WishMemory
-
-ADAPTER_MODES = ("shared", "per_user")
-
-
-@dataclass
-class ServeSettings:
-    host: str = "127.0.0.1"
-    port: int = 8000
-    api_key: str | None = None
-    log: str | None = None  # default: <loop.output_dir>/turns.jsonl
-    idle_timeout_s: float = 1800.0
-    train: bool = True
-    batch_size: int = 8
-    max_staleness: int = 2
-    baseline: str = "batch"  # batch: A = verdict - the step's mean verdict; none: A = verdict (OpenClaw-RL)
-    max_tokens: int = 512
-    adapters: str = "shared"  # shared | per_user
-    users: dict[str, str] = field(default_factory=dict)  # API key -> user id
-    admin_key: str | None = None
-    max_users: int = 16  # adapter slots (per_user)
-    # hindsight GRPO (clawgym.serve.hindsight): 0 = off; k >= 2 replies a group, the person's included
-    hindsight_k: int = 0
-    hindsight_verdict_weight: float = 0.5  # the share of the person's verdict in their reply's reward
-    hindsight_max_queued: int = 8  # judged turns waiting for their group; more are skipped
-    hindsight_prompted: int = 0  # siblings sampled with the user's wishes in their prompt (of hindsight_k - 1)
-    # who samples them: "" the served policy, or a model of the same tokenizer (e.g. qwen2.5-coder-1.5b)
-    hindsight_prompted_model: str = ""
-    # siblings the policy writes once the user's next message is in its context (of hindsight_k - 1 - prompted)
-    hindsight_answered: int = 0
-    # the rubric meets no wish with a reply that declines the request ("I'm sorry, but I can't assist with that.")
-    hindsight_refusals_fail: bool = False
-    # the OPD teacher reads every remembered wish of the user (clawgym.serve.wish_memory), not only the turn's hint
-    teacher_wishes: bool = False
-
-    @classmethod
-    def from_config(cls, config: RunConfig) -> "ServeSettings":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(config.serve) - known)
-        if unknown:
-            raise ConfigError(f"serve: unknown key(s) {unknown}; known: {sorted(known)}")
-        settings = cls(**config.serve)
-        from clawgym.serve.personal_trainer import BASELINES
-
-        if settings.baseline not in BASELINES:
-            raise ConfigError(f"serve.baseline must be one of {BASELINES}, got {settings.baseline!r}")
-        if settings.adapters not in ADAPTER_MODES:
-            raise ConfigError(f"serve.adapters must be one of {ADAPTER_MODES}, got {settings.adapters!r}")
-        if settings.adapters == "per_user" and not config.trainer.lora.enabled:
-            raise ConfigError("serve.adapters: per_user trains one LoRA adapter per user: set "
-                              "trainer.lora.enabled: true")
-        if settings.adapters == "per_user" and config.policy.quantize != "none":
-            raise ConfigError("serve.adapters: per_user serves LoRA adapters on the full-precision base: "
-                              "set policy.quantize: none")
-        if not isinstance(settings.users, dict):
-            raise ConfigError("serve.users must map API keys to user ids")
-        if settings.hindsight_k:
-            settings.hindsight(config)  # validates
-        if settings.teacher_wishes and config.method not in USES_HINTS:
-            raise ConfigError("serve.teacher_wishes puts the wishes in the OPD teacher's context: "
-                              f"method {config.method!r} has no teacher (use one of {sorted(USES_HINTS)})")
-        if settings.teacher_wishes and settings.adapters != "shared":
-            raise ConfigError("serve.teacher_wishes works with serve.adapters: shared")
-        return settings
-
-    def hindsight(self, config: RunConfig) -> HindsightSettings | None:
-        """The :class:`HindsightSettings` of ``serve.hindsight_*`` (None when off); ConfigError when it cannot run."""
-        if not self.hindsight_k:
-            return None
-        from clawgym.serve.hindsight import HindsightSettings
-
-        why = None
-        if config.method not in ("grpo", "hybrid"):
-            why = (f"trains GRPO groups scored by the rubric judge: set method: grpo (or hybrid, which adds the OPD "
-                   f"term of a teacher reading the wishes), not {config.method!r}")
-        elif self.adapters != "shared":
-            why = "works with serve.adapters: shared (per-user adapters have no rubric judge yet)"
-        elif config.policy.backend != "hf" or config.gpu.enabled:
-            why = ("reads the rubric judge's label probabilities from an in-process hf model: set policy.backend: hf "
-                   "and gpu.enabled: false")
-        if why:
-            raise ConfigError(f"serve.hindsight_k {why}; or turn the groups off with serve.hindsight_k: 0")
-        try:
-            return HindsightSettings(k=self.hindsight_k, verdict_weight=self.hindsight_verdict_weight,
-                                     max_tokens=self.max_tokens, max_queued=self.hindsight_max_queued,
-                                     prompted=self.hindsight_prompted, answered=self.hindsight_answered)
-        except ValueError as exc:
-            raise ConfigError(f"serve.hindsight_*: {exc}") from None
-
 
 @dataclass
 class Serving:
@@ -167,6 +81,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     """
     from clawgym.inference.chat_template import encode_prompt
     from clawgym.rl.judge import JudgeStage
+    from clawgym.rl.launch.serve_rules import serve_problem
     from clawgym.rl.types import read_jsonl
     from clawgym.serve.app import build_gateway_app
     from clawgym.serve.dashboard import Dashboard
@@ -177,13 +92,16 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     from clawgym.serve.users import UserDirectory
     from clawgym.serve.wish_memory import WishMemory
 
-    settings = ServeSettings.from_config(config)
+    problem = serve_problem(config)  # checked at load_config(..., serving=True); a config loaded for train, here
+    if problem:
+        raise ConfigError(problem)
+    serve = config.serve
     out = Path(config.loop.output_dir)
-    learner = build_learner(config, settings, out, device)
+    learner = build_learner(config, out, device)
     policy, personal, adapters = learner.stack.policy, learner.personal, learner.adapters
     tokenizer, max_positions = learner.stack.tokenizer, learner.stack.max_positions
     dashboard = Dashboard()
-    log_path = Path(settings.log or out / "turns.jsonl")
+    log_path = Path(serve.log or out / "turns.jsonl")
     log = TurnLog(log_path)
     steps = out / "train_steps.jsonl"
     dashboard.rebuild(log.turns(), read_jsonl(steps) if steps.exists() else ())
@@ -192,7 +110,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
         personal.hindsight.rubric.wishes_of = wishes.texts  # the rubric scores against what each user asked
         personal.hindsight.on_scored = dashboard.observe_wishes_met
         personal.hindsight.on_group = log.record_group  # what each group showed the trainer, for reading later
-    if settings.teacher_wishes and personal is not None:
+    if serve.teacher_wishes and personal is not None:
         personal.wishes_of = wishes.texts
 
     def on_judged(turn: Turn) -> None:
@@ -207,10 +125,10 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
         personal.on_error = dashboard.observe_train_error
     fitter = ContextFitter(lambda messages, tools: len(encode_prompt(tokenizer, messages, tools)), max_positions)
     judges = learner.stack.judges
-    gateway = ChatGateway(learner.responder, log, tracker=SessionTracker(idle_timeout_s=settings.idle_timeout_s),
+    gateway = ChatGateway(learner.responder, log, tracker=SessionTracker(idle_timeout_s=serve.idle_timeout_s),
                           judge_stage=JudgeStage(judges) if judges else None, on_judged=on_judged,
                           on_recorded=dashboard.observe_turn, model_name=config.policy.model, fitter=fitter)
-    gateway.model_info = {"context_window": max_positions, "max_output_tokens": settings.max_tokens}
+    gateway.model_info = {"context_window": max_positions, "max_output_tokens": serve.max_tokens}
     if personal is not None:
         personal.recover(gateway.log.turns())  # judged before a restart, never trained: not lost
 
@@ -228,42 +146,43 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
         dashboard.forget(user)
         return result
 
-    users = UserDirectory(settings.users, settings.admin_key, shared_key=settings.api_key)
-    app = build_gateway_app(gateway, api_key=settings.api_key, default_max_tokens=settings.max_tokens, users=users,
+    users = UserDirectory(serve.users, serve.admin_key, shared_key=serve.api_key)
+    app = build_gateway_app(gateway, api_key=serve.api_key, default_max_tokens=serve.max_tokens, users=users,
                             default_temperature=config.rollout.temperature,  # what the trainer trains at
                             dashboard=dashboard,
-                            forget=forget if settings.adapters == "per_user" or settings.admin_key else None,
+                            forget=forget if serve.adapters == "per_user" or serve.admin_key else None,
                             wishes=wishes)
     return Serving(app, gateway, policy, personal, adapters, dashboard, wishes)
 
 
-def build_learner(config: RunConfig, settings: ServeSettings, out: Path, device: str = "cuda") -> Learner:
+def build_learner(config: RunConfig, out: Path, device: str = "cuda") -> Learner:
     """The policy, trainer and judges from :func:`~clawgym.rl.launch.build.build_stack` (the builder and plan of
     ``clawgym train``; a trainer only when serve trains or keeps per-user adapters), then the responder and the
     personal trainer of ``serve.adapters`` on them."""
     from clawgym.rl.launch.build import StackOptions, build_stack
 
+    serve = config.serve
     in_process = not (config.gpu.enabled or config.policy.backend != "hf")
     if not in_process:
-        problems = sglang_problems(config, settings)
+        problems = sglang_problems(config)
         if problems:
             raise ConfigError("clawgym serve with the sglang backend: " + "; ".join(problems))
-    per_user = settings.adapters == "per_user"
+    per_user = serve.adapters == "per_user"
     stack = build_stack(config, device=device, options=StackOptions(
-        trainer=settings.train or per_user, adapter_slots=settings.max_users + 1 if per_user else 0))
+        trainer=serve.train or per_user, adapter_slots=serve.max_users + 1 if per_user else 0))
     if per_user:
-        return _per_user(settings, stack, out)
-    return _shared(config, settings, stack, out, in_process)
+        return _per_user(serve, stack, out)
+    return _shared(config, stack, out, in_process)
 
 
-def _shared(config: RunConfig, settings: ServeSettings, stack: Stack, out: Path, in_process: bool) -> Learner:
+def _shared(config: RunConfig, stack: Stack, out: Path, in_process: bool) -> Learner:
     """One set of weights for everyone: the trainer's copy trains and publishes each step to the served policy."""
     from clawgym.serve.gateway import PolicyResponder
     from clawgym.serve.personal_trainer import PersonalTrainer
 
-    policy, trainer = stack.policy, stack.trainer
+    serve, policy, trainer = config.serve, stack.policy, stack.trainer
     learner = Learner(stack, PolicyResponder(policy))
-    if not settings.train:
+    if not serve.train:
         return learner
     assert trainer is not None  # StackOptions(trainer=True)
     checkpoint = out / "checkpoint"
@@ -273,16 +192,16 @@ def _shared(config: RunConfig, settings: ServeSettings, stack: Stack, out: Path,
             policy.load_weights(trainer.export_weights(), version=int(trainer.version))
         else:  # the SGLang server gets them before it answers anyone
             learner.responder = PublishFirst(learner.responder, trainer)
-    learner.personal = PersonalTrainer(trainer, policy, batch_size=settings.batch_size,
-                                       max_staleness=settings.max_staleness, output_dir=out,
-                                       baseline=settings.baseline)
-    if settings.hindsight_k:
-        learner.personal.hindsight = _hindsight_groups(config, settings, policy, stack.judge_policy or policy,
+    learner.personal = PersonalTrainer(trainer, policy, batch_size=serve.batch_size,
+                                       max_staleness=serve.max_staleness, output_dir=out,
+                                       baseline=serve.baseline)
+    if serve.hindsight_k:
+        learner.personal.hindsight = _hindsight_groups(config, policy, stack.judge_policy or policy,
                                                        learner.personal.temperature)
     return learner
 
 
-def _per_user(settings: ServeSettings, stack: Stack, out: Path) -> Learner:
+def _per_user(serve: ServeSection, stack: Stack, out: Path) -> Learner:
     """One adapter per user on one base model (the stack's multi-adapter policy; the judges read its base
     model, slot 0); the adapters saved before a restart are restored."""
     from clawgym.serve.gateway import UserResponder
@@ -291,16 +210,27 @@ def _per_user(settings: ServeSettings, stack: Stack, out: Path) -> Learner:
     trainer = stack.trainer
     assert trainer is not None  # StackOptions(adapter_slots > 0) builds one
     adapters = UserAdapters(stack.policy, out / "adapters")
-    personal = UserAdapterTrainer(trainer, adapters, batch_size=settings.batch_size,
-                                  max_staleness=settings.max_staleness, output_dir=out,
-                                  baseline=settings.baseline)
+    personal = UserAdapterTrainer(trainer, adapters, batch_size=serve.batch_size,
+                                  max_staleness=serve.max_staleness, output_dir=out,
+                                  baseline=serve.baseline)
     for user, outcome in adapters.restore(trainer).items():
         print(f"  adapter of {user}: {outcome}")
-    return Learner(stack, UserResponder(adapters), personal if settings.train else None, adapters)
+    return Learner(stack, UserResponder(adapters), personal if serve.train else None, adapters)
 
 
-def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Policy, judge_policy: Policy,
-                      temperature: float) -> HindsightGroups:
+def hindsight_settings(serve: ServeSection) -> HindsightSettings | None:
+    """The :class:`HindsightSettings` of ``serve.hindsight_*`` (None when off); the config's validation has
+    checked them (:func:`~clawgym.rl.launch.serve_rules.serve_problem`)."""
+    if not serve.hindsight_k:
+        return None
+    from clawgym.serve.hindsight import HindsightSettings
+
+    return HindsightSettings(k=serve.hindsight_k, verdict_weight=serve.hindsight_verdict_weight,
+                             max_tokens=serve.max_tokens, max_queued=serve.hindsight_max_queued,
+                             prompted=serve.hindsight_prompted, answered=serve.hindsight_answered)
+
+
+def _hindsight_groups(config: RunConfig, policy: Policy, judge_policy: Policy, temperature: float) -> HindsightGroups:
     """Siblings from the served policy, scored by a rubric judge on the judge's model (the wishes are
     attached by :func:`build_serving` once the wish memory exists)."""
     from clawgym.rl.judge import RubricJudge
@@ -309,19 +239,18 @@ def _hindsight_groups(config: RunConfig, settings: ServeSettings, policy: Policy
     if not hasattr(judge_policy, "model"):
         raise ConfigError("serve.hindsight_k: the rubric judge reads label probabilities from a "
                           f"local hf model, and the judge {config.judge.model!r} is not one")
-    sampler, owned = _prompted_sampler(config, settings, policy, judge_policy)
-    rubric = RubricJudge(judge_policy, refusals_fail=settings.hindsight_refusals_fail)
-    return HindsightGroups(policy, rubric, settings.hindsight(config), temperature=temperature,
+    sampler, owned = _prompted_sampler(config, policy, judge_policy)
+    rubric = RubricJudge(judge_policy, refusals_fail=config.serve.hindsight_refusals_fail)
+    return HindsightGroups(policy, rubric, hindsight_settings(config.serve), temperature=temperature,
                            teacher_hint=config.method == "hybrid", hint_format=config.trainer.hint_format,
                            sampler=sampler, owns_sampler=owned)
 
 
-def _prompted_sampler(config: RunConfig, settings: ServeSettings, policy: Policy,
-                      judge_policy: Policy) -> tuple[Policy, bool]:
+def _prompted_sampler(config: RunConfig, policy: Policy, judge_policy: Policy) -> tuple[Policy, bool]:
     """(who samples the prompted siblings, whether the groups own it): ``serve.hindsight_prompted_model``
     loaded in process (the judge's model when it is that one), else the served policy."""
-    name = settings.hindsight_prompted_model
-    if not name or not settings.hindsight_prompted:
+    name = config.serve.hindsight_prompted_model
+    if not name or not config.serve.hindsight_prompted:
         return policy, False
     from clawgym.inference.hf import HFPolicy
     from clawgym.inference.models import load_tokenizer
@@ -336,13 +265,13 @@ def _prompted_sampler(config: RunConfig, settings: ServeSettings, policy: Policy
     return HFPolicy.from_pretrained(model, device=config.policy.device, name=f"siblings:{model}"), True
 
 
-def sglang_problems(config: RunConfig, settings: ServeSettings) -> list[str]:
+def sglang_problems(config: RunConfig) -> list[str]:
     """Why ``clawgym serve`` cannot run this config with the sglang backend (empty: it can); the schema
     already refuses ``trainer.teacher: judge`` with an SGLang judge."""
     from clawgym.rl.launch.schema import judge_parts
 
     problems = []
-    if settings.adapters == "per_user":
+    if config.serve.adapters == "per_user":
         problems.append("serve.adapters: per_user needs the in-process hf policy (it serves every user's LoRA adapter "
                         "in one batch and swaps one adapter at a time); the sglang backend receives one set of merged "
                         "weights for everyone: use serve.adapters: shared, or policy.backend: hf "
