@@ -122,9 +122,8 @@ def test_serve_check_validates_the_serve_section_without_starting(capsys):
 def test_the_chat_launcher_serves_with_hindsight_groups_and_says_how_to_turn_them_off(capsys):
     from clawgym import launchers
     from clawgym.rl.launch import load_config
-    from clawgym.serve.main import ServeSettings
 
-    assert ServeSettings.from_config(load_config(launchers.resolve("chat"))).hindsight_k == 4
+    assert load_config(launchers.resolve("chat"), serving=True).serve.hindsight_k == 4
     for where in (["serve.adapters=per_user"], ["gpu.enabled=true", "judge.type=prm,hint"], ["method=opd"]):
         sets = [arg for item in where for arg in ("--set", item)]
         assert main(["serve", "--config", "chat", "--check", *sets]) == 2

@@ -13,9 +13,9 @@ from clawgym.inference.server import BackgroundServer
 from clawgym.personal.rubric import RubricJudge, WishCheck
 from clawgym.rl.launch import ConfigError, load_config
 from clawgym.rl.types import JudgeResult, Sample, Turn, read_jsonl
-from clawgym.personal.hindsight import HindsightGroups, HindsightSettings, real_reward, wish_signal
-from clawgym.serve.main import ServeSettings, build_serving
+from clawgym.personal.hindsight import HindsightGroups, HindsightSettings, hindsight_settings, real_reward, wish_signal
 from clawgym.personal.trainer import PersonalTrainer, apply_baseline
+from clawgym.serve.main import build_serving
 from tests.test_chat_serve import ThanksIsGood, config_file, wait_until
 
 SHORT_WISH = "keep it under 5 words"
@@ -212,17 +212,18 @@ def test_a_batch_never_splits_a_group(tmp_path):
 ])
 def test_serve_settings_validate_hindsight(tmp_path, overrides, message):
     lora = {"lr": 1e-3, "micro_batch_size": 2, "lora": {"enabled": True}}
-    config = load_config(config_file(tmp_path, trainer=lora, **overrides))
+    path = config_file(tmp_path, trainer=lora, **overrides)
+    load_config(path)  # train uses none of the serve section
     with pytest.raises(ConfigError, match=message):
-        ServeSettings.from_config(config)
+        load_config(path, serving=True)
 
 
 def test_hindsight_needs_grpo_or_hybrid(tmp_path):
-    config = load_config(config_file(tmp_path, hindsight_k=4), ["method=opd", "judge.type=probhint"])
     with pytest.raises(ConfigError, match="method: grpo"):
-        ServeSettings.from_config(config)
-    hybrid = load_config(config_file(tmp_path, hindsight_k=4), ["method=hybrid", "judge.type=prob,probhint"])
-    assert ServeSettings.from_config(hybrid).hindsight(hybrid).k == 4
+        load_config(config_file(tmp_path, hindsight_k=4), ["method=opd", "judge.type=probhint"], serving=True)
+    hybrid = load_config(config_file(tmp_path, hindsight_k=4), ["method=hybrid", "judge.type=prob,probhint"],
+                         serving=True)
+    assert hindsight_settings(hybrid.serve).k == 4
 
 
 def test_hybrid_groups_give_every_member_the_wishes_as_the_teachers_hint():

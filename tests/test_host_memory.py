@@ -26,7 +26,7 @@ def test_the_environment_wins(monkeypatch):
 
 def test_a_training_run_applies_them_before_building(monkeypatch):
     from clawgym.rl.launch import main
-    from clawgym.rl.launch.schema import load_config
+    from clawgym.rl.launch.loading import load_config
 
     calls = []
     monkeypatch.setattr("clawgym.rl.launch.host_memory.bound_heap_growth", lambda: calls.append("bounded") or {})

@@ -294,13 +294,13 @@ def test_teacher_wishes_need_a_method_with_a_teacher(tmp_path):
     import pytest
 
     from clawgym.rl.launch import ConfigError, load_config
-    from clawgym.serve.main import ServeSettings
     from tests.test_chat_serve import config_file
 
     with pytest.raises(ConfigError, match="has no teacher"):
-        ServeSettings.from_config(load_config(config_file(tmp_path, teacher_wishes=True)))  # method grpo
-    config = load_config(config_file(tmp_path, teacher_wishes=True), ["method=opd", "judge.type=probhint"])
-    assert ServeSettings.from_config(config).teacher_wishes is True
+        load_config(config_file(tmp_path, teacher_wishes=True), serving=True)  # method grpo
+    config = load_config(config_file(tmp_path, teacher_wishes=True), ["method=opd", "judge.type=probhint"],
+                         serving=True)
+    assert config.serve.teacher_wishes is True
 
 
 # ---- a language model plays the person ---------------------------------------------------------------

@@ -24,29 +24,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from clawgym import launchers
     from clawgym.rl.launch import ConfigError, check_config, load_config
-    from clawgym.serve.main import ServeSettings, build_serving, sglang_problems
+    from clawgym.serve.main import build_serving, sglang_problems
 
     path, overrides = str(launchers.resolve(args.config)), list(args.set or [])
-    config = load_config(path, overrides)
-    settings = ServeSettings.from_config(config)
+    config = load_config(path, overrides, serving=True)  # the serve section against the others too
+    serve = config.serve
     if args.check:
         print(check_config(path, overrides))
         if config.gpu.enabled or config.policy.backend != "hf":
-            problems = sglang_problems(config, settings)
+            problems = sglang_problems(config)
             if problems:
                 raise ConfigError("clawgym serve with the sglang backend: " + "; ".join(problems))
             where = f"the SGLang server at {config.policy.base_url} (attached)" if config.policy.base_url else \
                 "an SGLang server launched on the rollout GPUs of the plan above"
             print(f"serve: turns answered by {where}; with serve.train the personal trainer publishes each step's "
                   "weights to it the way the plan's `weights` line says")
-        print(f"serve: {settings.host}:{settings.port}, adapters {settings.adapters}, "
-              f"{len(settings.users)} keyed users, training {'on' if settings.train else 'off'}")
+        print(f"serve: {serve.host}:{serve.port}, adapters {serve.adapters}, "
+              f"{len(serve.users)} keyed users, training {'on' if serve.train else 'off'}")
         return 0
     from clawgym.rl.launch.main import prepare_host
 
     prepare_host(config)  # the personal trainer trains in this process
     serving = build_serving(config)
-    print(f"clawgym gateway on http://{settings.host}:{settings.port}/v1 (model {config.policy.model}; "
+    print(f"clawgym gateway on http://{serve.host}:{serve.port}/v1 (model {config.policy.model}; "
           f"training {'on' if serving.trainer else 'off'}; turns -> {serving.gateway.log.path})")
-    uvicorn.run(serving.app, host=settings.host, port=settings.port, log_level="info")
+    uvicorn.run(serving.app, host=serve.host, port=serve.port, log_level="info")
     return 0

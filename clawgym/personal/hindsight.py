@@ -50,7 +50,7 @@ from __future__ import annotations
 import asyncio
 import collections
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import torch
 
@@ -63,6 +63,9 @@ from clawgym.rl.types import Sample, Turn
 from clawgym.core.chat_protocol import conversation
 from clawgym.personal.teacher_hint import hint_with_wishes, teacher_context
 from clawgym.personal.wish_memory import next_words
+
+if TYPE_CHECKING:
+    from clawgym.rl.launch.schema import ServeSection
 
 
 @dataclass
@@ -93,6 +96,16 @@ class HindsightSettings:
         if self.answered < 0 or self.prompted + self.answered > self.k - 1:
             raise ValueError(f"prompted + answered siblings must be within [0, k - 1 = {self.k - 1}], "
                              f"got {self.prompted} + {self.answered}")
+
+
+def hindsight_settings(serve: ServeSection) -> HindsightSettings | None:
+    """The :class:`HindsightSettings` of a config's ``serve.hindsight_*`` keys (None when off); the config's
+    validation has checked them (:func:`~clawgym.rl.launch.serve_rules.serve_problem`)."""
+    if not serve.hindsight_k:
+        return None
+    return HindsightSettings(k=serve.hindsight_k, verdict_weight=serve.hindsight_verdict_weight,
+                             max_tokens=serve.max_tokens, max_queued=serve.hindsight_max_queued,
+                             prompted=serve.hindsight_prompted, answered=serve.hindsight_answered)
 
 
 def user_of(turn: Turn) -> str:

@@ -125,7 +125,7 @@ def in_process(config: RunConfig) -> bool:
 
 def _hindsight_groups(config: RunConfig, policy: Policy, judge_policy: Policy, hooks: LearnerHooks) -> HindsightGroups:
     """Siblings from the served policy, scored by a rubric judge on the judge's model against the wish memory."""
-    from clawgym.personal.hindsight import HindsightGroups
+    from clawgym.personal.hindsight import HindsightGroups, hindsight_settings
     from clawgym.personal.rubric import RubricJudge
 
     if not hasattr(judge_policy, "model"):
@@ -133,7 +133,7 @@ def _hindsight_groups(config: RunConfig, policy: Policy, judge_policy: Policy, h
                           f"local hf model, and the judge {config.judge.model!r} is not one")
     sampler, owned = _prompted_sampler(config, policy, judge_policy)
     rubric = RubricJudge(judge_policy, hooks.wishes_of, refusals_fail=config.serve.hindsight_refusals_fail)
-    return HindsightGroups(policy, rubric, config.serve.hindsight_settings(), temperature=config.rollout.temperature,
+    return HindsightGroups(policy, rubric, hindsight_settings(config.serve), temperature=config.rollout.temperature,
                            teacher_hint=config.method == "hybrid", hint_format=config.trainer.hint_format,
                            sampler=sampler, owns_sampler=owned, on_scored=hooks.on_scored, on_group=hooks.on_group)
 

@@ -70,6 +70,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     from clawgym.personal.wish_memory import WishMemory
     from clawgym.rl.judge import JudgeStage
     from clawgym.rl.launch.build import StackOptions, build_stack
+    from clawgym.rl.launch.serve_rules import serve_problem
     from clawgym.rl.types import read_jsonl
     from clawgym.serve.app import build_gateway_app
     from clawgym.serve.dashboard import Dashboard
@@ -79,6 +80,9 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     from clawgym.serve.turn_log import TurnLog
     from clawgym.serve.users import UserDirectory
 
+    problem = serve_problem(config)  # checked at load_config(..., serving=True); a config loaded for train, here
+    if problem:
+        raise ConfigError(problem)
     serve = config.serve
     if not in_process(config):
         problems = sglang_problems(config)

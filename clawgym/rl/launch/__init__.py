@@ -1,6 +1,8 @@
 """Launcher configs -> a placed, running training job.
 
-- :mod:`~clawgym.rl.launch.schema`: the YAML config as pydantic models, ``--set`` overrides, checks;
+- :mod:`~clawgym.rl.launch.schema`: the config as one pydantic model and its checks (the serve section's
+  against the others: :mod:`~clawgym.rl.launch.serve_rules`);
+- :mod:`~clawgym.rl.launch.loading`: a YAML file and ``--set`` overrides -> a validated config;
 - :mod:`~clawgym.rl.launch.placement`: the placement plan (GPUs per process, transport, memory);
 - :mod:`~clawgym.rl.launch.build`: ONE builder that follows the plan (CPU is the smallest placement);
 - :mod:`~clawgym.rl.launch.main`: run a config, or check it and print its plan (what ``clawgym train`` runs).
@@ -20,6 +22,7 @@ from clawgym.rl.launch.build import (
     require_gpus,
 )
 from clawgym.rl.launch.convert import loop_config, lora_targets, trainer_config
+from clawgym.rl.launch.loading import load_config
 from clawgym.rl.launch.main import check_config, format_summary, run_config
 from clawgym.rl.launch.placement import Plan, Shape, format_plan, plan
 from clawgym.rl.launch.schema import (
@@ -28,14 +31,14 @@ from clawgym.rl.launch.schema import (
     GpuSection,
     LoraSection,
     RunConfig,
+    ServeSection,
     judge_parts,
-    load_config,
     validate,
 )
 
 __all__ = [
-    "GPU_BACKENDS", "Components", "ConfigError", "GpuSection", "LoraSection", "Plan", "RunConfig", "Shape", "Stack",
-    "StackOptions", "build", "build_judges", "build_stack", "check_config", "format_plan", "format_summary",
-    "judge_parts", "load_config", "lora_targets", "loop_config", "plan", "require_gpus", "run_config",
-    "trainer_config", "validate",
+    "GPU_BACKENDS", "Components", "ConfigError", "GpuSection", "LoraSection", "Plan", "RunConfig", "ServeSection",
+    "Shape", "Stack", "StackOptions", "build", "build_judges", "build_stack", "check_config", "format_plan",
+    "format_summary", "judge_parts", "load_config", "lora_targets", "loop_config", "plan", "require_gpus",
+    "run_config", "trainer_config", "validate",
 ]

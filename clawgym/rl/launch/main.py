@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from clawgym.rl.launch.build import build
+from clawgym.rl.launch.loading import load_config
 from clawgym.rl.launch.placement import format_plan, plan
-from clawgym.rl.launch.schema import RunConfig, load_config
+from clawgym.rl.launch.schema import RunConfig
 
 if TYPE_CHECKING:
     from clawgym.rl.loop import LoopResult

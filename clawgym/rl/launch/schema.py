@@ -1,10 +1,13 @@
-"""The launcher config schema: pydantic models, YAML loading, ``--set a.b=c`` overrides.
+"""The launcher config schema: ONE pydantic model (a section per concern) and its cross-field checks.
 
 pydantic does the typing (ints, floats, bools, lists, nested sections) so nothing here coerces by hand;
-this module only turns pydantic's errors into one-line messages that say where and what (an unknown key
-lists the valid ones) and runs the cross-field checks that a single field cannot express. A key with a closed
-set of values has a ``Literal`` type, the one place its values are written: the section takes any string for
-it and :func:`validate` checks the value against the type, so every problem of a config is told at once.
+this module runs the cross-field checks that a single field cannot express (reading a YAML file and ``--set
+a.b=c`` overrides, and turning pydantic's errors into one-line messages, is :mod:`~clawgym.rl.launch.loading`'s).
+A key with a closed set of values has a ``Literal`` type, the one place its values are written: the section
+takes any string for it and :func:`validate` checks the value against the type, so every problem of a config is
+told at once. RunConfig's validators run the checks, so a RunConfig is a valid config; validated for ``clawgym
+serve`` (``load_config(..., serving=True)``), they also check the serve section against the other sections
+(:mod:`~clawgym.rl.launch.serve_rules`), which train does not read.
 
 The keys that configure the loop, the trainer and LoRA are the fields of the plain configs those take
 (:class:`~clawgym.rl.loop.LoopConfig`, :class:`~clawgym.rl.trainer.TrainerConfig`,
@@ -18,14 +21,13 @@ import dataclasses
 import functools
 import types
 import typing
-from pathlib import Path
 from typing import Any, Callable, ClassVar, Literal, Sequence
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator, model_validator
 
 from clawgym.errors import UsageError
 from clawgym.inference.catalog import DEFAULT_MODEL, default_dtype
+from clawgym.rl.launch.serve_rules import serve_problem
 from clawgym.rl.launch.teacher import canonical_teacher, teacher_problems
 from clawgym.rl.loop.config import LoopConfig
 from clawgym.rl.methods import JUDGE_TYPES, MODEL_JUDGES, PROB_JUDGES, USES_HINTS, canonical_method
@@ -88,7 +90,7 @@ def plain_fields(plain: type, *names: str, skip: Sequence[str] = (),
     ``renamed`` (config key = field) and ``names`` (the field's own name) pick the fields; with neither the
     section takes every field but ``skip``. A key the section declares itself stays its own (a config-only
     type or default). The decorated section (a subclass of the same name) records the keys it took in
-    ``plain_keys``, which :func:`~clawgym.rl.launch.convert.from_sections` reads back. YAML has no tuples: a
+    ``plain_keys``, which :func:`~clawgym.rl.launch.build.from_sections` reads back. YAML has no tuples: a
     tuple field is a list here. A ``Literal`` field keeps its type (its values are checked by :func:`validate`).
     """
     hints = typing.get_type_hints(plain)
@@ -228,6 +230,55 @@ class RaySection(Section):
     num_cpus: int | None = None  # CPUs of the private instance (address: null); a cluster brings its own
 
 
+Baseline = Literal["batch", "none"]  # batch: A = verdict - the step's mean verdict; none: A = verdict (OpenClaw-RL)
+Adapters = Literal["shared", "per_user"]  # one set of weights for everyone | one LoRA adapter per user
+
+
+class ServeSection(Section):
+    """``clawgym serve``: the gateway, its users and the personal trainer (clawgym.serve.main); train checks it
+    like any section and uses none of it.
+
+    The rules that also read other sections (LoRA for per-user adapters, the method hindsight groups and the
+    teacher's wishes need, ...) are :func:`~clawgym.rl.launch.serve_rules.serve_problem`, which RunConfig's
+    validator runs when the config is loaded for serving.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_key: str | None = None
+    log: str | None = None  # default: <loop.output_dir>/turns.jsonl
+    idle_timeout_s: float = 1800.0
+    train: bool = True
+    batch_size: int = 8
+    max_staleness: int = 2
+    baseline: Baseline = "batch"
+    max_tokens: int = 512
+    adapters: Adapters = "shared"
+    users: dict[str, str] = Field(default_factory=dict)  # API key -> user id
+    admin_key: str | None = None
+    max_users: int = 16  # adapter slots (per_user)
+    # hindsight GRPO (clawgym.serve.hindsight): 0 = off; k >= 2 replies a group, the person's included
+    hindsight_k: int = 0
+    hindsight_verdict_weight: float = 0.5  # the share of the person's verdict in their reply's reward
+    hindsight_max_queued: int = 8  # judged turns waiting for their group; more are skipped
+    hindsight_prompted: int = 0  # siblings sampled with the user's wishes in their prompt (of hindsight_k - 1)
+    # who samples them: "" the served policy, or a model of the same tokenizer (e.g. qwen2.5-coder-1.5b)
+    hindsight_prompted_model: str = ""
+    # siblings the policy writes once the user's next message is in its context (of hindsight_k - 1 - prompted)
+    hindsight_answered: int = 0
+    # the rubric meets no wish with a reply that declines the request ("I'm sorry, but I can't assist with that.")
+    hindsight_refusals_fail: bool = False
+    # the OPD teacher reads every remembered wish of the user (clawgym.serve.wish_memory), not only the turn's hint
+    teacher_wishes: bool = False
+
+    @field_validator("users", mode="before")
+    @classmethod
+    def _a_mapping(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ConfigError("serve.users must map API keys to user ids")
+        return value
+
+
 @plain_fields(TrainerConfig, "method")
 class RunConfig(Section):
     env: EnvSection = Field(default_factory=EnvSection)
@@ -239,7 +290,14 @@ class RunConfig(Section):
     warm_start: WarmStartSection = Field(default_factory=WarmStartSection)
     gpu: GpuSection = Field(default_factory=GpuSection)
     ray: RaySection = Field(default_factory=RaySection)
-    serve: dict[str, Any] = Field(default_factory=dict)  # read by `clawgym serve`; ignored by train
+    serve: ServeSection = Field(default_factory=ServeSection)  # read by `clawgym serve`; unused by train
+
+    @model_validator(mode="after")
+    def _canonical_names(self) -> "RunConfig":
+        """A method's or a teacher's older name -> its current one (the checks below read the current names)."""
+        self.method = canonical_method(self.method)
+        self.trainer.teacher = canonical_teacher(self.trainer.teacher)
+        return self
 
     @model_validator(mode="after")
     def _model_dtype(self) -> "RunConfig":
@@ -249,6 +307,22 @@ class RunConfig(Section):
             # int8 serving weights multiply bfloat16 activations, whatever the CPU
             self.policy.dtype = ("bfloat16" if self.policy.quantize == "int8"
                                  else default_dtype(self.policy.model, device))
+        return self
+
+    @model_validator(mode="after")
+    def _checks(self) -> "RunConfig":
+        """The cross-field checks (:func:`validate`): every problem at once."""
+        validate(self)
+        return self
+
+    @model_validator(mode="after")
+    def _serve_rules(self, info: ValidationInfo) -> "RunConfig":
+        """Validated for ``clawgym serve`` (context ``{"serving": True}``; train uses none of the section): the serve
+        section against the others (:func:`~clawgym.rl.launch.serve_rules.serve_problem`), the first rule broken."""
+        if (info.context or {}).get("serving"):
+            problem = serve_problem(self)
+            if problem:
+                raise ConfigError(problem)
         return self
 
 
@@ -264,99 +338,6 @@ def closed_keys(section: type[BaseModel] = RunConfig, prefix: str = "") -> dict[
 
 
 CLOSED_KEYS = closed_keys()
-
-
-# ---- errors ------------------------------------------------------------------------------------
-
-_EXPECTED = {"int": "an integer", "float": "a number", "bool": "true/false", "string": "a string",
-             "dict": "a mapping", "list": "a list", "model": "a mapping"}
-
-
-def _section(loc: Sequence[Any]) -> type[BaseModel] | None:
-    cls: Any = RunConfig
-    for key in loc:
-        field = cls.model_fields.get(key) if isinstance(key, str) else None
-        tp = field.annotation if field is not None else None
-        if not (isinstance(tp, type) and issubclass(tp, BaseModel)):
-            return None
-        cls = tp
-    return cls
-
-
-def _message(error: Any) -> str:
-    loc = [k for k in error["loc"] if isinstance(k, str)]
-    where = ".".join(str(k) for k in error["loc"])
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        parent = _section(loc[:-1]) or RunConfig
-        under = f" under {'.'.join(loc[:-1])}" if loc[:-1] else ""
-        return f"unknown config key(s) {where}; valid keys{under}: {', '.join(sorted(parent.model_fields))}"
-    for prefix, expected in _EXPECTED.items():
-        if kind.startswith(prefix):
-            return f"{where}: expected {expected}, got {error.get('input')!r}"
-    return f"{where}: {error['msg']}"
-
-
-def _build(data: dict[str, Any]) -> RunConfig:
-    try:
-        return RunConfig.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError("; ".join(_message(e) for e in exc.errors())) from None
-
-
-# ---- loading -----------------------------------------------------------------------------------
-
-
-def _set_path(data: dict[str, Any], dotted: str, raw: str) -> None:
-    """Set ``a.b.c`` (value parsed as YAML), naming the valid keys when a section has no such key."""
-    keys = dotted.split(".")
-    if not all(keys):
-        raise ConfigError(f"--set {dotted}={raw}: empty key")
-    node = data
-    for depth, key in enumerate(keys):
-        section = _section(keys[:depth])
-        if section is not None and key not in section.model_fields:
-            parent = ".".join(keys[:depth]) or "the top level"
-            where = ".".join(keys[: depth + 1])
-            raise ConfigError(f"--set {dotted}: unknown key {where!r}; valid keys under {parent}: "
-                              f"{', '.join(sorted(section.model_fields))}")
-        if depth == len(keys) - 1:
-            try:
-                node[key] = yaml.safe_load(raw) if raw != "" else ""
-            except yaml.YAMLError:
-                node[key] = raw
-            return
-        if not isinstance(node.get(key), dict):
-            node[key] = {}
-        node = node[key]
-
-
-def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> RunConfig:
-    """Read a YAML config (a path or a bundled launcher name), apply ``key=value`` overrides, validate."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        path = Path(path)
-        if not path.exists():
-            raise ConfigError(f"config file {path} does not exist")
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-            raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{path}: the top level must be a mapping of sections")
-        data = loaded
-    for item in overrides:
-        if "=" not in item:
-            raise ConfigError(f"--set expects key=value, got {item!r}")
-        key, raw = item.split("=", 1)
-        _set_path(data, key.strip(), raw.strip())
-    config = _build(data)
-    validate(config)
-    return config
 
 
 def judge_parts(spec: str) -> list[str]:
@@ -381,9 +362,8 @@ def choice_problems(config: RunConfig) -> list[str]:
 
 
 def validate(config: RunConfig) -> None:
-    """Cross-field checks with clear messages (types were checked by pydantic)."""
-    config.method = canonical_method(config.method)
-    config.trainer.teacher = canonical_teacher(config.trainer.teacher)
+    """Cross-field checks with clear messages (types were checked by pydantic and the names made current by
+    RunConfig's validators, which run this one next)."""
     problems = choice_problems(config)
     if config.policy.quantize == "int8" and (config.policy.backend != "hf" or config.gpu.enabled
                                              or config.policy.dtype != "bfloat16"):

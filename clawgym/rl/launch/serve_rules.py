@@ -1,0 +1,67 @@
+"""The serve section (``clawgym serve``) against the other sections: the rules RunConfig's validator runs.
+
+A rule of one serve key alone is the section's own (:class:`~clawgym.rl.launch.schema.ServeSection`); these
+read other sections too: per-user adapters are LoRA adapters on a full-precision base, hindsight groups need a
+GRPO method, shared adapters and the in-process hf model, and the wishes reach a teacher only where the method
+has one. They are checked in the order ``clawgym serve`` has always told them, and the first broken is the error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clawgym.rl.methods import USES_HINTS
+
+# ``config`` is a RunConfig and ``serve`` its ServeSection (the schema imports this module, as it does teacher.py)
+
+
+def serve_problem(config: Any) -> str | None:
+    """The first rule of the serve section that another section breaks (None: it can serve)."""
+    serve, method = config.serve, config.method
+    if serve.adapters == "per_user" and not config.trainer.lora.enabled:
+        return "serve.adapters: per_user trains one LoRA adapter per user: set trainer.lora.enabled: true"
+    if serve.adapters == "per_user" and config.policy.quantize != "none":
+        return ("serve.adapters: per_user serves LoRA adapters on the full-precision base: "
+                "set policy.quantize: none")
+    if serve.hindsight_k:
+        why = hindsight_problem(config)
+        if why:
+            return f"serve.hindsight_k {why}; or turn the groups off with serve.hindsight_k: 0"
+        sizes = hindsight_size_problem(serve)
+        if sizes:
+            return f"serve.hindsight_*: {sizes}"
+    if serve.teacher_wishes and method not in USES_HINTS:
+        return ("serve.teacher_wishes puts the wishes in the OPD teacher's context: "
+                f"method {method!r} has no teacher (use one of {sorted(USES_HINTS)})")
+    if serve.teacher_wishes and serve.adapters != "shared":
+        return "serve.teacher_wishes works with serve.adapters: shared"
+    return None
+
+
+def hindsight_problem(config: Any) -> str | None:
+    """Why hindsight groups (``serve.hindsight_k``) cannot run with the other sections, or None."""
+    if config.method not in ("grpo", "hybrid"):
+        return (f"trains GRPO groups scored by the rubric judge: set method: grpo (or hybrid, which adds the OPD "
+                f"term of a teacher reading the wishes), not {config.method!r}")
+    if config.serve.adapters != "shared":
+        return "works with serve.adapters: shared (per-user adapters have no rubric judge yet)"
+    if config.policy.backend != "hf" or config.gpu.enabled:
+        return ("reads the rubric judge's label probabilities from an in-process hf model: set policy.backend: hf "
+                "and gpu.enabled: false")
+    return None
+
+
+def hindsight_size_problem(serve: Any) -> str | None:
+    """What of the group's sizes ``HindsightSettings`` (clawgym.serve.hindsight) would refuse, or None."""
+    k, prompted, answered = serve.hindsight_k, serve.hindsight_prompted, serve.hindsight_answered
+    if k < 2:
+        return f"hindsight groups need k >= 2 replies (the person's and a sibling), got {k}"
+    if not 0.0 <= serve.hindsight_verdict_weight <= 1.0:
+        return f"verdict_weight must be within [0, 1], got {serve.hindsight_verdict_weight}"
+    if serve.max_tokens < 1 or serve.hindsight_max_queued < 1:
+        return "max_tokens and max_queued must be >= 1"
+    if not 0 <= prompted <= k - 1:
+        return f"prompted siblings must be within [0, k - 1 = {k - 1}], got {prompted}"
+    if answered < 0 or prompted + answered > k - 1:
+        return f"prompted + answered siblings must be within [0, k - 1 = {k - 1}], got {prompted} + {answered}"
+    return None
