@@ -50,7 +50,7 @@ def budget_note(config, minutes_given: bool) -> str | None:  # noqa: ANN001
     return (f"note: this CPU has no native bfloat16, so {config.policy.model} computes in float32 and a train step "
             f"takes about twice as long as on one that has it. On 2 such cores {MEASURED_MINUTES} minutes "
             f"gave 8 train steps and no gain; `python -m clawgym.demo --minutes {SLOW_CPU_MINUTES}` gave 19 steps "
-            f"and +0.24 on the held-out checks, about 42 minutes in all (README.md, "Recipe 2").")
+            f"and +0.24 on the held-out checks, about 42 minutes in all (README.md, Recipe 2).")
 
 
 def _clip(text: str) -> str:

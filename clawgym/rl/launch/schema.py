@@ -257,7 +257,7 @@ class ServeSection(Section):
     users: dict[str, str] = Field(default_factory=dict)  # API key -> user id
     admin_key: str | None = None
     max_users: int = 16  # adapter slots (per_user)
-    # hindsight GRPO (clawgym.serve.hindsight): 0 = off; k >= 2 replies a group, the person's included
+    # hindsight GRPO (clawgym.personal.hindsight): 0 = off; k >= 2 replies a group, the person's included
     hindsight_k: int = 0
     hindsight_verdict_weight: float = 0.5  # the share of the person's verdict in their reply's reward
     hindsight_max_queued: int = 8  # judged turns waiting for their group; more are skipped
@@ -268,7 +268,7 @@ class ServeSection(Section):
     hindsight_answered: int = 0
     # the rubric meets no wish with a reply that declines the request ("I'm sorry, but I can't assist with that.")
     hindsight_refusals_fail: bool = False
-    # the OPD teacher reads every remembered wish of the user (clawgym.serve.wish_memory), not only the turn's hint
+    # the OPD teacher reads every remembered wish of the user (clawgym.personal.wish_memory), not only the turn's hint
     teacher_wishes: bool = False
 
     @field_validator("users", mode="before")

@@ -52,7 +52,7 @@ def hindsight_problem(config: Any) -> str | None:
 
 
 def hindsight_size_problem(serve: Any) -> str | None:
-    """What of the group's sizes ``HindsightSettings`` (clawgym.serve.hindsight) would refuse, or None."""
+    """What of the group's sizes ``HindsightSettings`` (clawgym.personal.hindsight) would refuse, or None."""
     k, prompted, answered = serve.hindsight_k, serve.hindsight_prompted, serve.hindsight_answered
     if k < 2:
         return f"hindsight groups need k >= 2 replies (the person's and a sibling), got {k}"
