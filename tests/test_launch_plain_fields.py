@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from clawgym.rl.launch import load_config, loop_config, trainer_config
-from clawgym.rl.launch.convert import warm_start_config
+from clawgym.rl.launch.build import warm_start_config
 from clawgym.rl.launch.schema import RunConfig, Section
 from clawgym.rl.loop import LoopConfig
 from clawgym.rl.trainer import LoraSettings, TrainerConfig
@@ -63,7 +63,7 @@ def test_each_plain_field_is_one_config_key_and_the_others_are_named():
     assert unset == {
         ("LoopConfig", "eval_seed"), ("LoopConfig", "export_final"), ("LoopConfig", "switch_interval_s"),
         ("TrainerConfig", "betas"), ("TrainerConfig", "topk"),  # set in code only
-        # convert.trainer_config: from trainer.lora (enabled, top_layers), trainer.behavior_correction with
+        # build.trainer_config: from trainer.lora (enabled, top_layers), trainer.behavior_correction with
         # policy.quantize, rollout.temperature and loop.seed
         ("TrainerConfig", "lora"), ("TrainerConfig", "behavior_correction"), ("TrainerConfig", "temperature"),
         ("TrainerConfig", "seed")}
