@@ -111,8 +111,7 @@ def trainer_config(config: RunConfig, num_layers: int | None = None) -> TrainerC
         lora = from_sections(LoraSettings, t.lora,
                              target_modules=lora_targets(t.lora, num_layers if t.lora.top_layers > 0 else None))
     correction = t.behavior_correction or ("tis" if config.policy.quantize != "none" else "none")
-    return from_sections(TrainerConfig, t, config, lora=lora, teacher=trainer_teacher(config),
-                         temperature=config.rollout.temperature,  # rollout logprobs are at the sampling temperature
+    return from_sections(TrainerConfig, t, config.rollout, config, lora=lora, teacher=trainer_teacher(config),
                          behavior_correction=correction, seed=config.loop.seed)
 
 

@@ -168,8 +168,10 @@ class JudgeSection(Section):
     temperature: float = 0.6
 
 
-@plain_fields(LoopConfig, "group_size", "temperature", "top_p", "max_tokens", "episode_timeout_s",
-              workers="num_workers")
+# temperature: the trainer's logprobs' (TrainerConfig.temperature), which the loop's rollouts and the served
+# requests that send none sample at
+@plain_fields(TrainerConfig, "temperature")
+@plain_fields(LoopConfig, "group_size", "top_p", "max_tokens", "episode_timeout_s", workers="num_workers")
 class RolloutSection(Section):
     executor: Literal["local", "asyncio", "ray"] = "local"
 
