@@ -103,7 +103,7 @@ def set_old_logprobs(model_name: str, dtype: torch.dtype, samples: list) -> None
 
 def one_step(model_name: str, dtype: torch.dtype, spec: dict, samples: list, shared: bool) -> tuple[float, dict, dict]:
     from clawgym.inference.models import load_model
-    from clawgym.rl.launch.convert import lora_targets
+    from clawgym.rl.launch.build import lora_targets
     from clawgym.rl.launch.schema import LoraSection
     from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
 

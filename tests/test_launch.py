@@ -427,7 +427,7 @@ def test_native_bf16_is_read_from_the_cpu_flags_and_agrees_with_torch(tmp_path):
 
 
 def test_int8_serving_weights_validate_and_turn_on_the_behavior_correction():
-    from clawgym.rl.launch.convert import trainer_config
+    from clawgym.rl.launch.build import trainer_config
 
     chat = REPO / "clawgym" / "launchers" / "chat.yaml"
     config = load_config(chat, ["policy.quantize=int8"])
@@ -449,7 +449,7 @@ def test_lora_top_layers_name_modules_that_exist_in_the_model(model):
     from peft import LoraConfig, get_peft_model
 
     from clawgym.inference.models import load_model
-    from clawgym.rl.launch.convert import lora_targets
+    from clawgym.rl.launch.build import lora_targets
     from clawgym.rl.launch.schema import LoraSection
     from clawgym.rl.trainer.megatron_lora import parse_targets
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from clawgym.rl.launch import load_config, loop_config, trainer_config
-from clawgym.rl.launch.convert import warm_start_config
+from clawgym.rl.launch.build import warm_start_config
 from clawgym.rl.launch.schema import RunConfig, Section
 from clawgym.rl.loop import LoopConfig
 from clawgym.rl.trainer import LoraSettings, TrainerConfig
@@ -63,10 +63,10 @@ def test_each_plain_field_is_one_config_key_and_the_others_are_named():
     assert unset == {
         ("LoopConfig", "eval_seed"), ("LoopConfig", "export_final"), ("LoopConfig", "switch_interval_s"),
         ("TrainerConfig", "betas"), ("TrainerConfig", "topk"),  # set in code only
-        # convert.trainer_config: from trainer.lora (enabled, top_layers), trainer.behavior_correction with
-        # policy.quantize, rollout.temperature and loop.seed
-        ("TrainerConfig", "lora"), ("TrainerConfig", "behavior_correction"), ("TrainerConfig", "temperature"),
-        ("TrainerConfig", "seed")}
+        # build.trainer_config: from trainer.lora (enabled, top_layers), trainer.behavior_correction with
+        # policy.quantize, and loop.seed
+        ("TrainerConfig", "lora"), ("TrainerConfig", "behavior_correction"), ("TrainerConfig", "seed")}
+    assert keys["rollout.temperature"] == (TrainerConfig, "temperature")  # the loop samples at its trainer's
 
 
 def test_every_plain_key_reaches_the_loop_and_trainer_configs():
@@ -80,7 +80,7 @@ def test_every_plain_key_reaches_the_loop_and_trainer_configs():
              WarmStartConfig: warm_start_config(config)}
     for key, (plain, name) in plain_keys().items():
         assert getattr(built[plain], name) == values[key], key
-    assert trainer.temperature == loop.temperature == values["rollout.temperature"]
+    assert trainer.temperature == values["rollout.temperature"] and not hasattr(loop, "temperature")  # one field
     assert trainer.seed == loop.seed == values["loop.seed"]
 
 

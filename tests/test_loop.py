@@ -156,11 +156,12 @@ def test_step_wise_turns_without_a_verdict_train_on_the_outcome_instead_of_endin
     assert [s.reward for s in group.samples] == [1.0, 0.0]
 
 
-@pytest.mark.parametrize("field, value", [("temperature", 0.0), ("top_p", 0.9)])
-def test_sampling_settings_the_trainer_cannot_match_are_refused(tmp_path, field, value):
+def test_sampling_settings_the_trainer_cannot_match_are_refused(tmp_path):
     """The trainer's logprobs are over the full vocabulary at a temperature: greedy or top-p would train off-policy."""
     with pytest.raises(ValueError, match="temperature above 0 and top_p 1.0"):
-        loop_config(tmp_path, **{field: value})
+        loop_config(tmp_path, top_p=0.9)
+    with pytest.raises(ValueError, match="temperature=0.0"):  # the rollouts sample at the trainer's temperature
+        TrainerConfig(temperature=0.0)
 
 
 def test_opd_keeps_only_hinted_turns_with_their_context():
@@ -198,15 +199,13 @@ async def test_loop_refuses_a_policy_that_cannot_take_weights(tmp_path):
     await policy.close()
 
 
-async def test_loop_trains_at_its_rollout_temperature_and_refuses_a_trainer_at_another(tmp_path):
-    policy, trainer = make_parts()  # the trainer computes logprobs at temperature 1.0
-    with pytest.raises(ValueError, match="off-policy"):
-        AsyncRLLoop(make_parity_env, policy, trainer, loop_config(tmp_path, temperature=0.7))
-    await policy.close()
-    policy, trainer = make_parts(temperature=0.7)
-    cfg = loop_config(tmp_path, temperature=0.7, steps=1)
+async def test_loop_samples_at_its_trainers_temperature(tmp_path):
+    policy, trainer = make_parts(temperature=0.7)  # the trainer computes logprobs at temperature 0.7
+    cfg = loop_config(tmp_path, steps=1)
     try:
-        result = await AsyncRLLoop(make_parity_env, policy, trainer, cfg, env_kwargs={"split": "train"}).run()
+        loop = AsyncRLLoop(make_parity_env, policy, trainer, cfg, env_kwargs={"split": "train"})
+        assert loop.sampling.temperature == 0.7  # one field: there is no rollout temperature to disagree with it
+        result = await loop.run()
     finally:
         await policy.close()
     # one micro-batch, scored before the update by the same weights at the same temperature: the rollout's

@@ -210,7 +210,7 @@ def test_the_policys_own_successes_are_kept_and_its_failures_dropped():
     ("method", "sft", "method sft is the warm start alone"),
 ])
 def test_bad_warm_start_settings_are_refused_clearly(key, value, message):
-    from clawgym.rl.launch.convert import warm_start_config
+    from clawgym.rl.launch.build import warm_start_config
 
     with pytest.raises((ConfigError, ValueError), match=message):
         warm_start_config(load_config(None, ["warm_start.enabled=false", f"{key}={value}"]))

@@ -133,7 +133,7 @@ class BackgroundTrainer:
         self.trainer = trainer
         self.baseline = baseline
         self.method = str(trainer.config.method)
-        self.temperature = float(getattr(trainer.config, "temperature", 1.0))  # turns sampled otherwise are refused
+        self.temperature = float(trainer.config.temperature)  # the rollout.temperature it trains at; turns sampled otherwise are refused
         self.batch_size = batch_size
         self.max_staleness = max_staleness
         self.out = Path(output_dir)

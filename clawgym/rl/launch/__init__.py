@@ -19,9 +19,12 @@ from clawgym.rl.launch.build import (
     build,
     build_judges,
     build_stack,
+    loop_config,
+    lora_targets,
     require_gpus,
+    trainer_config,
+    warm_start_config,
 )
-from clawgym.rl.launch.convert import loop_config, lora_targets, trainer_config
 from clawgym.rl.launch.loading import load_config
 from clawgym.rl.launch.main import check_config, format_summary, run_config
 from clawgym.rl.launch.placement import Plan, Shape, format_plan, plan
@@ -40,5 +43,5 @@ __all__ = [
     "GPU_BACKENDS", "Components", "ConfigError", "GpuSection", "LoraSection", "Plan", "RunConfig", "ServeSection",
     "Shape", "Stack", "StackOptions", "build", "build_judges", "build_stack", "check_config", "format_plan",
     "format_summary", "judge_parts", "load_config", "lora_targets", "loop_config", "plan", "require_gpus",
-    "run_config", "trainer_config", "validate",
+    "run_config", "trainer_config", "validate", "warm_start_config",
 ]

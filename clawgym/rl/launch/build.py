@@ -6,7 +6,9 @@ GPU partition swaps in SGLang servers, a GPU trainer and a transport, and nothin
 :func:`build_stack` stops before the loop: ``clawgym serve`` builds its policy, trainer and judges with it too,
 and says what it needs differently in :class:`StackOptions` (no trainer when it only serves; per-user
 adapters), so which models are loaded, where, in which dtype, quantised or not, with which LoRA targets,
-judges and OPD teacher is decided here once, for ``train`` and ``serve`` alike.
+judges and OPD teacher is decided here once, for ``train`` and ``serve`` alike. The plain configs the trainer, the
+loop and the warm start take are built here too (:func:`trainer_config`, :func:`loop_config`,
+:func:`warm_start_config`), from the sections that took their fields (:func:`~clawgym.rl.launch.schema.from_sections`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from clawgym.rl.launch.placement import Plan, Shape, plan, resolve_model, sglang_model_path
-from clawgym.rl.launch.schema import ConfigError, RunConfig, judge_parts, uses_llm_judge
+from clawgym.rl.launch.schema import ConfigError, LoraSection, RunConfig, from_sections, judge_parts, uses_llm_judge
 from clawgym.rl.launch.teacher import trainer_teacher
+from clawgym.rl.loop.config import LoopConfig
 from clawgym.rl.methods import PROB_JUDGES, USES_HINTS
+from clawgym.rl.trainer.config import LoraSettings, TrainerConfig
+from clawgym.rl.warm_start.config import WarmStartConfig
 
 if TYPE_CHECKING:  # the builder imports torch, the judges and the loop only when it builds
     from clawgym.core.policy import Policy
@@ -73,6 +78,54 @@ class Components:
         await self.policy.close()
         if self.judge_policy is not None and self.judge_policy is not self.policy:
             await self.judge_policy.close()
+
+
+# ---- the plain configs: the trainer's, the loop's and the warm start's, from the sections that took their fields
+
+# the sub-block of a Llama / Qwen2 decoder layer each projection lives in (model.layers.N.<block>.<name>)
+LAYER_BLOCK = {**{name: "self_attn" for name in ("q_proj", "k_proj", "v_proj", "o_proj")},
+               **{name: "mlp" for name in ("gate_proj", "up_proj", "down_proj")}}
+
+
+def lora_targets(lora: LoraSection, num_layers: int | None) -> tuple[str, ...]:
+    """The module names LoRA wraps: the given suffixes, restricted to the top ``top_layers`` layers if set.
+
+    peft matches a target against the end of each module name (the whole name, or after a "."), so
+    ``layers.29.self_attn.q_proj`` selects that one projection in layer 29; ``layers.29.q_proj`` would
+    match nothing. A name outside :data:`LAYER_BLOCK` is taken to sit directly in the layer.
+    """
+    if lora.top_layers <= 0:
+        return tuple(lora.target_modules)
+    if num_layers is None:
+        raise ConfigError("trainer.lora.top_layers needs the model's layer count")
+    first = max(0, num_layers - lora.top_layers)
+    return tuple(f"layers.{i}.{LAYER_BLOCK[m] + '.' if m in LAYER_BLOCK else ''}{m}"
+                 for i in range(first, num_layers) for m in lora.target_modules)
+
+
+def trainer_config(config: RunConfig, num_layers: int | None = None) -> TrainerConfig:
+    """The trainer's config; ``num_layers`` (the model's) places ``trainer.lora.top_layers``' adapters."""
+    t = config.trainer
+    lora = None
+    if t.lora.enabled:
+        lora = from_sections(LoraSettings, t.lora,
+                             target_modules=lora_targets(t.lora, num_layers if t.lora.top_layers > 0 else None))
+    correction = t.behavior_correction or ("tis" if config.policy.quantize != "none" else "none")
+    return from_sections(TrainerConfig, t, config.rollout, config, lora=lora, teacher=trainer_teacher(config),
+                         behavior_correction=correction, seed=config.loop.seed)
+
+
+def loop_config(config: RunConfig) -> LoopConfig:
+    """The loop's config: the ``loop`` and ``rollout`` keys and ``judge.workers``."""
+    return from_sections(LoopConfig, config.loop, config.rollout, config.judge)
+
+
+def warm_start_config(config: RunConfig) -> WarmStartConfig:
+    """The warm start's config: the ``warm_start`` keys."""
+    return from_sections(WarmStartConfig, config.warm_start)
+
+
+# ---- the stack: policy, trainer, judges and weight transport, placed by the plan ----------------------------
 
 
 def _dtype(name: str) -> Any:
@@ -181,7 +234,6 @@ def _in_process(config: RunConfig, p: Plan, options: StackOptions) -> Stack:
     device, dtype, seed and context window; only the served copy is quantised); judges on the served policy,
     or on its base model (slot 0) with per-user adapters."""
     from clawgym.inference.models import load_model
-    from clawgym.rl.launch.convert import trainer_config
     from clawgym.rl.trainer import TorchTrainer
 
     dtype = _dtype(config.policy.dtype)
@@ -235,7 +287,6 @@ def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
     from clawgym.core.policy import SamplingParams
     from clawgym.inference.models import load_tokenizer
     from clawgym.rl.judge import make_judges
-    from clawgym.rl.launch.convert import trainer_config
     from clawgym.rl.trainer.transport import make_transport
 
     gpu = config.gpu
@@ -331,7 +382,6 @@ def executor_options(config: RunConfig) -> dict[str, Any] | None:
 
 def build(config: RunConfig, on_step: Any = None) -> Components:
     """The whole run: :func:`build_stack` plus the async loop over the env."""
-    from clawgym.rl.launch.convert import loop_config, warm_start_config
     from clawgym.rl.loop import AsyncRLLoop
 
     stack = build_stack(config)

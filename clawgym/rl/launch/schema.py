@@ -90,7 +90,7 @@ def plain_fields(plain: type, *names: str, skip: Sequence[str] = (),
     ``renamed`` (config key = field) and ``names`` (the field's own name) pick the fields; with neither the
     section takes every field but ``skip``. A key the section declares itself stays its own (a config-only
     type or default). The decorated section (a subclass of the same name) records the keys it took in
-    ``plain_keys``, which :func:`~clawgym.rl.launch.build.from_sections` reads back. YAML has no tuples: a
+    ``plain_keys``, which :func:`from_sections` reads back. YAML has no tuples: a
     tuple field is a list here. A ``Literal`` field keeps its type (its values are checked by :func:`validate`).
     """
     hints = typing.get_type_hints(plain)
@@ -121,6 +121,18 @@ def _section_field(annotation: Any, field: dataclasses.Field) -> tuple[Any, Any]
 def taken(*sections: type[Section]) -> tuple[str, ...]:
     """The names of the plain fields the sections took (so another section can skip them)."""
     return tuple(name for section in sections for _, name in section.plain_keys.values())
+
+
+def from_sections(target: type, *sections: Any, **given: Any) -> Any:
+    """Build the plain config ``target``: the ``given`` values, then the values of the keys the ``sections``
+    took from ``target`` (their ``plain_keys``; the first section wins). A field no key sets keeps its default.
+    """
+    values = dict(given)
+    for section in sections:
+        for key, (plain, name) in type(section).plain_keys.items():
+            if plain is target and name not in values:
+                values[name] = getattr(section, key)
+    return target(**values)
 
 
 class EnvSection(Section):
@@ -156,8 +168,10 @@ class JudgeSection(Section):
     temperature: float = 0.6
 
 
-@plain_fields(LoopConfig, "group_size", "temperature", "top_p", "max_tokens", "episode_timeout_s",
-              workers="num_workers")
+# temperature: the trainer's logprobs' (TrainerConfig.temperature), which the loop's rollouts and the served
+# requests that send none sample at
+@plain_fields(TrainerConfig, "temperature")
+@plain_fields(LoopConfig, "group_size", "top_p", "max_tokens", "episode_timeout_s", workers="num_workers")
 class RolloutSection(Section):
     executor: Literal["local", "asyncio", "ray"] = "local"
 

@@ -16,7 +16,9 @@ CURRICULUM_FILE = "curriculum.json"
 
 @dataclass
 class LoopConfig:
-    """How the four loops run. The trainer's own settings (lr, eps, KL, LoRA) live in TrainerConfig.
+    """How the four loops run. The trainer's own settings (lr, eps, KL, LoRA) live in TrainerConfig, and so does
+    the sampling temperature: the rollouts sample at the temperature the trainer computes logprobs at
+    (``TrainerConfig.temperature``, the launchers' ``rollout.temperature``), read from the trainer.
 
     The launcher config's ``loop`` and ``rollout`` keys and ``judge.workers`` are these fields (types and
     defaults defined here only; see :func:`clawgym.rl.launch.schema.plain_fields`).
@@ -45,7 +47,6 @@ class LoopConfig:
     # task's Beta(1,1) pass rate, so tasks near 50 % and unseen ones are drawn most)
     curriculum: Literal["uniform", "pass_rate"] = "uniform"
     curriculum_floor: float = 0.05  # pass_rate: the least weight a task gets (0.25 is the most), in [0, 1)
-    temperature: float = 1.0
     top_p: float = 1.0
     max_tokens: int = 256
     episode_timeout_s: float | None = None
@@ -83,7 +84,6 @@ class LoopConfig:
             "buffer_groups": self.buffer_groups >= self.batch_groups,
             "max_staleness": self.max_staleness >= 0,
             "max_tokens": self.max_tokens >= 1,
-            "temperature": self.temperature >= 0,
             "checkpoint_every": self.checkpoint_every >= 0,
             "eval_every": self.eval_every >= 0,
             "judge_workers": self.judge_workers is None or self.judge_workers >= 1,
@@ -92,11 +92,11 @@ class LoopConfig:
             "curriculum_floor": 0 <= self.curriculum_floor < 1,
         }
         bad = [name for name, ok in checks.items() if not ok]
-        if not bad and (self.temperature == 0 or self.top_p != 1.0):
+        if not bad and self.top_p != 1.0:
             # the rollout logprobs are those of the tempered softmax over the full vocabulary; the trainer
-            # recomputes them at its own temperature (checked against this one by AsyncRLLoop), never with
-            # top-p, and greedy rollouts are not drawn from any distribution it could train
-            raise ValueError(f"invalid loop settings: rollout temperature={self.temperature!r}, top_p={self.top_p!r}; "
+            # recomputes them at its temperature (the rollouts' too; TrainerConfig refuses 0, greedy rollouts
+            # being drawn from no distribution it could train), never with top-p
+            raise ValueError(f"invalid loop settings: rollout top_p={self.top_p!r}; "
                              "training needs a temperature above 0 and top_p 1.0")
         if bad:
             detail = ", ".join(f"{n}={getattr(self, n)!r}" for n in bad)

@@ -80,12 +80,6 @@ class AsyncRLLoop:
         self.env = env
         self.policy = policy
         self.trainer = trainer
-        trained_at = getattr(trainer.config, "temperature", self.config.temperature)
-        if trained_at != self.config.temperature:
-            raise ValueError(f"the rollouts sample at temperature {self.config.temperature} but the trainer computes "
-                             f"logprobs at {trained_at}: every sample would be off-policy; "
-                             "set TrainerConfig.temperature "
-                             "to the rollout temperature (the launchers do: rollout.temperature sets both)")
         self.method = str(trainer.config.method)
         if self.method == "sft" and not self.warm_start.enabled:
             raise ValueError("method 'sft' is the warm start alone: give warm_start=WarmStartConfig(enabled=True)")
@@ -124,8 +118,9 @@ class AsyncRLLoop:
 
     @property
     def sampling(self) -> SamplingParams:
+        """The rollouts' sampling: at the trainer's temperature (its logprobs' own), so every sample is on-policy."""
         c = self.config
-        return SamplingParams(temperature=c.temperature, top_p=c.top_p, max_tokens=c.max_tokens)
+        return SamplingParams(temperature=self.trainer.config.temperature, top_p=c.top_p, max_tokens=c.max_tokens)
 
     @property
     def version(self) -> int:

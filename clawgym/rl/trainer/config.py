@@ -1,7 +1,7 @@
 """What a trainer step depends on: ``TrainerConfig`` (method, optimiser, clipping, KL, OPD weights) and
 ``LoraSettings``; shared by the torch and Megatron trainers and by the launch configs, whose ``trainer``,
-``trainer.lora`` and ``method`` keys are these fields (types and defaults defined here only; see
-:func:`clawgym.rl.launch.schema.plain_fields`)."""
+``trainer.lora``, ``method`` and ``rollout.temperature`` keys are these fields (types and defaults defined here
+only; see :func:`clawgym.rl.launch.schema.plain_fields`)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,8 @@ class TrainerConfig:
     teacher: Teacher = "initial"  # see clawgym.rl.launch.teacher
     # header (OpenClaw-RL's) | inline: how the OPD teacher sees the hint (trainer/samples.py)
     hint_format: Literal["header", "inline"] = "header"
-    temperature: float = 1.0  # the sampling temperature the old logprobs were computed at
+    # the sampling temperature: the old logprobs were computed at it, and the loop's rollouts sample at it
+    temperature: float = 1.0
     gradient_checkpointing: bool = False
     # with gradient_checkpointing, only micro-batches that forward more tokens than this are checkpointed
     # (0: all); a smaller one keeps its activations (~3 MB a token for a 0.5B model) and runs no second forward
