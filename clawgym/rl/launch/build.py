@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from clawgym.rl.launch.placement import Plan, Shape, plan, resolve_model, sglang_model_path
+from clawgym.rl.launch.placement import ModelSpec, Plan, Shape, in_process_judge, plan, sglang_model_path
 from clawgym.rl.launch.schema import ConfigError, LoraSection, RunConfig, from_sections, judge_parts, uses_llm_judge
 from clawgym.rl.launch.teacher import trainer_teacher
 from clawgym.rl.loop.config import LoopConfig
@@ -165,8 +165,10 @@ def require_gpus(p: Plan, available: int | None = None) -> None:
                           "lower gpu.actor_gpus / rollout_gpus / judge_gpus")
 
 
-def build_judges(config: RunConfig, policy: Policy | None) -> tuple[list[Judge], Policy | None]:
-    """Judges for the CPU / one-device placement: the serving policy, or a frozen hf copy of judge.model."""
+def build_judges(config: RunConfig, policy: Policy | None,
+                 model: ModelSpec | None = None) -> tuple[list[Judge], Policy | None]:
+    """Judges for the CPU / one-device placement: the serving policy, or a frozen hf copy of judge.model
+    (``model``: the plan's ``judge_model``; None: resolved here the way the plan does)."""
     from clawgym.core.policy import SamplingParams
     from clawgym.rl.judge import make_judges
 
@@ -185,8 +187,10 @@ def build_judges(config: RunConfig, policy: Policy | None) -> tuple[list[Judge],
         else:
             from clawgym.inference.hf import HFPolicy
 
-            model = resolve_model(config, config.judge.model)
-            judge_policy = HFPolicy.from_pretrained(model, device=config.policy.device, name=f"judge:{model}")
+            spec = model or in_process_judge(config)
+            assert spec is not None  # an hf judge model other than the policy
+            judge_policy = HFPolicy.from_pretrained(spec.name, device=spec.device, dtype=_dtype(spec.dtype),
+                                                    name=f"judge:{spec.name}")
     return _make_judges(config, parts, judge_policy, make_judges, SamplingParams), judge_policy
 
 
@@ -230,24 +234,25 @@ def quantize_served(config: RunConfig, model: Any) -> None:
 
 
 def _in_process(config: RunConfig, p: Plan, options: StackOptions) -> Stack:
-    """The CPU / one-device placement: the served model and the trainer's own copy, loaded alike (the policy's
-    device, dtype, seed and context window; only the served copy is quantised); judges on the served policy,
-    or on its base model (slot 0) with per-user adapters."""
+    """The CPU / one-device placement: the served model and the trainer's own copy, loaded alike (the plan's
+    model, dtype and device, the policy's seed and context window; only the served copy is quantised); judges on
+    the served policy, or on its base model (slot 0) with per-user adapters."""
     from clawgym.inference.models import load_model
     from clawgym.rl.trainer import TorchTrainer
 
-    dtype = _dtype(config.policy.dtype)
-    kwargs = dict(device=config.policy.device, dtype=dtype, seed=config.policy.seed,
-                  context_window=config.policy.context_window)
-    serve_model, tokenizer = load_model(config.policy.model, **kwargs)
+    served, trained = p.served_model, p.trained_model
+    assert served is not None and trained is not None  # plan() resolves both
+    kwargs = dict(seed=config.policy.seed, context_window=config.policy.context_window)
+    serve_model, tokenizer = load_model(served.name, device=served.device, dtype=_dtype(served.dtype), **kwargs)
     quantize_served(config, serve_model)
     trainer = None
     if options.trainer or options.adapter_slots:
-        train_model, _ = load_model(config.policy.model, **kwargs)
+        train_model, _ = load_model(trained.name, device=trained.device, dtype=_dtype(trained.dtype), **kwargs)
         trainer = TorchTrainer(train_model, tokenizer,
                                trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)))
     policy = _hf_policy(config, serve_model, tokenizer, trainer, options.adapter_slots)
-    judges, judge_policy = build_judges(config, policy.adapter(0) if options.adapter_slots else policy)
+    judges, judge_policy = build_judges(config, policy.adapter(0) if options.adapter_slots else policy,
+                                        p.judge_model)
     if trainer is not None:
         trainer.teacher_model = judge_teacher(config, judge_policy, tokenizer)  # trainer.teacher judge: its model
     return Stack(p, policy, trainer, judges, judge_policy, tokenizer=tokenizer, max_positions=policy.max_positions)
@@ -296,22 +301,24 @@ def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
                           "over a multi-node Ray cluster: rollout.executor=ray, ray.address=HEAD:6379)")
     if device == "cuda":
         require_gpus(p)
+    served, trained = p.served_model, p.trained_model
+    assert served is not None and trained is not None  # plan() resolves both
     # an attached server (policy.base_url) already holds its model: the name only picks tokenizer and trainer weights
-    model_dir = config.policy.model if config.policy.base_url else sglang_model_path(config.policy.model)
+    model_dir = served.name if config.policy.base_url else sglang_model_path(served.name)
     actor, rollout, judge = p.role("actor"), p.role("rollout"), p.role("judge")
     assert actor is not None
     policy = _sglang_server(model_dir, rollout.gpus if rollout else actor.gpus, [*gpu.sglang_args, *p.sglang_args],
                             config.policy.base_url)
     judge_policy = policy
     if judge is not None:
-        judge_policy = _sglang_server(sglang_model_path(resolve_model(config, config.judge.model)),
-                                      judge.gpus, gpu.sglang_args)
+        assert p.judge_model is not None  # the plan gives judge GPUs only to a judge model of its own
+        judge_policy = _sglang_server(sglang_model_path(p.judge_model.name), judge.gpus, gpu.sglang_args)
     if gpu.backend == "torch+sglang":
         from clawgym.inference.models import load_model
         from clawgym.rl.trainer import TorchTrainer
 
-        train_model, tokenizer = load_model(model_dir, device=f"{device}:0" if device == "cuda" else device,
-                                            dtype=_dtype(config.policy.dtype), seed=config.policy.seed,
+        train_model, tokenizer = load_model(model_dir, device=trained.device, dtype=_dtype(trained.dtype),
+                                            seed=config.policy.seed,
                                             context_window=config.policy.context_window)  # SGLang's YaRN too
         trainer = TorchTrainer(train_model, tokenizer, trainer_config(config, train_model.config.num_hidden_layers))
     else:
@@ -325,7 +332,7 @@ def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
                               "process per actor GPU: "
                               "start this launcher under torchrun --nproc-per-node "
                               f"{len(actor.gpus)} (or set gpu.actor_gpus=1)")
-        model_dir = sglang_model_path(config.policy.model)  # megatron reads an HF checkpoint directory
+        model_dir = sglang_model_path(trained.name)  # megatron reads an HF checkpoint directory
         trainer = MegatronTrainer(model_dir, load_tokenizer(model_dir),
                                   MegatronConfig(tensor_parallel=gpu.tensor_parallel,
                                                  pipeline_parallel=gpu.pipeline_parallel,
@@ -352,7 +359,7 @@ def build_stack(config: RunConfig, device: str = "cuda", options: StackOptions |
     ``clawgym serve`` needs differently (:class:`StackOptions`).
     """
     options = options or StackOptions()
-    p = plan(config)
+    p = plan(config, device)
     if p.placement in ("cpu", "one-gpu"):
         return _in_process(config, p, options)
     if options.adapter_slots:

@@ -2,7 +2,9 @@
 
 Computed from the config alone (no GPU, no model download), so ``clawgym train CONFIG --check`` can
 validate a GPU launcher on a laptop. The builder places processes from the same plan, so what
-``--check`` prints is what runs. The CPU run is the smallest placement: one process, no GPU.
+``--check`` prints is what runs. The CPU run is the smallest placement: one process, no GPU. Each role's
+model (the served policy, the trainer's copy, a judge of its own) is resolved here once, with its dtype and
+device (:class:`ModelSpec`), and the builder loads what the plan says.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clawgym.inference.catalog import DEFAULT_MODEL, MODELS
+from clawgym.inference.catalog import DEFAULT_MODEL, MODELS, default_dtype
 from clawgym.rl.launch.schema import ConfigError, RunConfig, uses_llm_judge
 
 GIB = 1024**3
@@ -133,6 +135,18 @@ class Role:
     memory_note: str = ""
 
 
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model as one role holds it, resolved once from the config by :func:`plan` and passed down to whoever
+    loads it: ``name`` (a catalog name or an HF checkpoint directory; ``judge.model: policy`` is already the
+    policy's), ``dtype`` (a torch dtype's name) and ``device`` (where an in-process copy is loaded; an SGLang
+    server's GPUs are its role's)."""
+
+    name: str
+    dtype: str
+    device: str
+
+
 @dataclass
 class Plan:
     placement: str  # cpu | one-gpu | partition | multi-node
@@ -144,6 +158,9 @@ class Plan:
     gpus_needed: int
     notes: list[str] = field(default_factory=list)
     sglang_args: list[str] = field(default_factory=list)  # the policy server's, beyond gpu.sglang_args and --tp-size
+    served_model: ModelSpec | None = None  # the policy as served: the hf policy's, or the SGLang server's
+    trained_model: ModelSpec | None = None  # the trainer's copy of the policy
+    judge_model: ModelSpec | None = None  # a judge model of its own (None: the policy judges, an API does, or none)
 
     def role(self, name: str) -> Role | None:
         return next((r for r in self.roles if r.name == name), None)
@@ -154,6 +171,15 @@ def resolve_model(config: RunConfig, name: str) -> str:
     if name == "policy":
         name = config.policy.model
     return name
+
+
+def in_process_judge(config: RunConfig) -> ModelSpec | None:
+    """The judge model the in-process placement loads beside the policy (``judge.backend: hf`` and a
+    ``judge.model`` other than ``policy``), in the model's own dtype on the policy's device; else None."""
+    if not uses_llm_judge(config) or config.judge.backend == "openai" or config.judge.model == "policy":
+        return None
+    name = config.judge.model
+    return ModelSpec(name, default_dtype(name, config.policy.device), config.policy.device)
 
 
 def sglang_model_path(name: str) -> str:
@@ -168,36 +194,59 @@ def sglang_model_path(name: str) -> str:
     return name
 
 
-def _trainer_bytes_per_param(config: RunConfig) -> tuple[float, float, str]:
+def _trainer_bytes_per_param(config: RunConfig, trained: ModelSpec) -> tuple[float, float, str]:
     """(bytes per frozen param, bytes per trained param, what they hold)."""
     if config.gpu.enabled and config.gpu.backend == "megatron+sglang":
         return 2.0, 18.0, "bf16 weights, fp32 grads + master + Adam"
-    width = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}[config.policy.dtype]
-    return width, width * 2 + 8.0, f"{config.policy.dtype} weights + grads, fp32 Adam"
+    width = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}[trained.dtype]
+    return width, width * 2 + 8.0, f"{trained.dtype} weights + grads, fp32 Adam"
 
 
-def plan(config: RunConfig) -> Plan:
-    """The placement for a validated config; raises ConfigError with what to change when it cannot run."""
+def _models(config: RunConfig, device: str) -> tuple[ModelSpec, ModelSpec, ModelSpec | None]:
+    """(served, trained, judge) models. In process both copies of the policy are loaded alike (``policy.dtype``
+    on ``policy.device``). On the GPU partition SGLang serves bfloat16, the torch trainer loads ``policy.dtype``
+    on the first actor GPU of ``device`` and megatron-core holds bfloat16 weights; a judge server serves
+    bfloat16."""
+    policy = config.policy
+    if not config.gpu.enabled:
+        spec = ModelSpec(policy.model, policy.dtype, policy.device)
+        return spec, spec, in_process_judge(config)
+    trainer_device = f"{device}:0" if device == "cuda" else device
+    trained_dtype = policy.dtype if config.gpu.backend == "torch+sglang" else "bfloat16"
+    judge = None
+    if uses_llm_judge(config) and config.judge.model != "policy":
+        judge = ModelSpec(config.judge.model, "bfloat16", device)
+    return ModelSpec(policy.model, "bfloat16", device), ModelSpec(policy.model, trained_dtype, trainer_device), judge
+
+
+def plan(config: RunConfig, device: str = "cuda") -> Plan:
+    """The placement for a validated config; raises ConfigError with what to change when it cannot run.
+
+    ``device``: where the GPU partition's trainer and weight transport run (``cuda``; the tests build the same
+    partition on ``cpu``); each role's model, dtype and device are resolved here (:class:`ModelSpec`).
+    """
     gpu = config.gpu
-    shape = Shape.of(config.policy.model)
+    served_model, trained_model, judge_model = _models(config, device)
+    shape = Shape.of(served_model.name)
     n = shape.params()
     lora = config.trainer.lora
     trained = shape.lora_params(lora.r, lora.target_modules) if lora.enabled else n
-    frozen_b, trained_b, holds = _trainer_bytes_per_param(config)
+    frozen_b, trained_b, holds = _trainer_bytes_per_param(config, trained_model)
+    models = dict(served_model=served_model, trained_model=trained_model, judge_model=judge_model)
     if not gpu.enabled:
         if config.policy.backend != "hf":
             raise ConfigError(f"policy.backend {config.policy.backend!r} needs the gpu section (gpu.enabled: true); "
                               "without it use backend hf")
-        on_gpu = config.policy.device.startswith("cuda")
-        serve_bytes = n * {"float32": 4, "bfloat16": 2, "float16": 2}[config.policy.dtype]
+        on_gpu = served_model.device.startswith("cuda")
+        serve_bytes = n * {"float32": 4, "bfloat16": 2, "float16": 2}[served_model.dtype]
         train_bytes = (n - trained) * frozen_b + trained * trained_b if lora.enabled else n * trained_b
         where = [(0, 0)] if on_gpu else []
-        role = Role("actor", f"one process on {config.policy.device}: hf policy (serving) + torch trainer"
+        role = Role("actor", f"one process on {served_model.device}: hf policy (serving) + torch trainer"
                     + (" + judge (same model)" if uses_llm_judge(config) else ""), where,
                     (serve_bytes + train_bytes) / GIB, f"serving copy + trainer ({holds}) + activations")
         return Plan("one-gpu" if on_gpu else "cpu", [role], "inproc",
                     "in-process copy into the hf policy between two decoding steps", config.policy.model, n,
-                    1 if on_gpu else 0, [ray_note(config)] if config.rollout.executor == "ray" else [])
+                    1 if on_gpu else 0, [ray_note(config)] if config.rollout.executor == "ray" else [], **models)
 
     tp, pp = gpu.tensor_parallel, gpu.pipeline_parallel
     # the partition always serves with SGLang: policy.backend / device only choose the in-process placement
@@ -213,9 +262,7 @@ def plan(config: RunConfig) -> Plan:
     if transport == "nccl" and colocated:
         raise ConfigError("gpu.weight_transport=nccl needs SGLang on its own GPUs (gpu.rollout_gpus >= 1); "
                           "colocated (rollout_gpus: 0) use weight_transport=tensor")
-    judge_model = resolve_model(config, config.judge.model)
-    judge_needs_server = uses_llm_judge(config) and config.judge.model != "policy"
-    if judge_needs_server and gpu.judge_gpus == 0:
+    if judge_model is not None and gpu.judge_gpus == 0:
         raise ConfigError(f"judge.model {config.judge.model!r} is a separate model: give it GPUs (gpu.judge_gpus >= 1) "
                           "or set judge.model=policy to judge with the policy server")
     if gpu.judge_gpus and not uses_llm_judge(config):
@@ -254,9 +301,10 @@ def plan(config: RunConfig) -> Plan:
         roles.append(Role("rollout", f"SGLang policy server, --tp-size {len(rollout_gpus)}", rollout_gpus,
                           serve_per_gpu / GIB, "bf16 weights; the rest of --mem-fraction-static is KV cache"))
     if judge_gpus:
-        judge_shape = Shape.of(judge_model)
+        assert judge_model is not None  # judge_gpus without a model judge was refused above
+        judge_shape = Shape.of(judge_model.name)
         roles.append(Role("judge",
-                          f"SGLang judge server ({judge_model}, frozen), --tp-size {len(judge_gpus)}", judge_gpus,
+                          f"SGLang judge server ({judge_model.name}, frozen), --tp-size {len(judge_gpus)}", judge_gpus,
                           2.0 * judge_shape.params() / len(judge_gpus) / GIB, "bf16 weights + KV cache"))
     notes = []
     if uses_llm_judge(config) and not judge_gpus:
@@ -287,7 +335,7 @@ def plan(config: RunConfig) -> Plan:
     if sglang_args and config.policy.base_url:
         notes.append(f"policy.base_url: the attached server must have been started with {' '.join(sglang_args)}")
     return Plan("multi-node" if gpu.nodes > 1 else "partition", roles, transport, transport_note,
-                config.policy.model, n, need, notes, sglang_args)
+                config.policy.model, n, need, notes, sglang_args, **models)
 
 
 def ray_note(config: RunConfig) -> str:
