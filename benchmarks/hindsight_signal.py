@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from clawgym.personal.hindsight import wish_signal  # noqa: E402
 from clawgym.personal.rubric import RubricJudge  # noqa: E402
 from clawgym.rl.types import read_jsonl  # noqa: E402
-from clawgym.personal.hindsight import wish_signal  # noqa: E402
 
 
 def read_log(path: Path) -> list[dict]:

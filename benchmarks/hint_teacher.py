@@ -34,9 +34,9 @@ def forms(wishes: list[str] | None = None) -> dict:
     """hint form -> (hint text from the correction, messages with the hint placed); ``wishes`` adds the
     wish-memory forms, whose hint holds every remembered wish (their correction may be None: a task the
     student already satisfied)."""
+    from clawgym.personal.teacher_hint import hint_with_wishes
     from clawgym.rl.judge.prob import hint_from_reply
     from clawgym.rl.trainer.samples import hinted_messages
-    from clawgym.personal.teacher_hint import hint_with_wishes
 
     def system(messages, hint):
         out = copy.deepcopy(messages)

@@ -39,8 +39,8 @@ def remembered(feedback: list[str]) -> list[str]:
 
 def summary(persona, tasks, openings, replies, wishes, rubric, samples: int) -> dict:
     """Mean persona score, each check's pass rate, and the mean rubric reward of the decided replies."""
-    from clawgym.personal.rubric import reward_of
     from clawgym.core.chat_protocol import conversation
+    from clawgym.personal.rubric import reward_of
 
     scored = [persona.score(g.text, tasks[i // samples]) for i, g in enumerate(replies)]
     checks = {name: statistics.mean(c[name] for _, c in scored) for name in scored[0][1]}
@@ -56,9 +56,9 @@ async def measure(name: str, policy, samplers: dict, n_tasks: int, samples: int,
     from clawgym.core.policy import SamplingParams
     from clawgym.envs.openclaw_chat.personas import PERSONAS
     from clawgym.personal.rubric import RubricJudge
+    from clawgym.personal.teacher_hint import hint_with_wishes
     from clawgym.rl.trainer.samples import hinted_messages
     from clawgym.serve import rehearsal
-    from clawgym.personal.teacher_hint import hint_with_wishes
 
     persona = PERSONAS[name]
     tasks = rehearsal.persona_tasks(name, "train")[:n_tasks]

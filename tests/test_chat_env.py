@@ -85,8 +85,8 @@ def test_policy_driven_user_words_feedback_but_rules_decide():
 # ---------------------------------------------------------------------------------------------- issue 13
 def test_serve_hybrid_with_only_a_hint_judge_keeps_the_rl_term():
     """In `clawgym serve` hybrid degenerated to OPD when the hint judge was the only judge."""
-    from clawgym.rl.types import JudgeResult, Turn
     from clawgym.personal.trainer import sample_from_turn
+    from clawgym.rl.types import JudgeResult, Turn
 
     turn = Turn(episode_id="e", turn_index=0, context=[{"role": "user", "content": "u"}],
                 action={"role": "assistant", "content": "a"}, prompt_ids=[1, 2], response_ids=[3],

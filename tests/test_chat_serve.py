@@ -211,8 +211,8 @@ async def test_stale_turns_are_dropped_before_a_batch_is_taken(tmp_path):
     step on the fresh remainder of a batch (which under Adam moves the weights as far as a full one)."""
     from clawgym.inference.hf import HFPolicy
     from clawgym.inference.models import load_model
-    from clawgym.rl.trainer import TorchTrainer, TrainerConfig
     from clawgym.personal.trainer import PersonalTrainer
+    from clawgym.rl.trainer import TorchTrainer, TrainerConfig
 
     serve_model, tokenizer = load_model("tiny-random")
     train_model, _ = load_model("tiny-random")

@@ -2,8 +2,8 @@
 
 import json
 
-from clawgym.rl.types import JudgeResult, Turn
 from clawgym.core.chat_protocol import conversation, is_internal_context, runtime_session_id, user_text
+from clawgym.rl.types import JudgeResult, Turn
 from clawgym.serve.sessions import SessionTracker
 from clawgym.serve.turn_log import TurnLog
 

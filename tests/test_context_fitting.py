@@ -7,10 +7,10 @@ import logging
 
 import pytest
 
+from clawgym.core.chat_protocol import INTERNAL_CONTEXT_MARKER
 from clawgym.inference.chat_template import encode_prompt
 from clawgym.inference.models import load_tokenizer
 from clawgym.serve.fitting import ContextFitter, ContextTooLong
-from clawgym.core.chat_protocol import INTERNAL_CONTEXT_MARKER
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,11 @@ import pytest
 
 from clawgym.core.policy import Generation
 from clawgym.inference.server import BackgroundServer
+from clawgym.personal.hindsight import HindsightGroups, HindsightSettings, hindsight_settings, real_reward, wish_signal
 from clawgym.personal.rubric import RubricJudge, WishCheck
+from clawgym.personal.trainer import PersonalTrainer, apply_baseline
 from clawgym.rl.launch import ConfigError, load_config
 from clawgym.rl.types import JudgeResult, Sample, Turn, read_jsonl
-from clawgym.personal.hindsight import HindsightGroups, HindsightSettings, hindsight_settings, real_reward, wish_signal
-from clawgym.personal.trainer import PersonalTrainer, apply_baseline
 from clawgym.serve.main import build_serving
 from tests.test_chat_serve import ThanksIsGood, config_file, wait_until
 

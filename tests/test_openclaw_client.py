@@ -11,11 +11,11 @@ import time
 
 import pytest
 
+from clawgym.core.chat_protocol import INTERNAL_CONTEXT_MARKER, user_text
 from clawgym.inference.scripted import ScriptedPolicy
 from clawgym.inference.server import BackgroundServer
 from clawgym.serve.app import build_gateway_app
 from clawgym.serve.gateway import ChatGateway, PolicyResponder
-from clawgym.core.chat_protocol import INTERNAL_CONTEXT_MARKER, user_text
 from clawgym.serve.turn_log import TurnLog
 from tests.openclaw_harness import OpenClawUnavailable, openclaw_gateway
 from tests.requirements import require_command

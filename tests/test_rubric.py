@@ -190,8 +190,8 @@ def test_grouped_margins_fall_back_to_plain_scoring_when_little_is_shared(tiny_q
 
 def test_a_wish_no_reply_can_show_is_left_out_and_a_user_who_never_corrects_has_nothing_to_score(tmp_path, tiny_qwen):
     from clawgym.personal.rubric_cues import checkable
-    from clawgym.rl.types import JudgeResult, Turn
     from clawgym.personal.wish_memory import WishMemory
+    from clawgym.rl.types import JudgeResult, Turn
 
     assert not checkable("answer faster") and not checkable("email me the summary") and checkable("call me Sam")
     wishes = {"ann": ["answer faster", "no lists"], "cy": ["answer faster"]}

@@ -11,9 +11,9 @@ import torch
 from clawgym.core.policy import SamplingParams
 from clawgym.inference.models import build_tiny_random, load_tokenizer
 from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
+from clawgym.personal.user_adapters import UserAdapters, UserAdapterTrainer
 from clawgym.rl.trainer import LoraSettings, TorchTrainer, TrainerConfig
 from clawgym.rl.types import JudgeResult, Turn
-from clawgym.personal.user_adapters import UserAdapters, UserAdapterTrainer
 
 TARGETS = ("q_proj", "v_proj")
 R, ALPHA = 4, 8

@@ -10,15 +10,15 @@ import pytest
 from clawgym.envs.openclaw_chat.personas import PERSONAS
 from clawgym.inference.scripted import ScriptedPolicy
 from clawgym.inference.server import BackgroundServer
-from clawgym.rl.judge import JudgeStage, RuleJudge
+from clawgym.personal.wish_memory import WishMemory
 from clawgym.personal.wishes import aspects, relation, wish_from_correction, wishes_from_correction
+from clawgym.rl.judge import JudgeStage, RuleJudge
 from clawgym.rl.types import JudgeResult, Turn
 from clawgym.serve.app import build_gateway_app
 from clawgym.serve.dashboard import Dashboard
 from clawgym.serve.gateway import ChatGateway, PolicyResponder
 from clawgym.serve.turn_log import TurnLog
 from clawgym.serve.users import UserDirectory
-from clawgym.personal.wish_memory import WishMemory
 from tests.waiting import wait_for
 
 
@@ -277,8 +277,8 @@ def test_the_teachers_hint_holds_every_remembered_wish_and_the_turns_own_hint_on
 
 
 def test_a_turn_without_its_own_hint_still_teaches_opd_when_the_person_has_wishes():
-    from clawgym.rl.types import JudgeResult, Turn
     from clawgym.personal.trainer import sample_from_turn
+    from clawgym.rl.types import JudgeResult, Turn
 
     turn = Turn(episode_id="s", turn_index=0, context=[{"role": "user", "content": "grade this"}],
                 action={"role": "assistant", "content": "7/10"}, prompt_ids=[1], response_ids=[2],

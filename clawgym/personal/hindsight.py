@@ -54,15 +54,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import torch
 
+from clawgym.core.chat_protocol import conversation
 from clawgym.core.messages import text_of
 from clawgym.core.policy import SamplingParams
-from clawgym.rl import losses
 from clawgym.personal.rubric import RubricJudge, WishCheck, reward_of
-from clawgym.rl.trainer.samples import hinted_messages, render_prompt_ids
-from clawgym.rl.types import Sample, Turn
-from clawgym.core.chat_protocol import conversation
 from clawgym.personal.teacher_hint import hint_with_wishes, teacher_context
 from clawgym.personal.wish_memory import next_words
+from clawgym.rl import losses
+from clawgym.rl.trainer.samples import hinted_messages, render_prompt_ids
+from clawgym.rl.types import Sample, Turn
 
 if TYPE_CHECKING:
     from clawgym.rl.launch.schema import ServeSection
@@ -146,7 +146,7 @@ class HindsightGroups:
         self.hint_format = hint_format  # where a prompted sibling's prompt holds the wishes
         self.stats: collections.Counter[str] = collections.Counter()
         self.on_scored = on_scored  # (user, share of wishes the served reply met): the dashboard
-        self.on_group = on_group  # every scored group as a ``hindsight_group`` event (:func:`group_event`): the turn log
+        self.on_group = on_group  # every scored group as a ``hindsight_group`` event (:func:`group_event`)
 
     @property
     def wishes_of(self) -> Callable[[str], list[str]] | None:

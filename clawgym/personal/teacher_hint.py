@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawgym.rl.types import Turn
 from clawgym.core.chat_protocol import is_internal_context
+from clawgym.rl.types import Turn
 
 
 def hint_with_wishes(hint: str | None, wishes: list[str]) -> str:

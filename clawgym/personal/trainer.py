@@ -31,21 +31,22 @@ import asyncio
 import collections
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, get_args
 
+from clawgym.personal.teacher_hint import hint_with_wishes, teacher_context
 from clawgym.rl.judge import chosen_hint
+from clawgym.rl.launch.schema import Baseline
 from clawgym.rl.loop import apply_staleness, prm_score, refuse_reason
 from clawgym.rl.methods import NEEDS_HINT, USES_HINTS
 from clawgym.rl.trainer import Trainer
 from clawgym.rl.types import Sample, Turn, read_jsonl, write_jsonl
-from clawgym.personal.teacher_hint import hint_with_wishes, teacher_context
 
 if TYPE_CHECKING:
     from clawgym.personal.hindsight import HindsightGroups
 
 logger = logging.getLogger(__name__)
 
-BASELINES = ("batch", "none")
+BASELINES = get_args(Baseline)  # the serve.baseline values, declared once in the config model
 
 
 def sample_from_turn(turn: Turn, method: str, temperature: float = 1.0,
@@ -133,7 +134,7 @@ class BackgroundTrainer:
         self.trainer = trainer
         self.baseline = baseline
         self.method = str(trainer.config.method)
-        self.temperature = float(trainer.config.temperature)  # the rollout.temperature it trains at; turns sampled otherwise are refused
+        self.temperature = float(trainer.config.temperature)  # rollout.temperature: turns sampled otherwise are refused
         self.batch_size = batch_size
         self.max_staleness = max_staleness
         self.out = Path(output_dir)

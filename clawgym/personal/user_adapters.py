@@ -28,8 +28,8 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from clawgym.rl.types import Sample, Turn, read_jsonl
 from clawgym.personal.trainer import BackgroundTrainer, sample_from_turn, step_record
+from clawgym.rl.types import Sample, Turn, read_jsonl
 
 if TYPE_CHECKING:
     from clawgym.inference.multi_adapter import MultiAdapterHFPolicy

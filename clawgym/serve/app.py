@@ -25,13 +25,13 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from clawgym.core.policy import Generation
 from clawgym.inference.server import BadRequest, PolicyServer, error_response, parse_chat_request, require_bearer_key
+from clawgym.personal.user_adapters import check_user_id
+from clawgym.personal.wish_memory import WishMemory
 from clawgym.rl.types import new_id
 from clawgym.serve.dashboard import Dashboard
 from clawgym.serve.feedback import FeedbackError, parse_feedback
 from clawgym.serve.gateway import ChatGateway
-from clawgym.personal.user_adapters import check_user_id
 from clawgym.serve.users import AccessDenied, UserDirectory, bearer
-from clawgym.personal.wish_memory import WishMemory
 
 logger = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from clawgym.core.messages import Message, text_of
 from clawgym.core.chat_protocol import is_internal_context
+from clawgym.core.messages import Message, text_of
 
 logger = logging.getLogger(__name__)
 

@@ -24,18 +24,18 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Protocol
 
+from clawgym.core.chat_protocol import conversation
 from clawgym.core.policy import Generation, Policy, SamplingParams
 from clawgym.inference.streaming import StreamItem, TextDelta, stream_or_generate
 from clawgym.rl.types import Turn
 from clawgym.serve.feedback import Feedback, FeedbackError, apply_feedback, feedback_only
-from clawgym.core.chat_protocol import conversation
 from clawgym.serve.sessions import RequestView, SessionTracker
 from clawgym.serve.turn_log import TurnLog
 
 if TYPE_CHECKING:
+    from clawgym.personal.user_adapters import UserAdapters
     from clawgym.rl.judge import JudgeStage
     from clawgym.serve.fitting import ContextFitter
-    from clawgym.personal.user_adapters import UserAdapters
 
 logger = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from clawgym.core.messages import Message, text_of
 from clawgym.core.chat_protocol import conversation, is_prefix, runtime_session_id
+from clawgym.core.messages import Message, text_of
 
 DEFAULT_SIDE_PATTERNS = (
     # heartbeat runs: OpenClaw's default heartbeat prompt, and the legacy HEARTBEAT.md / HEARTBEAT_OK ones

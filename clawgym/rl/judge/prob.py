@@ -96,8 +96,8 @@ def hint_from_reply(reply: str) -> str | None:
 
     Not wrapped in an instruction, so the teacher prompt reads as the user having said it in the first
     place (``trainer.hint_format: inline``). Which form a 135M teacher follows best depends on the
-    persona (``benchmarks/hint_teacher.py`` measures it; docs/benchmarks.md): on teacher-persona tasks the wrapper ("The user
-    asked for a change: ... Do exactly what they ask") makes it talk about the change and score below
+    persona (``benchmarks/hint_teacher.py`` measures it; docs/benchmarks.md): on teacher-persona tasks the
+    wrapper ("The user asked for a change: ... Do exactly what they ask") makes it talk about the change and score below
     the bare hint, on TA tasks the wrapper under OpenClaw-RL's header does best.
     """
     text = " ".join(reply.split())
