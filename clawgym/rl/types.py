@@ -12,17 +12,32 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, TypeVar
+from typing import Iterable, Iterator, Protocol, TypeVar, Union
 
-Message = dict[str, Any]
+from clawgym.core.messages import Message
+
+# A JSON value as ``json.loads`` returns it, and a JSON object: a JSONL row, a request body, a tool schema.
+# The one alias for JSON payloads in rl/, personal/ and serve/.
+JSONValue = Union[str, int, float, bool, None, list["JSONValue"], dict[str, "JSONValue"]]
+JSONObject = dict[str, JSONValue]
+Action = Union[str, Message]  # what an env's ``step`` takes: the assistant's text or its message
 T = TypeVar("T")
+
+
+class Record(Protocol):
+    """A record that serialises to one JSON line (``to_dict``) and reads back (``from_dict``)."""
+
+    def to_dict(self) -> JSONObject: ...
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> Record: ...
 
 
 def new_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
-def from_dict_with_records(cls: type[T], data: dict[str, Any], key: str, record_cls: Any) -> T:
+def from_dict_with_records(cls: type[T], data: JSONObject, key: str, record_cls: type[Record]) -> T:
     """``cls(**data)`` for a record that holds a list of records: ``data[key]`` (dicts, as JSON gives them)
     becomes ``record_cls`` objects first."""
     data = dict(data)
@@ -61,16 +76,16 @@ class Turn:
     env_reward: float = 0.0
     terminated: bool = False
     truncated: bool = False
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, object] = field(default_factory=dict)
     judge: dict[str, JudgeResult] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     turn_id: str = field(default_factory=new_id)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Turn":
+    def from_dict(cls, data: JSONObject) -> "Turn":
         data = dict(data)
         data["judge"] = {k: JudgeResult(**v) for k, v in (data.get("judge") or {}).items()}
         return cls(**data)
@@ -89,14 +104,14 @@ class Trajectory:
     group_id: str = ""
     seed: int | None = None
     error: str | None = None  # a failed episode is recorded, not fatal
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, object] = field(default_factory=dict)
     wall_s: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Trajectory":
+    def from_dict(cls, data: JSONObject) -> "Trajectory":
         return from_dict_with_records(cls, data, "turns", Turn)
 
 
@@ -124,7 +139,7 @@ class Sample:
     policy_version: int = 0
     turn_id: str = ""
     sample_id: str = field(default_factory=new_id)
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, object] = field(default_factory=dict)
     off_policy: bool = False
 
     def __post_init__(self) -> None:
@@ -135,15 +150,15 @@ class Sample:
         if not self.loss_mask:
             self.loss_mask = [1] * len(self.response_ids)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Sample":
+    def from_dict(cls, data: JSONObject) -> "Sample":
         return cls(**data)
 
 
-def write_jsonl(path: str | Path, records: Iterable[Any], mode: str = "a") -> None:
+def write_jsonl(path: str | Path, records: Iterable[Record | JSONObject], mode: str = "a") -> None:
     """Append records (dataclasses with ``to_dict`` or plain dicts) as JSON lines, flushed."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -154,7 +169,7 @@ def write_jsonl(path: str | Path, records: Iterable[Any], mode: str = "a") -> No
         handle.flush()
 
 
-def read_jsonl(path: str | Path, cls: type[T] | None = None) -> Iterator[T | dict[str, Any]]:
+def read_jsonl(path: str | Path, cls: type[T] | None = None) -> Iterator[T | JSONObject]:
     """Read JSON lines, optionally into ``cls.from_dict``; a torn last line (crash) is skipped."""
     with Path(path).open("r", encoding="utf-8") as handle:
         for line in handle:

@@ -10,10 +10,15 @@ they must return in microseconds: a blocking call stalls every other episode.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
-from clawgym.rl.rollout.episode import EnvSpec
+from clawgym.rl.rollout.episode import EnvKwargs, EnvSpec, ResetOptions
 from clawgym.rl.rollout.local import make_env
+
+if TYPE_CHECKING:
+    import gymnasium
+
+    from clawgym.rl.types import Action
 
 logger = logging.getLogger(__name__)
 
@@ -21,21 +26,21 @@ logger = logging.getLogger(__name__)
 class AsyncioExecutor:
     """Envs in this process on the event loop; same interface as the local and Ray executors."""
 
-    def __init__(self, env: EnvSpec, env_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(self, env: EnvSpec, env_kwargs: EnvKwargs | None = None) -> None:
         self._spec = env
         self._kwargs = dict(env_kwargs or {})
-        self._envs: dict[int, Any] = {}
+        self._envs: dict[int, gymnasium.Env] = {}
 
     async def start(self, num_slots: int) -> None:
         return None
 
-    def _env(self, slot: int) -> Any:
+    def _env(self, slot: int) -> gymnasium.Env:
         if slot not in self._envs:
             self._envs[slot] = make_env(self._spec, self._kwargs)
         return self._envs[slot]
 
     async def reset(self, slot: int, seed: int | None,
-                    options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
+                    options: ResetOptions | None) -> tuple[list, dict, list | None]:
         env = self._env(slot)
         areset = getattr(env.unwrapped, "areset", None)
         if areset is not None:
@@ -44,7 +49,7 @@ class AsyncioExecutor:
             observation, info = env.reset(seed=seed, options=options)
         return observation, info, getattr(env.unwrapped, "tools", None)
 
-    async def step(self, slot: int, action: Any) -> tuple[list, float, bool, bool, dict]:
+    async def step(self, slot: int, action: Action) -> tuple[list, float, bool, bool, dict]:
         if slot not in self._envs:
             raise RuntimeError("step() before reset() on this env slot")
         env = self._envs[slot]
@@ -71,7 +76,7 @@ class AsyncioExecutor:
             self._close(env)
 
     @staticmethod
-    def _close(env: Any) -> None:
+    def _close(env: gymnasium.Env | None) -> None:
         if env is None:
             return
         try:

@@ -9,14 +9,19 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence, Union
 
 from clawgym.core.env import recorded_action
 from clawgym.core.messages import Message
 from clawgym.core.policy import Generation, Policy, SamplingParams
-from clawgym.rl.types import Trajectory, Turn, new_id
+from clawgym.rl.types import Action, Trajectory, Turn, new_id
 
-EnvSpec = Union[str, Callable[[], Any]]  # a gym id ("clawgym/ToolCall-v0", "module:Id") or a factory
+if TYPE_CHECKING:
+    import gymnasium
+
+EnvSpec = Union[str, Callable[..., "gymnasium.Env"]]  # a gym id ("clawgym/ToolCall-v0", "module:Id") or a factory
+EnvKwargs = dict[str, object]  # keywords for gym.make or the env factory, passed through
+ResetOptions = dict[str, object]  # ``reset(options=...)``: ``{"task_id": ...}`` and what a setting adds
 TurnSink = Callable[[Turn], Union[Awaitable[None], None]]
 TrajectorySink = Callable[[Trajectory], Union[Awaitable[None], None]]
 
@@ -78,7 +83,7 @@ async def play_episode(
         # that edits top-level message fields cannot change the recorded turns
         generation: Generation = await policy.generate([dict(m) for m in context], tools, params)
         t1 = time.perf_counter()
-        action: Any = generation.message or generation.text
+        action: Action = generation.message or generation.text
         message = recorded_action(action, reset_info)  # as the env reads it (a bare JSON call is a call)
         observation, reward, terminated, truncated, info = await executor.step(slot, action)
         t2 = time.perf_counter()

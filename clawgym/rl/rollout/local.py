@@ -14,14 +14,21 @@ import collections
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol, TypeVar
 
-from clawgym.rl.rollout.episode import EnvSpec
+from clawgym.rl.rollout.episode import EnvKwargs, EnvSpec, ResetOptions
+
+if TYPE_CHECKING:
+    import gymnasium
+
+    from clawgym.rl.types import Action
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
 
-def make_env(env: EnvSpec, env_kwargs: dict[str, Any]) -> Any:
+def make_env(env: EnvSpec, env_kwargs: EnvKwargs) -> gymnasium.Env:
     if callable(env):
         return env(**env_kwargs)
     import gymnasium
@@ -39,7 +46,7 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[-1] if text else ''}".rstrip(": ")
 
 
-def settle(future: asyncio.Future, ok: bool, value: Any) -> None:
+def settle(future: asyncio.Future, ok: bool, value: object) -> None:
     """Resolve an env call's future with its ``(ok, value)`` result, unless its episode gave up on it."""
     if future.done():  # its episode was cancelled or timed out
         return
@@ -58,7 +65,7 @@ class _Inbox:
         self._results: collections.deque = collections.deque()
         self._scheduled = False
 
-    def put(self, future: asyncio.Future, ok: bool, value: Any) -> None:
+    def put(self, future: asyncio.Future, ok: bool, value: object) -> None:
         """From any thread: resolve ``future`` on the loop (with ``value``, or raise it when not ``ok``)."""
         with self._lock:
             self._results.append((future, ok, value))
@@ -81,22 +88,22 @@ class _Inbox:
 class _EnvSlot:
     """One env on its own thread: created, stepped and closed there, never touched by another thread."""
 
-    def __init__(self, env: EnvSpec, env_kwargs: dict[str, Any], inbox: Callable[[], _Inbox]) -> None:
+    def __init__(self, env: EnvSpec, env_kwargs: EnvKwargs, inbox: Callable[[], _Inbox]) -> None:
         self._spec = env
         self._kwargs = env_kwargs
         self._inbox = inbox
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clawgym-env")
-        self._env: Any = None
+        self._env: gymnasium.Env | None = None
         self.inflight = 0  # calls submitted to the thread and not yet returned
 
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def call(self, fn: Callable[..., T], *args: object) -> T:
         inbox = self._inbox()
         future = inbox.loop.create_future()
         self.inflight += 1
         self._thread.submit(self._run, fn, args, future, inbox)
         return await future
 
-    def _run(self, fn: Callable[..., Any], args: tuple, future: asyncio.Future, inbox: _Inbox) -> None:
+    def _run(self, fn: Callable[..., object], args: tuple, future: asyncio.Future, inbox: _Inbox) -> None:
         try:
             result = fn(*args)
         except BaseException as exc:  # handed to the caller, like run_in_executor would
@@ -106,17 +113,17 @@ class _EnvSlot:
         self.inflight -= 1
         inbox.put(future, True, result)
 
-    def _ensure(self) -> Any:
+    def _ensure(self) -> gymnasium.Env:
         if self._env is None:
             self._env = make_env(self._spec, self._kwargs)
         return self._env
 
-    def reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
+    def reset(self, seed: int | None, options: ResetOptions | None) -> tuple[list, dict, list | None]:
         env = self._ensure()
         observation, info = env.reset(seed=seed, options=options)
         return observation, info, getattr(env.unwrapped, "tools", None)
 
-    def step(self, action: Any) -> tuple[list, float, bool, bool, dict]:
+    def step(self, action: Action) -> tuple[list, float, bool, bool, dict]:
         if self._env is None:
             raise RuntimeError("step() before reset() on this env slot")
         observation, reward, terminated, truncated, info = self._env.step(action)
@@ -145,7 +152,7 @@ class _EnvSlot:
 class EnvHost:
     """Env slots addressed by index. The local executor owns one; each Ray actor wraps one."""
 
-    def __init__(self, env: EnvSpec, env_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(self, env: EnvSpec, env_kwargs: EnvKwargs | None = None) -> None:
         self._spec = env
         self._kwargs = dict(env_kwargs or {})
         self._slots: dict[int, _EnvSlot] = {}
@@ -165,11 +172,11 @@ class EnvHost:
         return env_slot
 
     async def reset(self, slot: int, seed: int | None,
-                    options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
+                    options: ResetOptions | None) -> tuple[list, dict, list | None]:
         env_slot = self._slot(slot)
         return await env_slot.call(env_slot.reset, seed, options)
 
-    async def step(self, slot: int, action: Any) -> tuple[list, float, bool, bool, dict]:
+    async def step(self, slot: int, action: Action) -> tuple[list, float, bool, bool, dict]:
         env_slot = self._slot(slot)
         return await env_slot.call(env_slot.step, action)
 
@@ -193,7 +200,7 @@ class EnvHost:
                 await env_slot.call(env_slot.close_env)
                 env_slot._thread.shutdown(wait=False)
 
-    async def call_batch(self, calls: list[tuple[str, int, tuple]]) -> list[tuple[bool, Any]]:
+    async def call_batch(self, calls: list[tuple[str, int, tuple]]) -> list[tuple[bool, object]]:
         """Run several ``(method, slot, args)`` calls at once: one Ray round trip for many env calls."""
         allowed = ("reset", "step")
         results = await asyncio.gather(
@@ -213,9 +220,9 @@ class Executor(Protocol):
     async def start(self, num_slots: int) -> None: ...
 
     async def reset(self, slot: int, seed: int | None,
-                    options: dict[str, Any] | None) -> tuple[list, dict, list | None]: ...
+                    options: ResetOptions | None) -> tuple[list, dict, list | None]: ...
 
-    async def step(self, slot: int, action: Any) -> tuple[list, float, bool, bool, dict]: ...
+    async def step(self, slot: int, action: Action) -> tuple[list, float, bool, bool, dict]: ...
 
     async def task_ids(self) -> list[str]: ...
 
@@ -227,17 +234,17 @@ class Executor(Protocol):
 class LocalExecutor:
     """Envs in this process, one dedicated thread per env."""
 
-    def __init__(self, env: EnvSpec, env_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(self, env: EnvSpec, env_kwargs: EnvKwargs | None = None) -> None:
         self.host = EnvHost(env, env_kwargs)
 
     async def start(self, num_slots: int) -> None:
         return None
 
     async def reset(self, slot: int, seed: int | None,
-                    options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
+                    options: ResetOptions | None) -> tuple[list, dict, list | None]:
         return await self.host.reset(slot, seed, options)
 
-    async def step(self, slot: int, action: Any) -> tuple[list, float, bool, bool, dict]:
+    async def step(self, slot: int, action: Action) -> tuple[list, float, bool, bool, dict]:
         return await self.host.step(slot, action)
 
     async def task_ids(self) -> list[str]:

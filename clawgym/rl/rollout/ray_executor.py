@@ -6,10 +6,15 @@ import asyncio
 import logging
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
-from clawgym.rl.rollout.episode import EnvSpec
+from clawgym.rl.rollout.episode import EnvKwargs, EnvSpec, ResetOptions
 from clawgym.rl.rollout.local import EnvHost, settle
+
+if TYPE_CHECKING:
+    from ray.actor import ActorClass, ActorHandle
+
+    from clawgym.rl.types import Action
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +35,7 @@ def _use_token_auth_if_present() -> None:
 
 # Executors of one process share its Ray connection (the training loop runs a pool per producer): Ray is
 # shut down (a private instance stopped, a cluster left) when the last of them closes, not the first.
-_RAY_USERS: dict[str, Any] = {"count": 0, "started_here": False}
+_RAY_USERS: dict[str, int | bool] = {"count": 0, "started_here": False}
 
 
 class RayExecutor:
@@ -51,26 +56,26 @@ class RayExecutor:
     def __init__(
         self,
         env: EnvSpec,
-        env_kwargs: dict[str, Any] | None = None,
+        env_kwargs: EnvKwargs | None = None,
         *,
         address: str | None = None,
         num_cpus: int | None = None,
         num_actors: int | None = None,
-        actor_options: dict[str, Any] | None = None,
+        actor_options: dict[str, object] | None = None,
         batch_calls: bool = False,
     ) -> None:
         self._spec = env
         self.batch_calls = batch_calls
-        self._pending: list[tuple[Any, str, int, tuple, asyncio.Future]] = []
+        self._pending: list[tuple[ActorHandle, str, int, tuple, asyncio.Future]] = []
         self._batch_tasks: set[asyncio.Task] = set()
         self._kwargs = dict(env_kwargs or {})
         self.address = address
         self.num_cpus = num_cpus
         self.num_actors = num_actors
         self.actor_options = dict(actor_options or {"num_cpus": 1})
-        self._actors: list[Any] = []
-        self._actor_cls: Any = None
-        self._placement: dict[int, tuple[Any, int]] = {}
+        self._actors: list[ActorHandle] = []
+        self._actor_cls: ActorClass | None = None  # EnvHost as a Ray actor class, with its options
+        self._placement: dict[int, tuple[ActorHandle, int]] = {}
         self._joined = False  # counted in _RAY_USERS until close
         self.start_timeout_s = 300.0  # actors not placed by then cannot be (resources) or the cluster is unwell
 
@@ -80,7 +85,7 @@ class RayExecutor:
         if not ray.is_initialized():
             if self.address not in (None, "auto"):
                 _use_token_auth_if_present()
-            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+            kwargs: dict[str, object] = {"include_dashboard": False, "log_to_driver": False}
             if self.address is None:
                 kwargs["num_cpus"] = self.num_cpus
                 path = os.pathsep.join(p for p in sys.path if p)
@@ -117,19 +122,19 @@ class RayExecutor:
         logger.info("ray executor: %d actors, %d env slots", count, num_slots)
 
     async def reset(self, slot: int, seed: int | None,
-                    options: dict[str, Any] | None) -> tuple[list, dict, list | None]:
+                    options: ResetOptions | None) -> tuple[list, dict, list | None]:
         actor, local = self._placement[slot]
         if self.batch_calls:
             return await self._batched(actor, "reset", local, (seed, options))
         return await actor.reset.remote(local, seed, options)
 
-    async def step(self, slot: int, action: Any) -> tuple[list, float, bool, bool, dict]:
+    async def step(self, slot: int, action: Action) -> tuple[list, float, bool, bool, dict]:
         actor, local = self._placement[slot]
         if self.batch_calls:
             return await self._batched(actor, "step", local, (action,))
         return await actor.step.remote(local, action)
 
-    def _batched(self, actor: Any, name: str, local: int, args: tuple) -> asyncio.Future:
+    def _batched(self, actor: ActorHandle, name: str, local: int, args: tuple) -> asyncio.Future:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         if not self._pending:
@@ -139,7 +144,7 @@ class RayExecutor:
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
-        by_actor: dict[int, tuple[Any, list]] = {}
+        by_actor: dict[int, tuple[ActorHandle, list]] = {}
         for actor, name, local, args, future in pending:
             by_actor.setdefault(id(actor), (actor, []))[1].append((name, local, args, future))
         for actor, calls in by_actor.values():
@@ -147,7 +152,7 @@ class RayExecutor:
             self._batch_tasks.add(task)
             task.add_done_callback(self._batch_tasks.discard)
 
-    async def _send(self, actor: Any, calls: list[tuple[str, int, tuple, asyncio.Future]]) -> None:
+    async def _send(self, actor: ActorHandle, calls: list[tuple[str, int, tuple, asyncio.Future]]) -> None:
         try:
             results = await actor.call_batch.remote([(name, local, args) for name, local, args, _ in calls])
         except Exception as exc:  # the actor died or the batch failed: every caller sees it
@@ -172,7 +177,7 @@ class RayExecutor:
         except Exception:
             logger.exception("recycling env slot %d failed", slot)
 
-    def _respawn(self, dead: Any) -> None:
+    def _respawn(self, dead: ActorHandle) -> None:
         """Replace a dead actor; every slot it held moves to the new one (with fresh envs)."""
         if not any(actor is dead for actor in self._actors):
             return  # another slot of the same actor already replaced it

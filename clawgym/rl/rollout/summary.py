@@ -6,20 +6,20 @@ import asyncio
 import dataclasses
 import os
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from clawgym.core.policy import Policy, SamplingParams
-from clawgym.rl.rollout.episode import EnvSpec, TrajectorySink, make_groups
+from clawgym.rl.rollout.episode import EnvKwargs, EnvSpec, TrajectorySink, make_groups
 from clawgym.rl.rollout.pool import RolloutPool
-from clawgym.rl.types import Trajectory, Turn
+from clawgym.rl.types import JSONObject, Trajectory, Turn
 
 if TYPE_CHECKING:
     from clawgym.rl.judge.base import Judge
 
 
-def summarize(trajectories: Sequence[Trajectory]) -> dict[str, Any]:
+def summarize(trajectories: Sequence[Trajectory]) -> JSONObject:
     """Counts and means for logs and the CLI."""
     ok = [t for t in trajectories if t.error is None]
     return {
@@ -45,12 +45,12 @@ async def rollout_and_judge(
     seed: int = 0,
     task_ids: Sequence[str] | None = None,
     episode_timeout_s: float | None = None,
-    env_kwargs: dict[str, Any] | None = None,
+    env_kwargs: EnvKwargs | None = None,
     sampling: SamplingParams | None = None,
     judge_workers: int = 4,
-    executor_options: dict[str, Any] | None = None,
+    executor_options: dict[str, object] | None = None,
     on_trajectory: TrajectorySink | None = None,
-) -> tuple[list[Trajectory], dict[str, Any]]:
+) -> tuple[list[Trajectory], JSONObject]:
     """Play ``n`` episodes (``n // group_size`` groups), judge every turn, append turns to ``out_path``.
 
     Each turn is written once, as soon as all judges are done with it (or as soon as it exists when
@@ -106,7 +106,7 @@ async def rollout_and_judge(
 
 
 def run_rollout_cli(env: EnvSpec, policy: Policy, n: int, *, out_path: str | os.PathLike,
-                    judge: Judge | Sequence[Judge] | None = None, **options: Any) -> dict[str, Any]:
+                    judge: Judge | Sequence[Judge] | None = None, **options: object) -> JSONObject:
     """The body of ``clawgym rollout [--judge ...]``: a fresh ``out_path`` of judged turns; returns the summary.
 
     ``options`` are those of :func:`rollout_and_judge` (group_size, num_workers, executor, seed, ...).

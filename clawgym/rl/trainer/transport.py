@@ -28,16 +28,25 @@ import logging
 import shutil
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, TypeVar
 
 import torch
 
 from clawgym.rl.trainer.base import Trainer
+from clawgym.rl.types import JSONObject
+
+if TYPE_CHECKING:
+    from clawgym.core.policy import Policy
+    from clawgym.inference.hf import HFPolicy
+    from clawgym.inference.sglang import SGLangPolicy
+    from clawgym.rl.trainer.config import LoraSettings
 
 logger = logging.getLogger(__name__)
 
 Named = Sequence[tuple[str, torch.Tensor]]
-Post = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+Weights = Iterable[tuple[str, torch.Tensor]] | Mapping[str, torch.Tensor]  # (name, tensor) pairs or a state dict
+Post = Callable[[str, JSONObject], Awaitable[JSONObject]]  # an SGLang server's JSON API: (path, body) -> reply
+T = TypeVar("T")
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
@@ -48,12 +57,10 @@ class TransportError(RuntimeError):
 class WeightTransport(Protocol):
     """Sends one full set of weights and returns once the server serves them (version ``version``)."""
 
-    async def publish(self, weights: Iterable[tuple[str, torch.Tensor]] | Mapping[str, torch.Tensor],
-                      version: int) -> None: ...
+    async def publish(self, weights: Weights, version: int) -> None: ...
 
 
-def named(
-    weights: Iterable[tuple[str, torch.Tensor]] | Mapping[str, torch.Tensor]) -> Iterator[tuple[str, torch.Tensor]]:
+def named(weights: Weights) -> Iterator[tuple[str, torch.Tensor]]:
     return iter(weights.items()) if isinstance(weights, Mapping) else iter(weights)
 
 
@@ -72,7 +79,7 @@ def buckets(weights: Iterable[tuple[str, torch.Tensor]], bucket_bytes: int) -> I
         yield bucket
 
 
-def _with_last(items: Iterator[Any]) -> Iterator[tuple[Any, bool]]:
+def _with_last(items: Iterator[T]) -> Iterator[tuple[T, bool]]:
     """Each item with whether it is the last one (SGLang flushes its cache after the last bucket only)."""
     previous = next(items, None)
     if previous is None:
@@ -83,12 +90,12 @@ def _with_last(items: Iterator[Any]) -> Iterator[tuple[Any, bool]]:
     yield previous, True
 
 
-def _check(result: dict[str, Any], what: str) -> None:
+def _check(result: JSONObject, what: str) -> None:
     if not result.get("success", False):  # weight updates say why in "message", LoRA updates in "error_message"
         raise TransportError(f"SGLang {what} failed: {result.get('message') or result.get('error_message') or result}")
 
 
-def served_weights(trainer: Trainer, policy: Any) -> Callable[[], Any]:
+def served_weights(trainer: Trainer, policy: Policy) -> Callable[[], Mapping[str, torch.Tensor] | None]:
     """The trainer export the policy's transport takes: ``export_adapters`` for :class:`AdapterTransport`,
     else ``export_weights`` (the full state dict, LoRA merged). Call it off the event loop."""
     if getattr(getattr(policy, "transport", None), "takes", "weights") == "adapters":
@@ -99,10 +106,10 @@ def served_weights(trainer: Trainer, policy: Any) -> Callable[[], Any]:
 class InProcessTransport:
     """The hf policy in this process: ``load_state_dict`` between two decoding steps."""
 
-    def __init__(self, policy: Any) -> None:
+    def __init__(self, policy: HFPolicy) -> None:
         self.policy = policy
 
-    async def publish(self, weights: Any, version: int) -> None:
+    async def publish(self, weights: Weights, version: int) -> None:
         await self.policy.update_weights(dict(named(weights)))
 
 
@@ -130,7 +137,7 @@ class TensorTransport:
         self.post, self.device, self.dtype = post, torch.device(device), dtype
         self.tp_ranks, self.bucket_bytes, self.serialize = tp_ranks, bucket_bytes, serialize
 
-    async def publish(self, weights: Any, version: int) -> None:
+    async def publish(self, weights: Weights, version: int) -> None:
         cast = ((n, t.detach().to(device=self.device, dtype=self.dtype).contiguous()) for n, t in named(weights))
         for bucket, last in _with_last(buckets(cast, self.bucket_bytes)):
             payload = self.serialize(bucket)
@@ -143,7 +150,7 @@ class TensorTransport:
 
 
 def join_update_group(master_address: str, master_port: int, rank: int, world_size: int, group_name: str,
-                      backend: str = "nccl", timeout_s: float = 600.0) -> Any:
+                      backend: str = "nccl", timeout_s: float = 600.0) -> torch.distributed.ProcessGroup:
     """Join the weight-update group the way SGLang's ranks do (TCP rendezvous, a store prefixed by the
     group name, a group outside the default one), so trainer rank 0 and SGLang meet in one group."""
     from torch.distributed import distributed_c10d as c10d
@@ -173,7 +180,7 @@ class NcclTransport:
         self.post, self.address, self.port, self.server_ranks = post, master_address, master_port, server_ranks
         self.group_name, self.backend, self.device, self.dtype = group_name, backend, torch.device(device), dtype
         self.bucket_bytes = bucket_bytes
-        self.group: Any = None
+        self.group: torch.distributed.ProcessGroup | None = None
 
     async def connect(self) -> None:
         world = 1 + self.server_ranks
@@ -202,7 +209,7 @@ class NcclTransport:
         for handle in handles:
             handle.wait()
 
-    async def publish(self, weights: Any, version: int) -> None:
+    async def publish(self, weights: Weights, version: int) -> None:
         if self.group is None:
             await self.connect()
         cast = ((n, t.detach().to(device=self.device, dtype=self.dtype).contiguous()) for n, t in named(weights))
@@ -243,11 +250,11 @@ class AdapterTransport:
 
     takes = "adapters"  # see served_weights
 
-    def __init__(self, post: Post, directory: str | Path, settings: Any, base_model: str = "") -> None:
+    def __init__(self, post: Post, directory: str | Path, settings: LoraSettings, base_model: str = "") -> None:
         self.post, self.directory, self.settings, self.base_model = post, Path(directory), settings, base_model
         self.adapter: str | None = None
 
-    async def publish(self, weights: Any, version: int) -> None:
+    async def publish(self, weights: Weights, version: int) -> None:
         from clawgym.rl.trainer.lora import write_peft_adapters
 
         adapters = dict(named(weights))
@@ -270,9 +277,9 @@ class AdapterTransport:
             shutil.rmtree(self.directory / previous, ignore_errors=True)
 
 
-def make_transport(kind: str, policy: Any, bucket_bytes: int = 512 << 20, sglang_ranks: int = 1,
+def make_transport(kind: str, policy: HFPolicy | SGLangPolicy, bucket_bytes: int = 512 << 20, sglang_ranks: int = 1,
                    master_address: str = "127.0.0.1", master_port: int | None = None,
-                   device: str = "cuda", adapter_dir: str | Path | None = None, lora: Any = None,
+                   device: str = "cuda", adapter_dir: str | Path | None = None, lora: LoraSettings | None = None,
                    base_model: str = "") -> WeightTransport:
     """The transport a placement plan names (``inproc`` | ``tensor`` | ``nccl`` | ``adapter``) for ``policy``
     (``device="cpu"``: the same code without a GPU, the NCCL path over gloo; ``adapter`` writes peft
