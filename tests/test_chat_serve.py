@@ -5,6 +5,7 @@ import threading
 import time
 
 import openai
+import pytest
 import yaml
 
 from clawgym.inference.server import BackgroundServer
@@ -44,12 +45,9 @@ def config_file(tmp_path, trainer=None, serve_base=None, rollout=None, **serve):
 
 
 def test_serve_settings_reject_unknown_keys(tmp_path):
-    try:
+    with pytest.raises(ConfigError) as exc:
         load_config(config_file(tmp_path, colour="blue"))
-    except ConfigError as exc:
-        assert "unknown config key(s) serve.colour; valid keys under serve: adapters," in str(exc)
-    else:
-        raise AssertionError("an unknown serve key must be an error")
+    assert "unknown config key(s) serve.colour; valid keys under serve: adapters," in str(exc.value)
 
 
 def test_judged_turns_train_the_served_policy_without_blocking_users(tmp_path):
@@ -136,21 +134,13 @@ def test_batch_baseline_centres_verdicts_and_drops_what_teaches_nothing():
     # OpenClaw-RL's A = r keeps them all
     kept, dropped = apply_baseline([_sample(-1.0), _sample(-1.0)], "none")
     assert dropped == 0 and [s.advantage for s in kept] == [-1.0, -1.0]
-    try:
+    with pytest.raises(ValueError, match="unknown baseline 'ema'"):
         apply_baseline(mixed, "ema")
-    except ValueError as exc:
-        assert "unknown baseline 'ema'" in str(exc)
-    else:
-        raise AssertionError("an unknown baseline must be an error")
 
 
 def test_serve_settings_reject_an_unknown_baseline(tmp_path):
-    try:
+    with pytest.raises(ConfigError, match="serve.baseline must be one of"):
         load_config(config_file(tmp_path, baseline="ema"))
-    except ConfigError as exc:
-        assert "serve.baseline must be one of" in str(exc)
-    else:
-        raise AssertionError("an unknown baseline must be an error")
 
 
 def test_all_negative_verdicts_train_nothing_with_the_batch_baseline(tmp_path):
