@@ -9,19 +9,30 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from typing import Any, Sequence
+from typing import Sequence, TypedDict
 
 import numpy as np
 
 from clawgym.core.policy import Policy, SamplingParams
-from clawgym.rl.rollout import EnvSpec, RolloutPool, make_groups
+from clawgym.rl.rollout import EnvKwargs, EnvSpec, RolloutPool, make_groups
 from clawgym.rl.types import Trajectory
 
 EVAL_SEED = 12345
 
 
+class EvalRow(TypedDict):
+    """One row of an eval table: a group's episode counts, means over the episodes that did not error,
+    and each named check's pass rate."""
+
+    episodes: int
+    errors: int
+    mean_reward: float
+    success_rate: float
+    checks: dict[str, float]
+
+
 async def play_tasks(env: EnvSpec, policy: Policy, task_ids: Sequence[str] | None = None, *, limit: int | None = None,
-                     env_kwargs: dict[str, Any] | None = None, sampling: SamplingParams | None = None,
+                     env_kwargs: EnvKwargs | None = None, sampling: SamplingParams | None = None,
                      num_workers: int = 4, seed: int = EVAL_SEED,
                      episode_timeout_s: float | None = None) -> list[Trajectory]:
     """One episode per task (all of the env's tasks unless ``task_ids``; the first ``limit`` of them)."""
@@ -44,7 +55,7 @@ def check_rates(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     return {name: float(np.mean(values)) for name, values in passed.items()}
 
 
-def eval_rows(trajectories: Sequence[Trajectory], by: str | None = None) -> dict[str, dict[str, Any]]:
+def eval_rows(trajectories: Sequence[Trajectory], by: str | None = None) -> dict[str, EvalRow]:
     """Rows ``{group: {"episodes", "errors", "mean_reward", "success_rate", "checks"}}``: an ``"all"`` row, plus
     one per value of the final-info key ``by`` (``--by persona`` gives OpenClawChat-v0's score per persona).
     ``checks`` is :func:`check_rates` of the group (the persona's checks one by one)."""
@@ -64,9 +75,9 @@ def eval_rows(trajectories: Sequence[Trajectory], by: str | None = None) -> dict
                             "success_rate": float("nan"), "checks": {}}}
 
 
-def evaluate(env_id: str, policy: Any, *, split: str | None = "test", by: str | None = None, limit: int | None = None,
-             env_kwargs: dict[str, Any] | None = None, max_tokens: int = 256, temperature: float = 0.0,
-             num_workers: int = 4, seed: int = EVAL_SEED) -> dict[str, dict[str, Any]]:
+def evaluate(env_id: str, policy: Policy, *, split: str | None = "test", by: str | None = None,
+             limit: int | None = None, env_kwargs: EnvKwargs | None = None, max_tokens: int = 256,
+             temperature: float = 0.0, num_workers: int = 4, seed: int = EVAL_SEED) -> dict[str, EvalRow]:
     """Synchronous :func:`play_tasks` + :func:`eval_rows` on a split (what ``clawgym eval`` prints)."""
     kwargs = dict(env_kwargs or {})
     if split:

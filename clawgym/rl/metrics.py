@@ -11,14 +11,19 @@ import json
 import logging
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
+
+    from clawgym.rl.types import JSONObject
 
 logger = logging.getLogger(__name__)
 
 CURVE_FILE = "learning_curve.png"
 
 
-def _numeric(metrics: dict[str, Any]) -> dict[str, float]:
+def _numeric(metrics: Mapping[str, object]) -> dict[str, float]:
     out = {}
     for key, value in metrics.items():
         if isinstance(value, bool):
@@ -35,7 +40,7 @@ class MetricsLogger:
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.out_dir / "metrics.jsonl"
-        self._tb: Any = None
+        self._tb: SummaryWriter | None = None
         if tensorboard:
             try:
                 from torch.utils.tensorboard import SummaryWriter
@@ -44,7 +49,7 @@ class MetricsLogger:
             except Exception as exc:  # the package is optional
                 logger.warning("TensorBoard logging disabled: %s", exc)
 
-    def log(self, step: int, metrics: dict[str, Any], kind: str = "train") -> None:
+    def log(self, step: int, metrics: Mapping[str, object], kind: str = "train") -> None:
         """Append one record ``{"kind", "step", ...metrics}`` and mirror numbers to TensorBoard."""
         record = {"kind": kind, "step": int(step), **metrics}
         with self.path.open("a", encoding="utf-8") as handle:
@@ -54,11 +59,11 @@ class MetricsLogger:
                 self._tb.add_scalar(f"{kind}/{key}", value, int(step))
             self._tb.flush()
 
-    def records(self, kind: str | None = None) -> list[dict[str, Any]]:
+    def records(self, kind: str | None = None) -> list[JSONObject]:
         """The logged records (a torn last line is skipped); the last one wins for a repeated step."""
         if not self.path.exists():
             return []
-        by_key: dict[tuple[str, int], dict[str, Any]] = {}
+        by_key: dict[tuple[str, int], JSONObject] = {}
         for line in self.path.read_text(encoding="utf-8").splitlines():
             try:
                 record = json.loads(line)

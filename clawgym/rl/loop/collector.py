@@ -34,7 +34,7 @@ import asyncio
 import collections
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from clawgym.rl.judge import JudgeStage
 from clawgym.rl.loop.config import LoopConfig
 from clawgym.rl.loop.curriculum import PassRateCurriculum
 from clawgym.rl.rollout import RolloutPool, make_groups
-from clawgym.rl.types import Trajectory, Turn
+from clawgym.rl.types import JSONObject, Trajectory, Turn
 
 
 class BusyClock:
@@ -93,7 +93,7 @@ class BatchCollector:
     """
 
     def __init__(self, config: LoopConfig, buffer: SampleBuffer, *, method: str, reward_mode: str,
-                 tools: list[dict[str, Any]] | None, counters: collections.Counter,
+                 tools: list[JSONObject] | None, counters: collections.Counter,
                  refused: collections.Counter) -> None:
         self.config = config
         self.buffer = buffer

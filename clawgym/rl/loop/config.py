@@ -5,7 +5,7 @@ from __future__ import annotations
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 PENDING_FILE = "pending.jsonl"
 TRAINED_FILE = "trained_ids.jsonl"
@@ -118,7 +118,7 @@ _CHOICES = {name: typing.get_args(hint) for name, hint in typing.get_type_hints(
 class LoopResult:
     steps: int
     version: int
-    history: list[dict[str, Any]]
+    history: list[dict[str, float]]  # the step rows, as metrics.jsonl has them
     eval_before: dict[str, float] | None
     eval_after: dict[str, float] | None
     counters: dict[str, float]

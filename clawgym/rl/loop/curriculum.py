@@ -23,7 +23,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -69,7 +69,7 @@ class PassRateCurriculum:
 
     # ---- reporting and state ---------------------------------------------------------------
 
-    def table(self, task_ids: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+    def table(self, task_ids: Sequence[str] = ()) -> dict[str, dict[str, float]]:
         """task id -> groups, episodes, successes, pass_rate, weight: the pool's tasks, then any other task seen."""
         ids = list(dict.fromkeys([*task_ids, *self.stats]))
         return {t: {**asdict(self.stats.get(t, TaskStats())), "pass_rate": self.pass_rate(t), "weight": self.weight(t)}

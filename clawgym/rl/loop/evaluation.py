@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from clawgym.core.policy import Policy, SamplingParams
 from clawgym.rl.evaluate import eval_rows, play_tasks
 from clawgym.rl.loop.config import LoopConfig
-from clawgym.rl.rollout import EnvSpec
+from clawgym.rl.rollout import EnvKwargs, EnvSpec
+
+if TYPE_CHECKING:
+    from clawgym.inference.hf import HFPolicy
 
 logger = logging.getLogger(__name__)
 
 
 async def evaluate_policy(env: EnvSpec, policy: Policy, config: LoopConfig, *, version: int,
-                          task_ids: Sequence[str] | None, env_kwargs: dict[str, Any]) -> dict[str, float]:
+                          task_ids: Sequence[str] | None, env_kwargs: EnvKwargs) -> dict[str, float]:
     """Play every held-out task once (``eval_temperature``, fixed seeds) with the served weights."""
     c = config
     sampling = SamplingParams(temperature=c.eval_temperature, top_p=1.0, max_tokens=c.max_tokens)
@@ -32,7 +35,7 @@ async def evaluate_policy(env: EnvSpec, policy: Policy, config: LoopConfig, *, v
     }
 
 
-def export_hf(policy: Any, path: Path) -> Path:
+def export_hf(policy: HFPolicy, path: Path) -> Path:
     """The served model as a plain HF checkpoint (``clawgym eval --model PATH`` and any HF tool load it)."""
     policy.model.save_pretrained(path)
     policy.tokenizer.save_pretrained(path)

@@ -26,7 +26,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Awaitable, Callable, Sequence
 
 from clawgym.core.policy import Policy, SamplingParams
 from clawgym.rl.buffer import SampleBuffer
@@ -39,8 +39,9 @@ from clawgym.rl.loop.evaluation import evaluate_policy, export_hf
 from clawgym.rl.loop.training import publish_weights, step_row
 from clawgym.rl.methods import USES_HINTS
 from clawgym.rl.metrics import MetricsLogger
-from clawgym.rl.rollout import EnvSpec, RolloutPool
+from clawgym.rl.rollout import EnvKwargs, EnvSpec, RolloutPool
 from clawgym.rl.trainer import Trainer
+from clawgym.rl.types import JSONObject
 from clawgym.rl.warm_start.config import WarmStartConfig
 
 logger = logging.getLogger(__name__)
@@ -62,15 +63,15 @@ class AsyncRLLoop:
         config: LoopConfig | None = None,
         *,
         judges: Sequence[Judge] | None = None,
-        env_kwargs: dict[str, Any] | None = None,
-        eval_env_kwargs: dict[str, Any] | None = None,
+        env_kwargs: EnvKwargs | None = None,
+        eval_env_kwargs: EnvKwargs | None = None,
         task_ids: Sequence[str] | None = None,
         eval_task_ids: Sequence[str] | None = None,
         executor: str = "local",
-        executor_options: dict[str, Any] | None = None,
-        tools: list[dict[str, Any]] | None = None,
+        executor_options: dict[str, object] | None = None,
+        tools: list[JSONObject] | None = None,
         warm_start: WarmStartConfig | None = None,
-        on_step: Callable[[int, dict[str, Any]], Any] | None = None,
+        on_step: Callable[[int, dict[str, float]], Awaitable[None] | None] | None = None,
     ) -> None:
         self.config = config or LoopConfig()
         self.warm_start = warm_start or WarmStartConfig()
@@ -163,7 +164,7 @@ class AsyncRLLoop:
     async def _publish(self) -> None:
         self.collector.version_offset = await publish_weights(self.trainer, self.policy)
 
-    async def _train_one_step(self) -> dict[str, Any] | None:
+    async def _train_one_step(self) -> dict[str, float] | None:
         c = self.config
         collector = self.collector
         step_started = time.perf_counter()
@@ -187,7 +188,7 @@ class AsyncRLLoop:
                   "dropped": [s.sample_id for s in dropped]}
         self.counters["samples_dropped_stale"] += len(dropped)
         train_s = publish_s = 0.0
-        metrics: dict[str, Any] = {}
+        metrics: dict[str, float] = {}
         if kept:
             t1 = time.perf_counter()
             wall_start = time.time()
@@ -330,7 +331,7 @@ class AsyncRLLoop:
         eval_before = eval_warm_start = None
         if c.eval_before and not resumed:
             eval_before = await self.evaluate("before")
-        history: list[dict[str, Any]] = []
+        history: list[dict[str, float]] = []
         if self.judges:
             collector.stage = JudgeStage(self.judges, workers=c.judge_workers or c.num_workers,
                                          on_judged=collector.on_judged)
@@ -435,6 +436,6 @@ async def _first_of(step_task: asyncio.Task, producers: Sequence[asyncio.Task], 
             return
 
 
-def run_loop(*args: Any, **kwargs: Any) -> LoopResult:
+def run_loop(*args: object, **kwargs: object) -> LoopResult:
     """``asyncio.run(AsyncRLLoop(*args, **kwargs).run())`` for scripts."""
     return asyncio.run(AsyncRLLoop(*args, **kwargs).run())

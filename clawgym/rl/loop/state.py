@@ -9,31 +9,53 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict, cast
 
 from clawgym.rl.loop.config import CHECKPOINT_DIR, LOOP_STATE, TRAINED_FILE
 from clawgym.rl.trainer import Trainer
 from clawgym.rl.trainer import checkpoint as ckpt
+from clawgym.rl.types import JSONObject
 
 
-def save_checkpoint(out: Path, trainer: Trainer, state: dict[str, Any]) -> None:
+class LoopState(TypedDict):
+    """The loop's half of a checkpoint (``loop_state.json``), beside the trainer's."""
+
+    step: int
+    version: int
+    groups_started: int
+    consumed: list[str]  # sample ids trained on or dropped as stale
+    counters: dict[str, float]
+    refused: dict[str, int]
+    config: JSONObject  # the LoopConfig, as ``dataclasses.asdict`` gives it
+    curriculum: NotRequired[dict[str, dict[str, int]]]  # PassRateCurriculum.state_dict, when one runs
+
+
+class TrainedRecord(TypedDict):
+    """One line of ``trained_ids.jsonl``: a step's sample ids, trained and dropped as stale."""
+
+    step: int
+    trained: list[str]
+    dropped: list[str]
+
+
+def save_checkpoint(out: Path, trainer: Trainer, state: LoopState) -> None:
     """The trainer's state and the loop's ``state`` in one atomically replaced directory."""
     with ckpt.atomic_directory(out / CHECKPOINT_DIR) as tmp:
         trainer.save_checkpoint(tmp / "trainer")
         ckpt.write_json(tmp / LOOP_STATE, state)
 
 
-def load_checkpoint(out: Path, trainer: Trainer) -> tuple[Path, dict[str, Any]] | None:
+def load_checkpoint(out: Path, trainer: Trainer) -> tuple[Path, LoopState] | None:
     """Load the last checkpoint into ``trainer``; its directory and loop state, or None without one."""
     try:
         directory = ckpt.resolve(out / CHECKPOINT_DIR)
     except FileNotFoundError:
         return None
     trainer.load_checkpoint(directory / "trainer")
-    return directory, ckpt.read_json(directory / LOOP_STATE)
+    return directory, cast(LoopState, ckpt.read_json(directory / LOOP_STATE))
 
 
-def append_trained(out: Path, record: dict[str, Any]) -> None:
+def append_trained(out: Path, record: TrainedRecord) -> None:
     """One step's ``{"step", "trained", "dropped"}`` sample ids, appended to the trained-ids log."""
     with (out / TRAINED_FILE).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(record) + "\n")

@@ -7,7 +7,7 @@ Staleness itself (drop or down-weight samples older than ``max_staleness`` versi
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
@@ -15,8 +15,11 @@ from clawgym.rl.buffer import SampleGroup
 from clawgym.rl.trainer import Trainer
 from clawgym.rl.types import Sample
 
+if TYPE_CHECKING:
+    from clawgym.rl.trainer.base import UpdatablePolicy
 
-async def publish_weights(trainer: Trainer, policy: Any) -> int:
+
+async def publish_weights(trainer: Trainer, policy: UpdatablePolicy) -> int:
     """Export the trainer's weights (off the event loop) and load them into the served policy.
 
     Returns the version offset (trainer version - served version) that new samples are stamped with.
@@ -39,7 +42,7 @@ def step_row(
     groups: Sequence[SampleGroup],
     kept: Sequence[Sample],
     dropped: Sequence[Sample],
-    metrics: dict[str, Any],
+    metrics: Mapping[str, float],
     *,
     wall_s: float,
     wait_s: float,
@@ -55,7 +58,7 @@ def step_row(
     groups_dropped_untrainable: int = 0,
     groups_trained: int = 0,
     draw_cap_hit: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, float]:
     """What one train step logs (metrics.jsonl, TensorBoard): rewards, verdicts, losses, throughput, time split.
 
     ``version`` is the trainer's after the step; staleness is counted against ``batch_version``, the

@@ -38,6 +38,7 @@ deterministic policy on either executor.
 
 from clawgym.rl.rollout.asyncio_executor import AsyncioExecutor
 from clawgym.rl.rollout.episode import (
+    EnvKwargs,
     EnvSpec,
     EpisodeSpec,
     TrajectorySink,
@@ -56,6 +57,7 @@ __all__ = [
     "run_rollout_cli",
     "AsyncioExecutor",
     "EnvHost",
+    "EnvKwargs",
     "EnvSpec",
     "EpisodeSpec",
     "Executor",

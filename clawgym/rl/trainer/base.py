@@ -11,7 +11,9 @@ LoRA adapters alone), and a checkpoint. :class:`~clawgym.rl.trainer.TorchTrainer
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
+
+from clawgym.core.policy import Policy
 
 if TYPE_CHECKING:
     import torch
@@ -39,10 +41,18 @@ class Trainer(Protocol):
         """The LoRA adapters alone, in peft names (what an adapter transport sends); None on other ranks."""
         ...
 
-    def save_checkpoint(self, path: str | Path) -> Any:
+    def save_checkpoint(self, path: str | Path) -> Path | None:
         """Weights, optimiser and version in one directory, written atomically."""
         ...
 
     def load_checkpoint(self, path: str | Path) -> None:
         """Restore a checkpoint written by :meth:`save_checkpoint` (same base model and config)."""
+        ...
+
+
+class UpdatablePolicy(Policy, Protocol):
+    """A served policy that takes new weights (hf, sglang): what the loop and the personal trainer publish to."""
+
+    async def update_weights(self, weights: Mapping[str, torch.Tensor]) -> int:
+        """Serve ``weights`` (a full state dict, or LoRA adapters where the transport sends those); the new version."""
         ...

@@ -13,9 +13,12 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clawgym.rl.types import JSONObject
 
 COMPLETE_MARKER = "COMPLETE"
 
@@ -53,11 +56,11 @@ def resolve(path: str | Path) -> Path:
     raise FileNotFoundError(f"no complete checkpoint at {target}")
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: Mapping[str, object]) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
 
 
-def read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> JSONObject:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
