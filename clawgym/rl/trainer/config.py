@@ -8,9 +8,12 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from clawgym.rl.methods import Method, Teacher, canonical_method, canonical_teacher
+
+if TYPE_CHECKING:
+    from clawgym.rl.types import JSONObject
 
 # none: the sampler's logprobs are the old policy's; tis: they come from other (quantised) serving
 # weights, corrected by truncated importance sampling (TorchTrainer._behavior)
@@ -88,11 +91,11 @@ class TrainerConfig:
         if bad:
             raise ValueError(f"invalid TrainerConfig fields: {', '.join(f'{n}={getattr(self, n)!r}' for n in bad)}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TrainerConfig":
+    def from_dict(cls, data: JSONObject) -> "TrainerConfig":
         return cls(**data)
 
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from clawgym.rl.trainer.config import LoraSettings
+
+if TYPE_CHECKING:
+    from clawgym.rl.types import JSONObject
 
 
 def wrap_lora(model: nn.Module, lora: LoraSettings, seed: int, token_ids: Sequence[int] = ()) -> nn.Module:
@@ -69,7 +72,7 @@ def merged_lora_state_dict(peft_model: nn.Module) -> dict[str, torch.Tensor]:
     return state
 
 
-def peft_adapter_config(settings: Any, base_model: str) -> dict:
+def peft_adapter_config(settings: LoraSettings, base_model: str) -> JSONObject:
     """An ``adapter_config.json`` that peft (and SGLang's LoRA loader) read for the exported adapters."""
     return {
         "peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": base_model,
@@ -79,7 +82,7 @@ def peft_adapter_config(settings: Any, base_model: str) -> dict:
     }
 
 
-def write_peft_adapters(directory: str | Path, adapters: Mapping[str, torch.Tensor], settings: Any,
+def write_peft_adapters(directory: str | Path, adapters: Mapping[str, torch.Tensor], settings: LoraSettings,
                         base_model: str = "") -> Path:
     """``adapter_model.safetensors`` (peft names: ``...q_proj.lora_A.weight``) + ``adapter_config.json`` in
     ``directory``."""

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -61,13 +61,20 @@ from clawgym.rl.trainer.megatron_setup import (  # noqa: F401  (re-exported)
     transformer_config_from_hf,
 )
 
+if TYPE_CHECKING:
+    from megatron.core.transformer.spec_utils import ModuleSpec
+    from transformers import PreTrainedTokenizerBase
+
+    from clawgym.rl.types import Sample
+
 logger = logging.getLogger(__name__)
 
 
 class MegatronTrainer:
     """Trains an HF Llama/Qwen2 checkpoint with megatron-core; one instance per torchrun rank."""
 
-    def __init__(self, hf_model_dir: str | Path, tokenizer: Any, config: MegatronConfig | None = None) -> None:
+    def __init__(self, hf_model_dir: str | Path, tokenizer: PreTrainedTokenizerBase,
+                 config: MegatronConfig | None = None) -> None:
         self.config = config or MegatronConfig()
         ok, why = megatron_available()
         if not ok and self.config.device == "cuda":
@@ -108,7 +115,7 @@ class MegatronTrainer:
 
     # ---- construction --------------------------------------------------------------------------
 
-    def _layer_spec(self) -> Any:
+    def _layer_spec(self) -> ModuleSpec:
         from megatron.core.models.gpt.gpt_layer_specs import (
             get_gpt_layer_local_spec,
             get_gpt_layer_with_transformer_engine_spec,
@@ -197,7 +204,7 @@ class MegatronTrainer:
 
     # ---- the step ------------------------------------------------------------------------------
 
-    def train_step(self, samples: Sequence[Any], method: str | None = None) -> dict[str, float]:
+    def train_step(self, samples: Sequence[Sample], method: str | None = None) -> dict[str, float]:
         """Advantages over all ``samples``, then one optimiser step per ``micro_batch_size * grad_accum *
         DP`` samples (as in the torch trainer); every rank passes the same list and takes its DP share.
         ``method`` overrides the configured one for this step (``"sft"``: the warm start)."""
@@ -224,7 +231,7 @@ class MegatronTrainer:
                        optimizer_steps=float(len(bounds)))
         return metrics
 
-    def _optimizer_step(self, samples: Sequence[Any], adv_rl: torch.Tensor, method: str) -> dict[str, float]:
+    def _optimizer_step(self, samples: Sequence[Sample], adv_rl: torch.Tensor, method: str) -> dict[str, float]:
         from clawgym.rl import losses
         from clawgym.rl.trainer.samples import teacher_prompt_ids
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
+if TYPE_CHECKING:
+    from clawgym.rl.types import Sample
 
-def micro_batches(samples: Sequence[Any], extra: Mapping[str, Sequence[torch.Tensor]],
+
+def micro_batches(samples: Sequence[Sample], extra: Mapping[str, Sequence[torch.Tensor]],
                   width: int, micro_batch_size: int,
                   pad_id: int, device: torch.device, dtype: torch.dtype = torch.float32) -> list[dict]:
     """Right-padded micro-batches of identical shape; per-token values sit at target positions (p predicts p+1).
@@ -35,7 +38,7 @@ def micro_batches(samples: Sequence[Any], extra: Mapping[str, Sequence[torch.Ten
     return batches
 
 
-def add_teacher_inputs(batches: list[dict], local: Sequence[Any], teacher_ids: Sequence[list[int]], width: int,
+def add_teacher_inputs(batches: list[dict], local: Sequence[Sample], teacher_ids: Sequence[list[int]], width: int,
                        micro_batch_size: int, pad_id: int, device: torch.device) -> None:
     """The hinted prompts + responses the teacher reads, and where each student position's teacher logprob is."""
     mbs = micro_batch_size
@@ -74,8 +77,8 @@ def gpt_forward(model: torch.nn.Module, input_ids: torch.Tensor) -> torch.Tensor
     return model(input_ids, position_ids, mask)
 
 
-def run_schedule(model: torch.nn.Module, batches: list[dict], loss_fn: Any, forward_only: bool,
-                 temperature: float) -> list[dict]:
+def run_schedule(model: torch.nn.Module, batches: list[dict], loss_fn: Callable[[dict, torch.Tensor], object],
+                 forward_only: bool, temperature: float) -> list[dict]:
     """megatron's forward/backward schedule (pipelined when PP > 1); ``loss_fn(batch, logprobs)`` on the last stage."""
     from megatron.core import tensor_parallel
     from megatron.core.pipeline_parallel import get_forward_backward_func

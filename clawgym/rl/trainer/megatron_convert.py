@@ -22,9 +22,12 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
 
 _LAYER = re.compile(r"^decoder\.layers\.(\d+)\.")
 
@@ -44,7 +47,7 @@ class ModelShape:
     qkv_bias: bool = False
 
     @classmethod
-    def from_hf_config(cls, config: Any) -> "ModelShape":
+    def from_hf_config(cls, config: PretrainedConfig) -> "ModelShape":
         model_type = getattr(config, "model_type", "")
         if model_type not in ("llama", "qwen2", "mistral"):
             raise ValueError(f"HF <-> Megatron conversion supports llama/qwen2/mistral decoders, not {model_type!r}")

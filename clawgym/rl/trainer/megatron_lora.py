@@ -29,13 +29,16 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from clawgym.rl.trainer.lora import peft_adapter_config  # noqa: F401  (re-exported)
 from clawgym.rl.trainer.megatron_convert import ModelShape
+
+if TYPE_CHECKING:
+    from clawgym.rl.trainer.config import LoraSettings
 
 # megatron linear (relative to a TransformerLayer) -> (parallel kind, {part: HF module relative to the layer})
 LORA_LINEARS: dict[str, tuple[str, dict[str, str]]] = {
@@ -63,7 +66,7 @@ def parse_targets(target_modules: Iterable[str]) -> dict[str, set[int] | None]:
     return out
 
 
-def check_lora_settings(settings: Any, transformer_engine: bool) -> None:
+def check_lora_settings(settings: LoraSettings, transformer_engine: bool) -> None:
     """Refuse what these adapters do not implement, with what to change."""
     unknown = set(parse_targets(settings.target_modules)) - {hf.split(".")[1] for _, parts in LORA_LINEARS.values()
                                                              for hf in parts.values()}
@@ -132,7 +135,8 @@ class LoraAdapter(nn.Module):
         like = pieces[self.parts[0]]
         return self._fuse_last(pieces, like)
 
-    def hook(self, module: nn.Module, args: tuple, output: Any) -> Any:
+    def hook(self, module: nn.Module, args: tuple, output: tuple[torch.Tensor, torch.Tensor | None]
+             ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Forward hook on the base linear: megatron linears return ``(output, bias)``."""
         if not self.enabled:
             return output
@@ -171,7 +175,7 @@ def _submodule(root: nn.Module, dotted: str) -> nn.Module:
     return root
 
 
-def attach_lora(model: nn.Module, settings: Any, shape: ModelShape, tp_rank: int, tp_size: int,
+def attach_lora(model: nn.Module, settings: LoraSettings, shape: ModelShape, tp_rank: int, tp_size: int,
                 layer_offset: int, seed: int) -> dict[str, LoraAdapter]:
     """Freeze ``model`` (a GPTModel stage) and add adapters on the targeted linears of every local layer.
 
@@ -315,5 +319,5 @@ def load_peft_adapters(adapters: Mapping[str, LoraAdapter], state: Mapping[str, 
         param.copy_(tensor.to(param.dtype))
 
 
-def _layers_of(wanted: Mapping[str, Any]) -> set[int]:
+def _layers_of(wanted: Mapping[str, object]) -> set[int]:
     return {int(_PEFT_NAME.match(k).group(1)) for k in wanted}

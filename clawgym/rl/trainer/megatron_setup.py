@@ -5,11 +5,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from clawgym.rl.trainer.megatron_convert import ModelShape
+
+if TYPE_CHECKING:
+    from megatron.core.transformer import TransformerConfig
+    from transformers import PretrainedConfig
+
+    from clawgym.rl.trainer.config import TrainerConfig
+    from clawgym.rl.types import JSONObject
 
 
 @dataclass
@@ -27,7 +34,7 @@ class MegatronConfig:
     max_sequence_length: int = 32768
     seed: int = 1234
     device: str = "cuda"  # "cpu" (gloo) exists for the CPU equivalence tests only; real runs use CUDA
-    trainer: Any = None  # TrainerConfig; default built lazily to keep this module import-light
+    trainer: TrainerConfig | JSONObject | None = None  # a TrainerConfig after __post_init__ (None: the default)
 
     @property
     def method(self) -> str:
@@ -98,7 +105,7 @@ def initialize_distributed(tensor_parallel: int, pipeline_parallel: int, seed: i
         model_parallel_cuda_manual_seed(seed)
 
 
-def transformer_config_from_hf(hf_config: Any, cfg: MegatronConfig) -> Any:
+def transformer_config_from_hf(hf_config: PretrainedConfig, cfg: MegatronConfig) -> TransformerConfig:
     """megatron-core TransformerConfig for a Llama/Qwen2 HF config."""
     import torch.nn.functional as F
     from megatron.core.transformer import TransformerConfig
@@ -138,7 +145,7 @@ def transformer_config_from_hf(hf_config: Any, cfg: MegatronConfig) -> Any:
     )
 
 
-def _rope_base(hf_config: Any) -> float:
+def _rope_base(hf_config: PretrainedConfig) -> float:
     params = getattr(hf_config, "rope_parameters", None) or {}
     return float(params.get("rope_theta") or getattr(hf_config, "rope_theta", 10000.0))
 

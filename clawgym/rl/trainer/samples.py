@@ -5,12 +5,15 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from clawgym.rl import losses
-from clawgym.rl.types import Message, Sample
+from clawgym.rl.types import JSONObject, Message, Sample
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 HINT_HEADER = "[user's hint / instruction]"
 # header: OpenClaw-RL's format, the hint under HINT_HEADER on lines of its own; inline: the hint
@@ -40,8 +43,8 @@ def hinted_messages(messages: Sequence[Message], hint: str, hint_format: str = "
                      else f"cannot place the hint: message {at} of the context is not a user message")
 
 
-def render_prompt_ids(tokenizer: Any, messages: Sequence[Message],
-                      tools: list[dict[str, Any]] | None = None) -> list[int]:
+def render_prompt_ids(tokenizer: PreTrainedTokenizerBase, messages: Sequence[Message],
+                      tools: list[JSONObject] | None = None) -> list[int]:
     """The prompt ids exactly as the policy renders them: the chat template, with its tool fallback
     (templates without tool support get the schemas as text, so the teacher sees the tools too)."""
     from clawgym.inference.chat_template import encode_prompt
@@ -49,7 +52,7 @@ def render_prompt_ids(tokenizer: Any, messages: Sequence[Message],
     return encode_prompt(tokenizer, list(messages), tools or None)
 
 
-def teacher_prompt_ids(tokenizer: Any, sample: Sample, hint_format: str = "header") -> list[int]:
+def teacher_prompt_ids(tokenizer: PreTrainedTokenizerBase, sample: Sample, hint_format: str = "header") -> list[int]:
     """The hinted prompt of an OPD sample: its context (``hint_messages``) + hint, re-rendered with the
     tools the student saw (``metadata["tools"]``); ``metadata["hint_at"]`` says which message takes the hint."""
     if not sample.hint:

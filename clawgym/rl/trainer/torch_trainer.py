@@ -37,7 +37,7 @@ import time
 from collections.abc import Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import torch
 from torch import nn
@@ -69,10 +69,13 @@ from clawgym.rl.trainer.samples import (  # noqa: F401  (re-exported: the traine
 )
 from clawgym.rl.types import Sample
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
 _collate = collate  # the name megatron's equivalence test script imports from here
 
 
-def token_ids(tokenizer: Any, tokens: Sequence[str]) -> list[int]:
+def token_ids(tokenizer: PreTrainedTokenizerBase, tokens: Sequence[str]) -> list[int]:
     """The vocabulary ids of the ``tokens`` that are single tokens of this tokenizer. One that is not (SmolLM2
     spells ``<tool_call>`` in ordinary, trained tokens) has no row of its own to train: skipped, and said so."""
     ids = []
@@ -97,7 +100,7 @@ logger = logging.getLogger(__name__)
 class TorchTrainer:
     """Trains ``model`` (which it owns from now on) on judged Samples; see the module docstring."""
 
-    def __init__(self, model: nn.Module, tokenizer: Any, config: TrainerConfig | None = None,
+    def __init__(self, model: nn.Module, tokenizer: PreTrainedTokenizerBase, config: TrainerConfig | None = None,
                  teacher_model: nn.Module | None = None) -> None:
         self.config = config or TrainerConfig()
         self.teacher_model = teacher_model  # teacher="judge": the judge's frozen model (may be set after construction)

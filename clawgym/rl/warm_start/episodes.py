@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from clawgym.core.env import recorded_action
 from clawgym.core.messages import Message, parse_action, text_of
 from clawgym.core.policy import Policy, SamplingParams
-from clawgym.rl.rollout import EnvSpec, RolloutPool, make_groups
+from clawgym.rl.rollout import EnvKwargs, EnvSpec, RolloutPool, make_groups
 from clawgym.rl.rollout.local import describe, make_env
-from clawgym.rl.types import Trajectory, Turn, new_id
+from clawgym.rl.types import JSONObject, Trajectory, Turn, new_id
+
+if TYPE_CHECKING:
+    import gymnasium
+    from transformers import PreTrainedTokenizerBase
 
 ORACLE_VERSION = -1  # the policy_version of a demonstration turn: no weights sampled it
 
@@ -33,7 +37,7 @@ class DemonstrationError(RuntimeError):
 
 def _same_action(text_action: Message, oracle_action: Message) -> bool:
     """Whether the model's text of a reply makes the env read the oracle's action: the same calls, same words."""
-    def calls(message: Message) -> list[tuple[str, Any]]:
+    def calls(message: Message) -> list[tuple[str, dict[str, object]]]:
         return [(call.name, call.arguments) for call in parse_action(message)[1]]
 
     return (calls(text_action) == calls(oracle_action)
@@ -43,11 +47,11 @@ def _same_action(text_action: Message, oracle_action: Message) -> bool:
 class TokenizerLock:
     """One tokenizer shared by the demonstration threads (a fast tokenizer is not safe to call concurrently)."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: PreTrainedTokenizerBase) -> None:
         self.tokenizer = tokenizer
         self._lock = threading.Lock()
 
-    def turn_ids(self, context: list[Message], tools: list[dict[str, Any]] | None,
+    def turn_ids(self, context: list[Message], tools: list[JSONObject] | None,
                  reply: Message) -> tuple[list[int], list[int], str]:
         """(prompt ids, reply ids ending with the end-of-turn token, the reply's text as the model writes it)."""
         from clawgym.inference.chat_template import encode_prompt, reply_ids
@@ -59,7 +63,7 @@ class TokenizerLock:
         return prompt, response, text
 
 
-def play_demonstration(env: Any, tokens: TokenizerLock, seed: int, task_id: str | None, env_id: str = "",
+def play_demonstration(env: gymnasium.Env, tokens: TokenizerLock, seed: int, task_id: str | None, env_id: str = "",
                        episode_id: str | None = None) -> Trajectory:
     """One episode of the env's oracle (``env.unwrapped.oracle_action()``), turn by turn, as token records."""
     episode_id = episode_id or new_id()
@@ -91,7 +95,7 @@ def play_demonstration(env: Any, tokens: TokenizerLock, seed: int, task_id: str 
     raise DemonstrationError(f"the oracle of task {trajectory.task_id!r} did not end its episode")
 
 
-def _play_many(env_spec: EnvSpec, env_kwargs: dict[str, Any], tokens: TokenizerLock,
+def _play_many(env_spec: EnvSpec, env_kwargs: EnvKwargs, tokens: TokenizerLock,
                episodes: Sequence[tuple[str | None, int]], env_id: str) -> list[Trajectory]:
     """Play ``episodes`` ((task id, seed) each) on one env, in this thread; a failed one is recorded, not fatal."""
     env = make_env(env_spec, env_kwargs)
@@ -107,7 +111,7 @@ def _play_many(env_spec: EnvSpec, env_kwargs: dict[str, Any], tokens: TokenizerL
     return out
 
 
-async def collect_demonstrations(env_spec: EnvSpec, env_kwargs: dict[str, Any], tokenizer: Any,
+async def collect_demonstrations(env_spec: EnvSpec, env_kwargs: EnvKwargs, tokenizer: PreTrainedTokenizerBase,
                                  episodes: Sequence[tuple[str | None, int]], workers: int = 2) -> list[Trajectory]:
     """The oracle's episodes, ``workers`` envs at once (each env created, played and closed on its own thread)."""
     tokens = TokenizerLock(tokenizer)
@@ -122,7 +126,7 @@ async def collect_demonstrations(env_spec: EnvSpec, env_kwargs: dict[str, Any], 
     return [t for t in ordered if t is not None]
 
 
-async def collect_successes(env_spec: EnvSpec, env_kwargs: dict[str, Any], policy: Policy,
+async def collect_successes(env_spec: EnvSpec, env_kwargs: EnvKwargs, policy: Policy,
                             task_ids: Sequence[str], attempts: int, sampling: SamplingParams, seed: int,
                             workers: int, executor: str = "local",
                             episode_timeout_s: float | None = None) -> tuple[list[Trajectory], int]:

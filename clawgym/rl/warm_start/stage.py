@@ -23,16 +23,22 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 
 from clawgym.core.policy import Policy, SamplingParams
-from clawgym.rl.rollout import EnvSpec
+from clawgym.rl.rollout import EnvKwargs, EnvSpec
 from clawgym.rl.types import Sample, Trajectory, write_jsonl
 from clawgym.rl.warm_start.config import WarmStartConfig
 from clawgym.rl.warm_start.episodes import collect_demonstrations, collect_successes
 from clawgym.rl.warm_start.samples import sft_samples
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from clawgym.rl.trainer.base import Trainer
 
 logger = logging.getLogger(__name__)
 
@@ -81,12 +87,12 @@ class WarmStartResult:
     nll_last: float = float("nan")
     by_source: dict[str, int] = dataclasses.field(default_factory=dict)  # kept episodes per source
 
-    def to_row(self) -> dict[str, Any]:
+    def to_row(self) -> dict[str, float | dict[str, int]]:
         return {f"warm_start_{k}": v for k, v in dataclasses.asdict(self).items()}
 
 
-async def collect(config: WarmStartConfig, env: EnvSpec, env_kwargs: dict[str, Any], policy: Policy,
-                  tokenizer: Any, task_ids: Sequence[str], *, seed: int, sampling: SamplingParams,
+async def collect(config: WarmStartConfig, env: EnvSpec, env_kwargs: EnvKwargs, policy: Policy,
+                  tokenizer: PreTrainedTokenizerBase, task_ids: Sequence[str], *, seed: int, sampling: SamplingParams,
                   rollout_workers: int, executor: str, episode_timeout_s: float | None,
                   avoid_seeds: range = range(0)) -> tuple[list[Trajectory], int]:
     """The warm start's successful episodes and how many were played (oracle and/or the policy's own)."""
@@ -114,7 +120,7 @@ async def collect(config: WarmStartConfig, env: EnvSpec, env_kwargs: dict[str, A
 
 
 @contextlib.contextmanager
-def learning_rate(trainer: Any, lr: float | None) -> Iterator[None]:
+def learning_rate(trainer: Trainer, lr: float | None) -> Iterator[None]:
     """The optimiser's learning rate set to ``lr`` for the warm start's steps, the trainer's own put back after."""
     if lr is None:
         yield
@@ -132,7 +138,7 @@ def learning_rate(trainer: Any, lr: float | None) -> Iterator[None]:
             group["lr"] = value
 
 
-def train(trainer: Any, samples: Sequence[Sample], config: WarmStartConfig, seed: int,
+def train(trainer: Trainer, samples: Sequence[Sample], config: WarmStartConfig, seed: int,
           on_step: Callable[[int, dict[str, float]], None] | None = None) -> tuple[int, list[float], float]:
     """``epochs`` passes of SFT steps over ``samples`` (a seeded shuffle each epoch) at ``config.lr``; returns
     (steps, each step's NLL, seconds). Blocking: the caller runs it in a thread."""
@@ -140,7 +146,7 @@ def train(trainer: Any, samples: Sequence[Sample], config: WarmStartConfig, seed
         return _train(trainer, samples, config, seed, on_step)
 
 
-def _train(trainer: Any, samples: Sequence[Sample], config: WarmStartConfig, seed: int,
+def _train(trainer: Trainer, samples: Sequence[Sample], config: WarmStartConfig, seed: int,
            on_step: Callable[[int, dict[str, float]], None] | None) -> tuple[int, list[float], float]:
     started = time.perf_counter()
     rng = np.random.default_rng([seed, 13])
@@ -161,12 +167,12 @@ def _train(trainer: Any, samples: Sequence[Sample], config: WarmStartConfig, see
     return steps, nlls, time.perf_counter() - started
 
 
-async def run_warm_start(config: WarmStartConfig, *, env: EnvSpec, env_kwargs: dict[str, Any], policy: Policy,
-                         trainer: Any, task_ids: Sequence[str], held_out_ids: Sequence[str] | None,
+async def run_warm_start(config: WarmStartConfig, *, env: EnvSpec, env_kwargs: EnvKwargs, policy: Policy,
+                         trainer: Trainer, task_ids: Sequence[str], held_out_ids: Sequence[str] | None,
                          held_out_by_seed: bool, seed: int,
                          sampling: SamplingParams, rollout_workers: int, executor: str = "local",
                          episode_timeout_s: float | None = None, avoid_seeds: range = range(0),
-                         log_path: Any = None,
+                         log_path: str | Path | None = None,
                          on_step: Callable[[int, dict[str, float]], None] | None = None) -> WarmStartResult:
     """Collect the episodes, train the SFT steps, publish nothing (the caller publishes); see the module docstring."""
     check_disjoint(task_ids, held_out_ids, held_out_by_seed)
