@@ -24,9 +24,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
-from clawgym.rl.types import Sample, from_dict_with_records, read_jsonl
+from clawgym.rl.types import JSONObject, Sample, from_dict_with_records, read_jsonl
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class SampleGroup:
     created_at: float = field(default_factory=time.time)
     reserved: bool = field(default=False, compare=False)  # holds a buffer slot (not persisted)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "group_id": self.group_id,
             "samples": [s.to_dict() for s in self.samples],
@@ -58,7 +58,7 @@ class SampleGroup:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SampleGroup":
+    def from_dict(cls, data: JSONObject) -> "SampleGroup":
         return from_dict_with_records(cls, data, "samples", Sample)
 
     @property

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import collections
 import math
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from clawgym.rl import losses
 from clawgym.rl.buffer import SampleGroup
 from clawgym.rl.judge import chosen_hint
 from clawgym.rl.methods import NEEDS_HINT, USES_HINTS
-from clawgym.rl.types import Sample, Trajectory, Turn, new_id
+from clawgym.rl.types import JSONObject, Sample, Trajectory, Turn, new_id
+
+if TYPE_CHECKING:
+    import torch
 
 
 def refuse_reason(turn: Turn) -> str | None:
@@ -56,7 +59,7 @@ def build_group(
     prm_coef: float = 1.0,
     version_offset: int = 0,
     drop_zero_advantage: bool = True,
-    tools: list[dict[str, Any]] | None = None,
+    tools: list[JSONObject] | None = None,
 ) -> tuple[SampleGroup | None, collections.Counter]:
     """One GRPO group's trajectories -> a :class:`SampleGroup` (None if nothing is trainable) + refusals.
 
@@ -153,7 +156,7 @@ def build_group(
     return group, refused
 
 
-def _floats(values: Sequence[float]) -> Any:
+def _floats(values: Sequence[float]) -> torch.Tensor:
     import torch
 
     return torch.tensor([float(v) for v in values], dtype=torch.float32)

@@ -22,9 +22,9 @@ import collections
 import hashlib
 import json
 import re
-from typing import Any
 
 from clawgym.core.messages import Message, text_of
+from clawgym.core.policy import Policy
 from clawgym.rl.types import JudgeResult, Turn
 
 SYSTEM = ("You read the message a user sent after an AI assistant's answer. Say Yes if the user complains, "
@@ -120,7 +120,7 @@ def prompt_for(reply: str) -> list[Message]:
 class ProbScorer:
     """Batches and caches label margins; the cache key includes the policy version (new weights, new verdicts)."""
 
-    def __init__(self, policy: Any, *, batch_size: int = 16, cache_size: int = 50_000) -> None:
+    def __init__(self, policy: Policy, *, batch_size: int = 16, cache_size: int = 50_000) -> None:
         self.policy = policy
         self.batch_size = batch_size
         self.cache_size = cache_size
@@ -173,7 +173,7 @@ class ProbJudge:
     opinion (None).
     """
 
-    def __init__(self, policy: Any = None, *, name: str = "prm", hints: bool = False, cues: bool = True,
+    def __init__(self, policy: Policy | None = None, *, name: str = "prm", hints: bool = False, cues: bool = True,
                  threshold: float | None = None, scorer: ProbScorer | None = None) -> None:
         if policy is None and scorer is None and not cues:
             raise ValueError("a ProbJudge without a model needs cues=True")

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Sequence, Union
+from typing import Awaitable, Callable, Sequence, Union
 
 from clawgym.core.policy import Policy
 from clawgym.rl.judge.base import Judge, JudgeUnavailable
@@ -97,7 +97,7 @@ class JudgeStage:
     async def __aenter__(self) -> "JudgeStage":
         return await self.start()
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     async def judge_turn(self, turn: Turn) -> Turn:
@@ -168,7 +168,7 @@ class JudgeStage:
 
 
 def make_judges(spec: str, policy: Policy | None = None, *, m: int = 3, setting: str | None = None,
-                **kwargs: Any) -> list[Judge]:
+                **kwargs: object) -> list[Judge]:
     """Judges from a CLI string: ``prm``, ``hint``, ``rules``, ``rules+prm`` (composite), ``prob`` /
     ``probhint`` (label-probability verdicts / + rule hints, named ``prob`` / ``hint``), comma-joined.
 
