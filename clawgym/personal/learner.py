@@ -13,16 +13,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from clawgym.rl.launch import ConfigError, RunConfig
 
 if TYPE_CHECKING:
     from clawgym.core.policy import Policy
     from clawgym.personal.hindsight import HindsightGroups
+    from clawgym.personal.trainer import OnError, OnStep
     from clawgym.personal.user_adapters import UserAdapters
     from clawgym.rl.launch import Stack
-    from clawgym.rl.types import Turn
+    from clawgym.rl.types import JSONObject, Turn
 
 
 class Learner(Protocol):
@@ -49,10 +50,10 @@ class LearnerHooks:
     """What the learner reads from and reports to the rest of the server (each optional)."""
 
     wishes_of: Callable[[str], list[str]] | None = None  # user -> remembered wishes (the wish memory)
-    on_step: Callable[[dict[str, Any]], Any] | None = None  # every recorded train step (the dashboard)
-    on_error: Callable[[str, str], Any] | None = None  # (user, message) of a failed step (the dashboard)
-    on_scored: Callable[[str, float], Any] | None = None  # (user, share of wishes a served reply met)
-    on_group: Callable[[dict[str, Any]], Any] | None = None  # every scored hindsight group (the turn log)
+    on_step: OnStep | None = None  # every recorded train step (the dashboard)
+    on_error: OnError | None = None  # (user, message) of a failed step (the dashboard)
+    on_scored: Callable[[str, float], object] | None = None  # (user, share of wishes a served reply met)
+    on_group: Callable[[JSONObject], object] | None = None  # every scored hindsight group (the turn log)
 
 
 @dataclass

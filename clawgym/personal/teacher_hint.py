@@ -6,10 +6,10 @@ hybrid group), so both build the teacher's prompt the same way.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from clawgym.core.chat_protocol import is_internal_context
-from clawgym.rl.types import Turn
+from clawgym.rl.types import JSONObject, Turn
 
 
 def hint_with_wishes(hint: str | None, wishes: list[str]) -> str:
@@ -22,7 +22,14 @@ def hint_with_wishes(hint: str | None, wishes: list[str]) -> str:
     return " ".join(parts)
 
 
-def teacher_context(turn: Turn) -> dict[str, Any]:
+class TeacherContext(TypedDict, total=False):
+    """What :func:`teacher_context` adds to a sample's metadata; a key is present only when known."""
+
+    tools: list[JSONObject]  # the tool schemas the student read
+    hint_at: int  # the index of the context message that holds the person's last words
+
+
+def teacher_context(turn: Turn) -> TeacherContext:
     """What the OPD teacher needs besides the context: the tool schemas the student read (turns logged
     with tool names only have none) and which message holds the person's last words (OpenClaw sends
     its internal-context block as a user message after them; the hint goes next to the person's words)."""

@@ -31,7 +31,7 @@ import asyncio
 import collections
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, get_args
+from typing import TYPE_CHECKING, Callable, Mapping, get_args
 
 from clawgym.personal.teacher_hint import hint_with_wishes, teacher_context
 from clawgym.rl.judge import chosen_hint
@@ -39,10 +39,11 @@ from clawgym.rl.launch.schema import Baseline
 from clawgym.rl.loop import apply_staleness, prm_score, refuse_reason
 from clawgym.rl.methods import NEEDS_HINT, USES_HINTS
 from clawgym.rl.trainer import Trainer
-from clawgym.rl.types import Sample, Turn, read_jsonl, write_jsonl
+from clawgym.rl.types import JSONObject, JSONValue, Sample, Turn, read_jsonl, write_jsonl
 
 if TYPE_CHECKING:
     from clawgym.personal.hindsight import HindsightGroups
+    from clawgym.rl.trainer.base import UpdatablePolicy
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +112,14 @@ def apply_baseline(samples: list[Sample], baseline: str) -> tuple[list[Sample], 
     return kept, len(samples) - len(kept)
 
 
-def step_record(metrics: dict[str, Any], **own: Any) -> dict[str, Any]:
+# A step's line in ``train_steps.jsonl`` and what ``on_step`` gets: ``step``, ``samples``, ``policy_version``,
+# ``trained`` (turn ids) and, per user, ``user``; then the trainer's numeric metrics under their own names.
+StepRecord = JSONObject
+OnStep = Callable[[StepRecord], object]  # the dashboard's hook; what it returns is ignored
+OnError = Callable[[str, str], object]  # (user, message) of a failed step
+
+
+def step_record(metrics: Mapping[str, float], **own: JSONValue) -> StepRecord:
     """A step's line in ``train_steps.jsonl``: its own fields, then the trainer's numeric metrics. The own
     fields win: the trainer reports a "step" and "samples" of its own (floats, counted its way), which used
     to overwrite the personal trainer's count."""
@@ -127,8 +135,8 @@ class BackgroundTrainer:
     task_name = "clawgym-trainer"
 
     def __init__(self, trainer: Trainer, *, batch_size: int, max_staleness: int, output_dir: str | Path,
-                 baseline: str = "batch", on_step: Callable[[dict[str, Any]], Any] | None = None,
-                 on_error: Callable[[str, str], Any] | None = None) -> None:
+                 baseline: str = "batch", on_step: OnStep | None = None,
+                 on_error: OnError | None = None) -> None:
         if baseline not in BASELINES:
             raise ValueError(f"unknown baseline {baseline!r}; expected one of {BASELINES}")
         self.trainer = trainer
@@ -197,7 +205,7 @@ class BackgroundTrainer:
         self.refused["stale"] += len(stale)
         return fresh
 
-    def _record_step(self, record: dict[str, Any]) -> None:
+    def _record_step(self, record: StepRecord) -> None:
         write_jsonl(self.out / "train_steps.jsonl", [record])
         if self.on_step is not None:
             self.on_step(record)
@@ -215,11 +223,11 @@ class PersonalTrainer(BackgroundTrainer):
 
     task_name = "clawgym-personal-trainer"
 
-    def __init__(self, trainer: Trainer, policy: Any, *, batch_size: int = 8, max_staleness: int = 2,
+    def __init__(self, trainer: Trainer, policy: UpdatablePolicy, *, batch_size: int = 8, max_staleness: int = 2,
                  output_dir: str | Path = "runs/chat", baseline: str = "batch", max_steps: int | None = None,
                  hindsight: HindsightGroups | None = None, wishes_of: Callable[[str], list[str]] | None = None,
-                 on_step: Callable[[dict[str, Any]], Any] | None = None,
-                 on_error: Callable[[str, str], Any] | None = None) -> None:
+                 on_step: OnStep | None = None,
+                 on_error: OnError | None = None) -> None:
         self.policy = policy
         self.max_steps = max_steps
         super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir,
@@ -362,7 +370,7 @@ class PersonalTrainer(BackgroundTrainer):
         batch does, on a fraction of the signal."""
         self.pending = self.fresh(self.pending)
 
-    async def train_once(self) -> dict[str, Any]:
+    async def train_once(self) -> StepRecord:
         """One step on the next batch; a step that raises is counted (:meth:`_step_failed`), not fatal."""
         batch = self.take_batch()
         fresh = self.trainable(batch)
@@ -374,7 +382,7 @@ class PersonalTrainer(BackgroundTrainer):
             self._step_failed(exc, len(fresh))
             return {}
 
-    async def _step(self, fresh: list[Sample]) -> dict[str, Any]:
+    async def _step(self, fresh: list[Sample]) -> StepRecord:
         self.busy = True  # until the step is checkpointed and logged, so a shutdown never loses its record
         try:
             metrics = await asyncio.to_thread(self.trainer.train_step, fresh)  # serving goes on meanwhile

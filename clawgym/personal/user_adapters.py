@@ -26,13 +26,15 @@ import logging
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Mapping
 
-from clawgym.personal.trainer import BackgroundTrainer, sample_from_turn, step_record
+from clawgym.personal.trainer import BackgroundTrainer, OnError, OnStep, StepRecord, sample_from_turn, step_record
 from clawgym.rl.types import Sample, Turn, read_jsonl
 
 if TYPE_CHECKING:
-    from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
+    import torch
+
+    from clawgym.inference.multi_adapter import AdapterPolicy, MultiAdapterHFPolicy
     from clawgym.rl.trainer import TorchTrainer
 
 logger = logging.getLogger(__name__)
@@ -73,11 +75,11 @@ class UserAdapters:
             self._save_slots()
         return self.slots[user]
 
-    def view(self, user: str) -> Any:
+    def view(self, user: str) -> AdapterPolicy:
         """The policy that answers ``user`` (their adapter)."""
         return self.policy.adapter(self.slot(user))
 
-    def publish(self, user: str, state: dict[str, Any], version: int) -> int:
+    def publish(self, user: str, state: Mapping[str, torch.Tensor], version: int) -> int:
         slot = self.slot(user)
         self.policy.load_adapter(slot, state)
         self.policy.adapter_versions[slot] = version
@@ -125,8 +127,8 @@ class UserAdapterTrainer(BackgroundTrainer):
 
     def __init__(self, trainer: TorchTrainer, adapters: UserAdapters, *, batch_size: int = 8, max_staleness: int = 2,
                  output_dir: str | Path = "runs/chat", baseline: str = "batch",
-                 on_step: Callable[[dict[str, Any]], Any] | None = None,
-                 on_error: Callable[[str, str], Any] | None = None) -> None:
+                 on_step: OnStep | None = None,
+                 on_error: OnError | None = None) -> None:
         self.adapters = adapters
         super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir,
                          baseline=baseline, on_step=on_step, on_error=on_error)
@@ -182,7 +184,7 @@ class UserAdapterTrainer(BackgroundTrainer):
             if len(self.pending.get(user, [])) >= self.batch_size:
                 self._turn_order.append(user)
 
-    async def train_user(self, user: str) -> dict[str, Any]:
+    async def train_user(self, user: str) -> StepRecord:
         """One train step on ``user``'s pending samples; publishes only their adapter."""
         async with self._lock:
             queue = self.pending.get(user, [])

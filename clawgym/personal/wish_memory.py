@@ -27,25 +27,48 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterator, Protocol
+from typing import Callable, Iterator, Literal, Protocol, TypedDict
 
 from clawgym.core.chat_protocol import is_internal_context, user_text
 from clawgym.core.messages import text_of
 from clawgym.personal.wishes import relation, wishes_from_correction
-from clawgym.rl.types import Turn
+from clawgym.rl.types import JSONObject, Turn
 
 SOURCES = ("reply", "feedback")
 MAX_SAID_CHARS = 500
 MAX_REPLACED = 5
 
 
+class WishEvent(TypedDict):
+    """A ``wish`` event in the turn log: one wish taken from what the person ``said`` (a reply or feedback)."""
+
+    event: Literal["wish"]
+    id: str  # "wish:<turn id>:<source>[:<index>]"
+    user: str
+    turn_id: str
+    source: str  # one of SOURCES
+    said: str  # the person's words, at most MAX_SAID_CHARS
+    wish: str
+    at: float  # unix time
+
+
+class WishRemovedEvent(TypedDict):
+    """A ``wish_removed`` event in the turn log: the person took wish ``wish_id`` back."""
+
+    event: Literal["wish_removed"]
+    id: str  # "wish_removed:<wish id>"
+    user: str
+    wish_id: str
+    at: float
+
+
 class WishLog(Protocol):
     """Where wish events are kept (the gateway's :class:`~clawgym.serve.turn_log.TurnLog`): replayed at start,
     appended on every change, flushed before a removal is answered."""
 
-    def events(self) -> Iterator[dict[str, Any]]: ...
+    def events(self) -> Iterator[JSONObject]: ...
 
-    def record_wish(self, event: dict[str, Any]) -> Any: ...
+    def record_wish(self, event: WishEvent | WishRemovedEvent) -> object: ...  # what it returns is not read
 
     def flush(self) -> None: ...
 
@@ -62,7 +85,7 @@ class Wish:
     times: int = 1  # how often the person asked for it
     replaced: list[str] = field(default_factory=list)  # wishes it contradicted and replaced (latest first)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return asdict(self)
 
 
@@ -84,7 +107,8 @@ def next_words(turn: Turn) -> str:
 class WishMemory:
     """Per-user wishes, kept in the turn log; ``on_change(user, wishes)`` hears every change (the dashboard)."""
 
-    def __init__(self, log: WishLog | None = None, on_change: Callable[[str, list[Wish]], Any] | None = None) -> None:
+    def __init__(self, log: WishLog | None = None,
+                 on_change: Callable[[str, list[Wish]], object] | None = None) -> None:
         self.log = log
         self.on_change = on_change
         self._users: dict[str, dict[str, Wish]] = {}
@@ -138,9 +162,9 @@ class WishMemory:
         changed = []
         for index, text in enumerate(wishes_from_correction(said)):
             suffix = f":{index}" if index else ""  # the first keeps the id a one-wish message always had
-            event = {"event": "wish", "id": f"wish:{turn_id}:{source}{suffix}", "user": user, "turn_id": turn_id,
-                     "source": source, "said": said[:MAX_SAID_CHARS], "wish": text,
-                     "at": time.time() if at is None else at}
+            event: WishEvent = {"event": "wish", "id": f"wish:{turn_id}:{source}{suffix}", "user": user,
+                                "turn_id": turn_id, "source": source, "said": said[:MAX_SAID_CHARS], "wish": text,
+                                "at": time.time() if at is None else at}
             if self.log is not None:
                 self.log.record_wish(event)
             wish = self._apply(event)
@@ -155,8 +179,8 @@ class WishMemory:
         with self._lock:
             if wish_id not in self._users.get(user, {}):
                 raise KeyError(wish_id)
-        event = {"event": "wish_removed", "id": f"wish_removed:{wish_id}", "user": user, "wish_id": wish_id,
-                 "at": time.time()}
+        event: WishRemovedEvent = {"event": "wish_removed", "id": f"wish_removed:{wish_id}", "user": user,
+                                   "wish_id": wish_id, "at": time.time()}
         if self.log is not None:
             self.log.record_wish(event)
         removed = self._apply_removal(event)
@@ -170,7 +194,7 @@ class WishMemory:
             return len(self._users.pop(user, {}))
 
     # ------------------------------------------------------------------ the rules
-    def _apply(self, event: dict[str, Any]) -> Wish | None:
+    def _apply(self, event: WishEvent) -> Wish | None:
         """Apply one ``wish`` event by the module's rules; returns the wish it made or updated."""
         with self._lock:
             if event["id"] in self._applied:
@@ -199,7 +223,7 @@ class WishMemory:
             wishes[wish.id] = wish
             return wish
 
-    def _apply_removal(self, event: dict[str, Any]) -> Wish | None:
+    def _apply_removal(self, event: WishRemovedEvent) -> Wish | None:
         with self._lock:
             if event["id"] in self._applied:
                 return None

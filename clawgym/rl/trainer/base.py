@@ -53,6 +53,7 @@ class Trainer(Protocol):
 class UpdatablePolicy(Policy, Protocol):
     """A served policy that takes new weights (hf, sglang): what the loop and the personal trainer publish to."""
 
-    async def update_weights(self, weights: Mapping[str, torch.Tensor]) -> int:
-        """Serve ``weights`` (a full state dict, or LoRA adapters where the transport sends those); the new version."""
+    async def update_weights(self, weights: Mapping[str, torch.Tensor], *, version: int | None = None) -> int:
+        """Serve ``weights`` (a full state dict, or LoRA adapters where the transport sends those) as ``version``
+        (None: the next one); returns the version now served."""
         ...
