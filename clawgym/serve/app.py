@@ -18,13 +18,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from clawgym.core.policy import Generation
 from clawgym.inference.server import BadRequest, PolicyServer, error_response, parse_chat_request, require_bearer_key
+from clawgym.inference.streaming import StreamItem
 from clawgym.personal.user_adapters import check_user_id
 from clawgym.personal.wish_memory import WishMemory
 from clawgym.rl.types import new_id
@@ -41,7 +42,7 @@ MAX_BODY_BYTES = 8 * 1024 * 1024  # OpenClaw's requests are ~60 kB; a long sessi
 def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
                       default_max_tokens: int = 512, default_temperature: float = 1.0,
                       users: UserDirectory | None = None, dashboard: Dashboard | None = None,
-                      forget: Callable[[str], Awaitable[dict[str, Any]]] | None = None,
+                      forget: Callable[[str], Awaitable[Mapping[str, object]]] | None = None,
                       wishes: WishMemory | None = None) -> FastAPI:
     renderer = PolicyServer(getattr(gateway.responder, "policy", None), gateway.model_name, default_max_tokens)
     app = FastAPI(title="clawgym chat gateway")
@@ -63,7 +64,8 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
         dashboard_router = dashboard.router()
 
         @app.middleware("http")
-        async def guard_dashboard_data(request: Request, call_next: Any) -> Any:
+        async def guard_dashboard_data(request: Request,
+                                       call_next: Callable[[Request], Awaitable[Response]]) -> Response:
             # the page itself holds no data; its data needs the admin (or shared) key once keys exist
             protected = users.keys or users.admin_key or api_key
             if request.url.path == "/dashboard/data" and protected:
@@ -77,7 +79,7 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
         app.include_router(dashboard_router)
 
     @app.delete("/v1/users/{user_id}")
-    async def forget_user(user_id: str, request: Request) -> Any:
+    async def forget_user(user_id: str, request: Request) -> Response:
         if not users.is_admin(request.headers):
             return error_response(403 if bearer(request.headers) else 401, "forgetting a user needs the admin key",
                                   "invalid_request_error", "invalid_api_key")
@@ -99,11 +101,11 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
                 raise AccessDenied(400, str(exc)) from None
         return users.identify(request.headers, {"user": named} if named else {})
 
-    def access_error(exc: AccessDenied) -> Any:
+    def access_error(exc: AccessDenied) -> JSONResponse:
         return error_response(exc.status, str(exc), "invalid_request_error",
                               "invalid_api_key" if exc.status == 401 else None)
 
-    def wish_caller(request: Request) -> tuple[str | None, Any]:
+    def wish_caller(request: Request) -> tuple[str | None, JSONResponse | None]:
         """(the caller's user id, None), or (None, the error response: no wish memory, or access denied)."""
         if wishes is None:
             return None, error_response(404, "this gateway keeps no wish memory", "invalid_request_error")
@@ -113,7 +115,7 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             return None, access_error(exc)
 
     @app.get("/v1/wishes")
-    async def list_wishes(request: Request) -> Any:
+    async def list_wishes(request: Request) -> Response:
         """The caller's remembered wishes, oldest first."""
         user, error = wish_caller(request)
         if error is not None:
@@ -121,7 +123,7 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
         return JSONResponse({"user": user, "wishes": [w.to_json() for w in wishes.wishes(user)]})
 
     @app.delete("/v1/wishes/{wish_id}")
-    async def remove_wish(wish_id: str, request: Request) -> Any:
+    async def remove_wish(wish_id: str, request: Request) -> Response:
         """The caller takes one of their wishes back (on disk before the answer)."""
         user, error = wish_caller(request)
         if error is not None:
@@ -138,7 +140,7 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
         return JSONResponse({"user": user, "removed": removed.to_json()})
 
     @app.post("/v1/feedback")
-    async def feedback(request: Request) -> Any:
+    async def feedback(request: Request) -> Response:
         """Explicit feedback on a response (its id) or on a session's last turn: a thumb and/or a correction."""
         try:
             body = json.loads(await request.body())
@@ -169,7 +171,7 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
                                             "created": 0, "owned_by": "clawgym", **limits}]}
 
     @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request) -> Any:
+    async def chat_completions(request: Request) -> Response:
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > max_body_bytes:
             return error_response(413, f"request body of {declared} bytes exceeds the limit of {max_body_bytes}",
@@ -216,7 +218,7 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
 
 
 async def _deliver_then_record(gateway: ChatGateway, lines: AsyncIterator[str],
-                               items: AsyncIterator[Any]) -> AsyncIterator[str]:
+                               items: AsyncGenerator[StreamItem, None]) -> AsyncIterator[str]:
     """Send every SSE line; once ``[DONE]`` went out, let the turn be recorded.
 
     The rest of ``gateway.complete`` (recording) runs in its own task: the server cancels this
@@ -235,7 +237,7 @@ async def _deliver_then_record(gateway: ChatGateway, lines: AsyncIterator[str],
         gateway.spawn(_finish(items, delivered))
 
 
-async def _finish(items: Any, delivered: bool) -> None:
+async def _finish(items: AsyncGenerator[StreamItem, None], delivered: bool) -> None:
     if delivered:
         async for _ in items:  # runs gateway.complete to its end: the turn is recorded
             pass

@@ -20,14 +20,29 @@ import collections
 import contextlib
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, TypedDict
 
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
 from clawgym.personal.rubric_cues import checkable
 
+if TYPE_CHECKING:
+    from clawgym.personal.wish_memory import Wish
+    from clawgym.rl.types import JSONObject, Turn
+
 CURVE_POINTS = 400
+
+
+class WishView(TypedDict):
+    """A wish as the dashboard shows it."""
+
+    id: str
+    text: str
+    times: int
+    source: str
+    replaced: list[str]
+    checkable: bool  # whether a compiled check can score it (else a model question does)
 
 
 @dataclass
@@ -43,10 +58,10 @@ class UserActivity:
     adapter_version: int = 0
     curve: collections.deque = field(default_factory=lambda: collections.deque(maxlen=CURVE_POINTS))
     marks: list[dict[str, int]] = field(default_factory=list)  # {"judged": n, "version": v} per publication
-    wishes: list[dict[str, Any]] = field(default_factory=list)  # the wish memory's current list
+    wishes: list[WishView] = field(default_factory=list)  # the wish memory's current list
     wishes_met: collections.deque = field(default_factory=lambda: collections.deque(maxlen=CURVE_POINTS))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"turns": self.turns, "judged": self.judged,
                 "verdicts": {"+1": self.verdicts[1], "-1": self.verdicts[-1], "0": self.verdicts[0]},
                 "hints": list(self.hints), "thumbs": {"up": self.thumbs["up"], "down": self.thumbs["down"]},
@@ -56,12 +71,12 @@ class UserActivity:
                 "wishes_met": list(self.wishes_met)}
 
 
-def _running(points: Iterable[dict[str, Any]], key: str, value: float) -> float:
+def _running(points: Iterable[Mapping[str, float]], key: str, value: float) -> float:
     recent = [p[key] for p in list(points)[-7:]] + [value]
     return round(sum(recent) / len(recent), 3)
 
 
-def _verdict(turn: Any) -> int | None:
+def _verdict(turn: Turn) -> int | None:
     for name, result in turn.judge.items():
         if name != "hint" and getattr(result, "source", "") != "error":
             return int(round(float(result.score)))
@@ -75,7 +90,7 @@ class Dashboard:
         self._lock = threading.Lock()
 
     @staticmethod
-    def user_of(turn: Any) -> str:
+    def user_of(turn: Turn) -> str:
         return str(turn.info.get("user") or "default")
 
     @contextlib.contextmanager
@@ -85,11 +100,11 @@ class Dashboard:
             yield self.users[user]
             self.updates += 1
 
-    def observe_turn(self, turn: Any) -> None:
+    def observe_turn(self, turn: Turn) -> None:
         with self._changing(self.user_of(turn)) as activity:
             activity.turns += 1
 
-    def observe_judged(self, turn: Any) -> None:
+    def observe_judged(self, turn: Turn) -> None:
         with self._changing(self.user_of(turn)) as activity:
             activity.judged += 1
             verdict = _verdict(turn)
@@ -122,7 +137,7 @@ class Dashboard:
         with self._changing(user) as activity:
             activity.thumbs[thumb] += 1
 
-    def observe_wishes(self, user: str, wishes: Iterable[Any]) -> None:
+    def observe_wishes(self, user: str, wishes: Iterable[Wish]) -> None:
         """The user's wishes changed (:class:`~clawgym.personal.wish_memory.WishMemory`'s ``on_change``)."""
         with self._changing(user) as activity:
             activity.wishes = [{"id": w.id, "text": w.text, "times": w.times, "source": w.source,
@@ -133,7 +148,7 @@ class Dashboard:
             self.users.pop(user, None)
             self.updates += 1
 
-    def rebuild(self, turns: Iterable[Any], steps: Iterable[dict[str, Any]] = ()) -> None:
+    def rebuild(self, turns: Iterable[Turn], steps: Iterable[JSONObject] = ()) -> None:
         """Recompute from the turn log (and the trainer's step records) after a restart."""
         for turn in turns:
             self.observe_turn(turn)
@@ -143,7 +158,7 @@ class Dashboard:
             self.observe_step(str(record.get("user") or "default"),
                               int(record.get("adapter_version", record.get("policy_version", 0))))
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JSONObject:
         with self._lock:
             return {"updates": self.updates, "users": {u: a.to_json() for u, a in sorted(self.users.items())}}
 

@@ -21,9 +21,8 @@ Feedback is recorded in the turn log as its own event, once per turn.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
 
-from clawgym.rl.types import JudgeResult, Turn
+from clawgym.rl.types import JSONValue, JudgeResult, Turn
 
 THUMBS = ("up", "down")
 MAX_CORRECTION_CHARS = 4000
@@ -51,11 +50,11 @@ class Feedback:
     def hint(self) -> str | None:
         return f"The user's correction: {self.correction}" if self.correction else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str]:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def parse_feedback(body: Any) -> Feedback:
+def parse_feedback(body: JSONValue) -> Feedback:
     if not isinstance(body, dict):
         raise FeedbackError(400, "the feedback body must be a JSON object")
     unknown = sorted(set(body) - {"response_id", "session_id", "thumb", "correction", "user"})

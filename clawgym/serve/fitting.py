@@ -25,13 +25,15 @@ import copy
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from clawgym.core.chat_protocol import is_internal_context
 from clawgym.core.messages import Message, text_of
+from clawgym.rl.types import JSONObject
 
 logger = logging.getLogger(__name__)
 
+Tools = list[JSONObject] | None  # a request's tool schemas (OpenAI function objects), if any
 MIN_REPLY_TOKENS = 256  # the reply room a fitted prompt always leaves (or the request's max_tokens if smaller)
 
 
@@ -51,12 +53,11 @@ class ContextTooLong(ValueError):
 
 
 class ContextFitter:
-    def __init__(self, count: Callable[[list[Message], list[dict[str, Any]] | None], int], window: int) -> None:
+    def __init__(self, count: Callable[[list[Message], Tools], int], window: int) -> None:
         self.count = count  # prompt tokens of (messages, tools) as the model will read them
         self.window = window
 
-    def fit(self, messages: list[Message], tools: list[dict[str, Any]] | None,
-            max_tokens: int) -> tuple[list[Message], list[dict[str, Any]] | None, FitReport]:
+    def fit(self, messages: list[Message], tools: Tools, max_tokens: int) -> tuple[list[Message], Tools, FitReport]:
         budget = self.window - min(max_tokens, MIN_REPLY_TOKENS)
         tokens = self.count(messages, tools)
         report = FitReport(tokens, tokens)
@@ -86,14 +87,14 @@ class ContextFitter:
         return messages, tools, report
 
 
-def _drop_internal_context(messages: list[Message], tools: Any, excess: int):
+def _drop_internal_context(messages: list[Message], tools: Tools, excess: int):
     kept = [m for m in messages if not is_internal_context(m)]
     if len(kept) == len(messages):
         return None
     return kept, tools, f"{len(messages) - len(kept)} block(s)"
 
 
-def _drop_tool_descriptions(messages: list[Message], tools: Any, excess: int):
+def _drop_tool_descriptions(messages: list[Message], tools: Tools, excess: int):
     if not tools:
         return None
     removed = 0
@@ -123,7 +124,7 @@ def _protected(messages: list[Message]) -> set[int]:
     return keep
 
 
-def _drop_oldest_turns(messages: list[Message], tools: Any, excess: int):
+def _drop_oldest_turns(messages: list[Message], tools: Tools, excess: int):
     protected = _protected(messages)
     for i, message in enumerate(messages):
         if i in protected or message.get("role") == "system":
@@ -141,7 +142,7 @@ def _drop_oldest_turns(messages: list[Message], tools: Any, excess: int):
 _OMITTED = re.compile(r"\n\[\.\.\. (\d+) characters of the system prompt omitted to fit the model's context \.\.\.\]\n")
 
 
-def _cut_system_middle(messages: list[Message], tools: Any, excess: int):
+def _cut_system_middle(messages: list[Message], tools: Tools, excess: int):
     index = next((i for i, m in enumerate(messages) if m.get("role") == "system"), None)
     if index is None:
         return None

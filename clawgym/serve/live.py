@@ -12,7 +12,7 @@ import asyncio
 import queue
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, AsyncIterator
 
 from clawgym.core.policy import Generation, SamplingParams
 from clawgym.envs.openclaw_chat.live import PendingRequest
@@ -22,7 +22,9 @@ from clawgym.serve.sessions import RequestView
 from clawgym.serve.turn_log import TurnLog
 
 if TYPE_CHECKING:
+    from clawgym.core.policy import Policy
     from clawgym.rl.judge import JudgeStage
+    from clawgym.rl.types import JSONObject
 
 SILENT_REPLY = "NO_REPLY"
 
@@ -30,7 +32,7 @@ SILENT_REPLY = "NO_REPLY"
 class EnvResponder:
     """Routes each main-line request to the env that owns its session (or to the next free env)."""
 
-    def __init__(self, side_policy: Any = None) -> None:
+    def __init__(self, side_policy: Policy | None = None) -> None:
         self.side_policy = side_policy
         self.new_sessions: queue.Queue[PendingRequest] = queue.Queue()
         self._sessions: dict[str, queue.Queue[PendingRequest]] = {}
@@ -44,7 +46,7 @@ class EnvResponder:
         with self._lock:
             self._sessions.pop(session_id, None)
 
-    async def respond(self, view: RequestView, body: dict[str, Any],
+    async def respond(self, view: RequestView, body: JSONObject,
                       sampling: SamplingParams) -> AsyncIterator[StreamItem]:
         if not view.main:
             if self.side_policy is not None:
@@ -68,7 +70,7 @@ class LiveGateway:
     """A gateway whose answers come from LiveChatEnv.step, served on 127.0.0.1 in a background thread."""
 
     def __init__(self, log_path: str | Path, *, host: str = "127.0.0.1", port: int | None = None,
-                 api_key: str | None = None, side_policy: Any = None,
+                 api_key: str | None = None, side_policy: Policy | None = None,
                  judge_stage: JudgeStage | None = None) -> None:
         from clawgym.inference.server import BackgroundServer
         from clawgym.serve.app import build_gateway_app

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, AsyncIterator
 
 from clawgym.rl.launch import ConfigError, RunConfig
 from clawgym.rl.methods import PROB_JUDGES
@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # the builder imports torch, the judges, the app and the trai
     from clawgym.personal.user_adapters import UserAdapters
     from clawgym.personal.wish_memory import WishMemory
     from clawgym.rl.trainer import Trainer
-    from clawgym.rl.types import Turn
+    from clawgym.rl.types import JSONObject, Turn
     from clawgym.serve.dashboard import Dashboard
     from clawgym.serve.gateway import ChatGateway, PolicyResponder, Responder
     from clawgym.serve.sessions import RequestView
@@ -126,7 +126,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     if learner is not None:
         learner.recover(gateway.log.turns())  # judged before a restart, never trained: not lost
 
-    async def forget(user: str) -> dict[str, Any]:
+    async def forget(user: str) -> dict[str, int | bool]:
         """Everything the server keeps about ``user``: turns, sessions, wishes, adapter, pending samples, step
         records."""
         import asyncio
@@ -178,7 +178,7 @@ class PublishFirst:
         self._lock = asyncio.Lock()
         self.published = False
 
-    async def respond(self, view: RequestView, body: dict[str, Any],
+    async def respond(self, view: RequestView, body: JSONObject,
                       sampling: SamplingParams) -> AsyncIterator[StreamItem]:
         import asyncio
 

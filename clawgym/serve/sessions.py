@@ -25,10 +25,13 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from clawgym.core.chat_protocol import conversation, is_prefix, runtime_session_id
 from clawgym.core.messages import Message, text_of
+
+if TYPE_CHECKING:
+    from clawgym.rl.types import JSONObject
 
 DEFAULT_SIDE_PATTERNS = (
     # heartbeat runs: OpenClaw's default heartbeat prompt, and the legacy HEARTBEAT.md / HEARTBEAT_OK ones
@@ -73,7 +76,7 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def _truthy(value: Any) -> bool:
+def _truthy(value: object) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "done")
 
 
@@ -91,7 +94,7 @@ class SessionTracker:
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ classification
-    def is_side(self, headers: Mapping[str, str], body: dict[str, Any], messages: list[Message]) -> bool:
+    def is_side(self, headers: Mapping[str, str], body: JSONObject, messages: list[Message]) -> bool:
         declared = _header(headers, "X-Turn-Type") or body.get("turn_type")
         if declared:
             return str(declared).strip().lower() != "main"
@@ -105,7 +108,7 @@ class SessionTracker:
         system_text = probes[1] if len(probes) > 1 else ""
         return bool(system_text) and len(system_text) < 2000 and any(p.search(system_text) for p in self.side_patterns)
 
-    def _explicit_id(self, headers: Mapping[str, str], body: dict[str, Any],
+    def _explicit_id(self, headers: Mapping[str, str], body: JSONObject,
                      messages: list[Message]) -> tuple[str | None, str]:
         value = _header(headers, "X-Session-Id") or body.get("session_id")
         if value:
@@ -121,7 +124,7 @@ class SessionTracker:
         return None, ""
 
     # ------------------------------------------------------------------ requests
-    def identify(self, headers: Mapping[str, str], body: dict[str, Any]) -> RequestView:
+    def identify(self, headers: Mapping[str, str], body: JSONObject) -> RequestView:
         """Find (or open) the session of a request and the next state it carries."""
         messages = conversation(list(body.get("messages") or []))
         main = not self.is_side(headers, body, messages)

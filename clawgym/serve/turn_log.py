@@ -29,9 +29,13 @@ import queue
 import threading
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator, Mapping
 
-from clawgym.rl.types import JudgeResult, Turn
+from clawgym.core.messages import Message
+from clawgym.rl.types import JSONObject, JudgeResult, Turn
+
+if TYPE_CHECKING:
+    from clawgym.personal.wish_memory import WishEvent, WishRemovedEvent
 
 
 class TurnLog:
@@ -55,7 +59,7 @@ class TurnLog:
             handle.seek(-1, os.SEEK_END)
             return handle.read(1) == b"\n"
 
-    def events(self) -> Iterator[dict[str, Any]]:
+    def events(self) -> Iterator[JSONObject]:
         """Every complete event in the log; a torn last line (a crash mid-write) is skipped."""
         if not self.path.exists():
             return
@@ -70,7 +74,7 @@ class TurnLog:
                 if isinstance(event, dict) and "id" in event and "event" in event:
                     yield event
 
-    def _append(self, event: dict[str, Any]) -> Future:
+    def _append(self, event: Mapping[str, object]) -> Future:
         """Queue an event; the future says True once it is on disk, False if its id was seen before."""
         done: Future = Future()
         done.set_running_or_notify_cancel()  # a waiter that gives up must not cancel the write itself
@@ -108,14 +112,14 @@ class TurnLog:
     def record_turn(self, turn: Turn) -> Future:
         return self._append({"event": "turn", "id": f"turn:{turn.turn_id}", "turn": turn.to_dict()})
 
-    def record_next_state(self, turn_id: str, messages: list[dict[str, Any]]) -> Future:
+    def record_next_state(self, turn_id: str, messages: list[Message]) -> Future:
         return self._append({"event": "next_state", "id": f"next:{turn_id}", "turn_id": turn_id, "messages": messages})
 
     def record_judge(self, turn_id: str, name: str, result: JudgeResult) -> Future:
         return self._append({"event": "judge", "id": f"judge:{turn_id}:{name}", "turn_id": turn_id,
                              "name": name, "result": result.__dict__})
 
-    def record_feedback(self, turn_id: str, feedback: dict[str, Any]) -> Future:
+    def record_feedback(self, turn_id: str, feedback: dict[str, str]) -> Future:
         return self._append({"event": "feedback", "id": f"feedback:{turn_id}",
                              "turn_id": turn_id, "feedback": feedback})
 
@@ -123,13 +127,13 @@ class TurnLog:
         return self._append({"event": "session_closed", "id": f"closed:{session_id}",
                              "session_id": session_id, "reason": reason})
 
-    def record_wish(self, event: dict[str, Any]) -> Future:
+    def record_wish(self, event: WishEvent | WishRemovedEvent) -> Future:
         """A ``wish`` or ``wish_removed`` event, as :class:`~clawgym.personal.wish_memory.WishMemory` builds it."""
         if event.get("event") not in ("wish", "wish_removed") or not event.get("user"):
             raise ValueError("a wish event is a 'wish' or 'wish_removed' event with a user")
         return self._append(event)
 
-    def record_group(self, event: dict[str, Any]) -> Future:
+    def record_group(self, event: Mapping[str, object]) -> Future:
         """A ``hindsight_group`` event, as :func:`clawgym.personal.hindsight.group_event` builds it."""
         if event.get("event") != "hindsight_group" or not event.get("turn_id") or not event.get("user"):
             raise ValueError("a group event is a 'hindsight_group' event with a turn_id and a user")

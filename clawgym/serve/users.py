@@ -12,9 +12,12 @@ HTTP 403 unless the request carries the admin key (``serve.admin_key``), which i
 from __future__ import annotations
 
 import hmac
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from clawgym.personal.user_adapters import check_user_id
+
+if TYPE_CHECKING:
+    from clawgym.rl.types import JSONValue
 
 DEFAULT_USER = "default"
 ADAPTER_PREFIX = "adapter:"
@@ -44,7 +47,7 @@ class UserDirectory:
         key = bearer(headers)
         return bool(self.admin_key) and key is not None and hmac.compare_digest(key, self.admin_key)
 
-    def identify(self, headers: Mapping[str, str], body: Mapping[str, Any]) -> str:
+    def identify(self, headers: Mapping[str, str], body: Mapping[str, JSONValue]) -> str:
         """The request's user; raises :class:`AccessDenied` (401 unknown key, 403 someone else's adapter)."""
         admin = self.is_admin(headers)
         if self.keys:
