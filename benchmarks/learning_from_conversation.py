@@ -134,10 +134,10 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
     if sets:
         row["sets"] = list(sets)  # an ablation: launcher overrides on top of the method's recipe
     if method in JUDGE_ONLY:
-        row.update(recipe=RECIPE, baseline=config.serve.get("baseline", "batch"),
+        row.update(recipe=RECIPE, baseline=config.serve.baseline,
                    hint_format=config.trainer.hint_format, wishes=WISHES)
     if method in HINDSIGHT:
-        row.update(rubric=RUBRIC, hindsight_answered=config.serve.get("hindsight_answered", 0))
+        row.update(rubric=RUBRIC, hindsight_answered=config.serve.hindsight_answered)
     if method in OPD_METHODS:
         row["w_opd"] = config.trainer.w_opd
     if method in UNTRAINED:
@@ -261,7 +261,7 @@ def current_label(method: str, temperature: float, sets: list[str] | tuple[str, 
     config = chat_config(sets)
     return label({"method": method, "temperature": temperature, "sets": list(sets), "user_model": user_model,
                   "user_voice": user_voice, "w_opd": config.trainer.w_opd,
-                  "hindsight_answered": config.serve.get("hindsight_answered", 0)})
+                  "hindsight_answered": config.serve.hindsight_answered})
 
 
 def grid() -> list[str]:

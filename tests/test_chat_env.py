@@ -160,7 +160,12 @@ def test_judge_only_rehearsal_trains_through_the_deployed_gateway(tmp_path):
     steps = list(read_jsonl(tmp_path / "train_steps.jsonl"))
     assert len(steps) == result.steps and steps[0]["trained"]
     for turn_id in steps[0]["trained"]:  # what trained came from the judge, with the gateway's ids
-        assert turns[turn_id].judge["prob"].source in ("prob", "cues") and turns[turn_id].session_id
+        # a verdict of the prob judge; a conversation's last reply, which no message followed, has none and
+        # trains through its hindsight group's rubric score alone (which turns reach the first step depends on timing)
+        verdict = turns[turn_id].judge.get("prob")
+        assert (verdict is None or verdict.source in ("prob", "cues")) and turns[turn_id].session_id
+    assert any("prob" in turns[i].judge for step in steps for i in step["trained"]) or all(
+        not turns[i].next_state for step in steps for i in step["trained"])
     train_ids = {t.id for t in rehearsal.persona_tasks("teacher", "train")}
     assert not train_ids & {t.id for t in rehearsal.persona_tasks("teacher", "test")}
     with pytest.raises(ValueError, match="unknown persona"):

@@ -31,7 +31,7 @@ def row(lfc, persona, method, seed, before, after, **extra):
     if method in lfc.JUDGE_ONLY:
         base.update(recipe=lfc.RECIPE, wishes=lfc.WISHES)
     if method in lfc.HINDSIGHT:
-        base.update(rubric=lfc.RUBRIC, hindsight_answered=config.serve.get("hindsight_answered", 0))
+        base.update(rubric=lfc.RUBRIC, hindsight_answered=config.serve.hindsight_answered)
     if method in lfc.OPD_METHODS:
         base["w_opd"] = config.trainer.w_opd
     return {**base, **extra}
@@ -83,7 +83,7 @@ def test_another_simulated_person_is_a_row_of_its_own(lfc, launcher, tmp_path):
                     row(lfc, "teacher", "hindsight", 0, 0.5, 0.4, user_model="qwen2.5-coder-1.5b"),
                     row(lfc, "teacher", "hindsight", 0, 0.5, 0.5)])
     text = lfc.table(results, MODEL)
-    siblings = f"[serve.hindsight_answered={launcher.serve.get('hindsight_answered', 0)}]"
+    siblings = f"[serve.hindsight_answered={launcher.serve.hindsight_answered}]"
     assert "0.60 ± 0.00 [1] +0.10" in line_of(text, f"hindsight/voice=all{siblings}")
     assert "0.40 ± 0.00 [1] -0.10" in line_of(text, f"hindsight/user=qwen2.5-coder-1.5b{siblings}")
     assert "0.50 ± 0.00 [1] +0.00" in line_of(text, f"hindsight{siblings}")
@@ -240,7 +240,7 @@ def test_a_hindsight_row_is_named_by_its_answered_siblings_wherever_they_came_fr
     reordered = {**old, "sets": ["serve.hindsight_answered=1", "trainer.w_opd=0.3", "policy.dtype=float32"]}
     assert lfc.label(reordered) == one
     assert lfc.answered_siblings({"method": "hybrid", "hindsight_answered": 1}) is None
-    shipped = launcher.serve.get("hindsight_answered", 0)
+    shipped = launcher.serve.hindsight_answered
     named = lfc.current_label("hindsight_hybrid", 0.7, ["trainer.w_opd=0.3"], None, "first")
     assert named == lfc.current_label("hindsight_hybrid", 0.7, ["trainer.w_opd=0.3",
                                                                 f"serve.hindsight_answered={shipped}"], None, "first")

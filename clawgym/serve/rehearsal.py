@@ -119,7 +119,7 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
 
     from clawgym.serve.main import build_serving
 
-    if not config.serve.get("train", True):
+    if not config.serve.train:
         raise ValueError("a rehearsal trains: set serve.train: true")
     if curve_every < 0:
         raise ValueError(f"curve_every must be >= 0 (0: no curve), got {curve_every}")
