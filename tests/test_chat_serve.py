@@ -4,6 +4,7 @@ weights are published in place, and users are answered while a train step runs."
 import threading
 import time
 
+import httpx
 import openai
 import pytest
 import yaml
@@ -373,3 +374,24 @@ def test_a_step_record_keeps_its_own_fields_over_the_trainers_metrics():
     record = step_record({"step": 7.0, "samples": 24.0, "loss": 0.5, "note": "text"}, step=2, samples=8, trained=["t"])
     assert record == {"step": 2, "samples": 8, "trained": ["t"], "loss": 0.5}
     assert list(record)[:3] == ["step", "samples", "trained"]  # the line reads as before: own fields first
+
+
+def test_max_tokens_above_the_advertised_limit_is_clamped_not_refused(tmp_path):
+    """``/v1/models`` advertises ``serve.max_tokens`` as ``max_output_tokens``; a request for more (OpenClaw sends
+    its configured maxTokens) is answered within that limit and logged with it, instead of holding the engine to
+    the end of the window; a request within the limit keeps its own."""
+    serving = build_serving(load_config(config_file(tmp_path, max_tokens=6, train=False)))
+    with BackgroundServer(serving.app) as url:
+        api = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        advertised = httpx.get(url + "/v1/models", headers={"Authorization": "Bearer k"}).json()["data"][0]
+        assert advertised["max_output_tokens"] == 6
+        huge = api.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
+                                           max_tokens=100_000_000)
+        small = api.chat.completions.create(model="m", messages=[{"role": "user", "content": "hello"}],
+                                            max_tokens=3)
+        assert huge.usage.completion_tokens <= 6 and small.usage.completion_tokens <= 3
+        with pytest.raises(openai.BadRequestError, match="max_tokens"):  # bad input is still refused
+            api.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], max_tokens=-1)
+    logged = [e["turn"]["info"]["sampling"]["max_tokens"] for e in read_jsonl(tmp_path / "run" / "turns.jsonl")
+              if e["event"] == "turn"]
+    assert sorted(logged) == [3, 6]

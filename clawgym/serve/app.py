@@ -2,8 +2,10 @@
 
 ``/v1/chat/completions`` (SSE streaming and not, tools and ``tool_calls``), ``/v1/models``,
 ``/health``, an optional bearer key. Request validation and OpenAI rendering are the policy
-server's (:mod:`clawgym.inference.server`); this module adds the gateway's rules: a body-size limit, and
-recording only what was fully delivered (a client that disconnects mid-stream leaves no turn).
+server's (:mod:`clawgym.inference.server`); this module adds the gateway's rules: a body-size limit, a
+``max_tokens`` above the advertised ``max_output_tokens`` clamped to it (not refused: OpenClaw sends its own
+configured ``maxTokens``), and recording only what was fully delivered (a client that disconnects mid-stream
+leaves no turn).
 
 With a :class:`~clawgym.serve.users.UserDirectory` the request's user comes from its API key (or its
 ``user`` field), unknown keys get 401 and someone else's adapter 403; ``DELETE /v1/users/{id}`` (admin
@@ -43,7 +45,7 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
                       default_max_tokens: int = 512, default_temperature: float = 1.0,
                       users: UserDirectory | None = None, dashboard: Dashboard | None = None,
                       forget: Callable[[str], Awaitable[Mapping[str, object]]] | None = None,
-                      wishes: WishMemory | None = None) -> FastAPI:
+                      wishes: WishMemory | None = None, max_output_tokens: int | None = None) -> FastAPI:
     renderer = PolicyServer(getattr(gateway.responder, "policy", None), gateway.model_name, default_max_tokens)
     app = FastAPI(title="clawgym chat gateway")
     app.state.gateway = gateway
@@ -188,6 +190,10 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             chat = parse_chat_request(body, default_max_tokens, default_temperature)
         except BadRequest as exc:
             return error_response(400, str(exc), "invalid_request_error", param=exc.param)
+        if max_output_tokens is not None and chat.sampling.max_tokens > max_output_tokens:
+            # clamped, not refused: OpenClaw sends its configured maxTokens as max_completion_tokens, and one
+            # person's request for the whole window must not hold the engine while others wait
+            chat.sampling.max_tokens = max_output_tokens
         try:
             user = users.identify(request.headers, body)
         except AccessDenied as exc:

@@ -144,7 +144,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     app = build_gateway_app(gateway, api_key=serve.api_key, default_max_tokens=serve.max_tokens, users=users,
                             default_temperature=config.rollout.temperature,  # what the trainer trains at
                             dashboard=dashboard, forget=forget if per_user or serve.admin_key else None,
-                            wishes=wishes)
+                            wishes=wishes, max_output_tokens=serve.max_tokens)  # what /v1/models advertises
     return Serving(app, gateway, policy, learner, adapters, dashboard, wishes)
 
 
