@@ -24,6 +24,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from clawgym import launchers
     from clawgym.rl.launch import ConfigError, check_config, load_config
+    from clawgym.rl.launch.placement import serves_in_process
     from clawgym.serve.main import build_serving, sglang_problems
 
     path, overrides = str(launchers.resolve(args.config)), list(args.set or [])
@@ -31,7 +32,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     serve = config.serve
     if args.check:
         print(check_config(path, overrides))
-        if config.gpu.enabled or config.policy.backend != "hf":
+        if not serves_in_process(config):
             problems = sglang_problems(config)
             if problems:
                 raise ConfigError("clawgym serve with the sglang backend: " + "; ".join(problems))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from clawgym.rl.launch import ConfigError, RunConfig
+from clawgym.rl.launch.placement import serves_in_process
 
 if TYPE_CHECKING:
     from clawgym.core.policy import Policy
@@ -89,7 +90,7 @@ def _shared(config: RunConfig, stack: Stack, out: Path, hooks: LearnerHooks) -> 
     checkpoint = out / "checkpoint"
     if checkpoint.is_dir():
         trainer.load_checkpoint(checkpoint)
-        if in_process(config):
+        if serves_in_process(config):
             policy.load_weights(trainer.export_weights(), version=int(trainer.version))
         else:  # the SGLang server gets them before it answers anyone
             publish_first = True
@@ -117,11 +118,6 @@ def _per_user(config: RunConfig, stack: Stack, out: Path, hooks: LearnerHooks) -
     for user, outcome in adapters.restore(trainer).items():
         print(f"  adapter of {user}: {outcome}")
     return PersonalLearning(learner if serve.train else None, adapters)
-
-
-def in_process(config: RunConfig) -> bool:
-    """Whether the served policy is the in-process hf model (else an SGLang server placed by the builder)."""
-    return not (config.gpu.enabled or config.policy.backend != "hf")
 
 
 def _hindsight_groups(config: RunConfig, policy: Policy, judge_policy: Policy, hooks: LearnerHooks) -> HindsightGroups:

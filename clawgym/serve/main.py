@@ -66,10 +66,11 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     :func:`~clawgym.rl.launch.build.build_stack`; a trainer only when serve trains or keeps per-user adapters).
     """
     from clawgym.inference.chat_template import encode_prompt
-    from clawgym.personal.learner import LearnerHooks, build_learner, in_process
+    from clawgym.personal.learner import LearnerHooks, build_learner
     from clawgym.personal.wish_memory import WishMemory
     from clawgym.rl.judge import JudgeStage
     from clawgym.rl.launch.build import StackOptions, build_stack
+    from clawgym.rl.launch.placement import serves_in_process
     from clawgym.rl.launch.serve_rules import serve_problem
     from clawgym.rl.types import read_jsonl
     from clawgym.serve.app import build_gateway_app
@@ -84,7 +85,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     if problem:
         raise ConfigError(problem)
     serve = config.serve
-    if not in_process(config):
+    if not serves_in_process(config):
         problems = sglang_problems(config)
         if problems:
             raise ConfigError("clawgym serve with the sglang backend: " + "; ".join(problems))

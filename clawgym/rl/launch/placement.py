@@ -173,6 +173,11 @@ def resolve_model(config: RunConfig, name: str) -> str:
     return name
 
 
+def serves_in_process(config: RunConfig) -> bool:
+    """Whether the policy is served by the in-process hf model (else by an SGLang server the builder places)."""
+    return not (config.gpu.enabled or config.policy.backend != "hf")
+
+
 def in_process_judge(config: RunConfig) -> ModelSpec | None:
     """The judge model the in-process placement loads beside the policy (``judge.backend: hf`` and a
     ``judge.model`` other than ``policy``), in the model's own dtype on the policy's device; else None."""
