@@ -21,6 +21,9 @@ from clawgym.rl.launch.placement import serves_in_process
 if TYPE_CHECKING:
     from clawgym.core.policy import Policy
     from clawgym.personal.hindsight import HindsightGroups
+    from clawgym.personal.publishing import Publisher
+    from clawgym.personal.rubric import RubricJudge
+    from clawgym.rl.trainer import Trainer
     from clawgym.personal.trainer import OnError, OnStep
     from clawgym.personal.user_adapters import UserAdapters
     from clawgym.rl.launch import Stack
@@ -39,6 +42,16 @@ class Learner(Protocol):
     def forget(self, user: str) -> int:
         """Forget-me: drop everything pending of ``user``; returns how many samples or turns were dropped."""
 
+    def status(self) -> JSONObject:
+        """The served version, the kept versions, the publish gate's last verdict, alarms, whether paused."""
+
+    def resume(self) -> JSONObject:
+        """Train again after an alarm paused training; returns the status."""
+
+    async def rollback(self, version: int) -> JSONObject:
+        """Serve the kept version ``version`` again (:class:`~clawgym.personal.publishing.UnknownVersion` if it
+        is not kept); returns the status."""
+
     async def stop(self) -> None:
         """Train no more: the step in flight finishes, the served weights stay fixed from here on."""
 
@@ -55,6 +68,7 @@ class LearnerHooks:
     on_error: OnError | None = None  # (user, message) of a failed step (the dashboard)
     on_scored: Callable[[str, float], object] | None = None  # (user, share of wishes a served reply met)
     on_group: Callable[[JSONObject], object] | None = None  # every scored hindsight group (the turn log)
+    on_training: Callable[[JSONObject], object] | None = None  # the training status after each change (the dashboard)
 
 
 @dataclass
@@ -94,14 +108,33 @@ def _shared(config: RunConfig, stack: Stack, out: Path, hooks: LearnerHooks) -> 
             policy.load_weights(trainer.export_weights(), version=int(trainer.version))
         else:  # the SGLang server gets them before it answers anyone
             publish_first = True
-    hindsight = None
-    if serve.hindsight_k:
-        hindsight = _hindsight_groups(config, policy, stack.judge_policy or policy, hooks)
+    judge_policy = stack.judge_policy or policy
+    rubric = _rubric(config, judge_policy, hooks) if serve.hindsight_k or serve.gate.enabled else None
+    hindsight = _hindsight_groups(config, policy, judge_policy, rubric, hooks) if serve.hindsight_k else None
     learner = PersonalTrainer(trainer, policy, batch_size=serve.batch_size, max_staleness=serve.max_staleness,
                               output_dir=out, baseline=serve.baseline, hindsight=hindsight,
                               wishes_of=hooks.wishes_of if serve.teacher_wishes else None,
-                              on_step=hooks.on_step, on_error=hooks.on_error)
+                              on_step=hooks.on_step, on_error=hooks.on_error,
+                              publisher=_publisher(config, trainer, policy, rubric, out, hooks))
     return PersonalLearning(learner, publish_first=publish_first)
+
+
+def _publisher(config: RunConfig, trainer: Trainer, policy: Policy, rubric: RubricJudge | None, out: Path,
+               hooks: LearnerHooks) -> Publisher:
+    """The publish gate (``serve.gate``: on a copy of the served model), the alarms, the kept versions."""
+    import copy
+
+    from clawgym.inference.hf import HFPolicy
+    from clawgym.personal.gate import PublishGate
+    from clawgym.personal.publishing import Publisher
+
+    serve, gate = config.serve, None
+    if serve.gate.enabled:
+        assert rubric is not None and hooks.wishes_of is not None  # the gate scores replies against the wishes
+        candidate = HFPolicy(copy.deepcopy(policy.model), policy.tokenizer, name="gate-candidate")
+        gate = PublishGate(serve.gate, rubric, hooks.wishes_of, candidate, policy, out / "gate_lengths.json")
+    return Publisher(trainer, policy, out, gate=gate, alarms=serve.alarms, keep_versions=serve.keep_versions,
+                     on_change=hooks.on_training)
 
 
 def _per_user(config: RunConfig, stack: Stack, out: Path, hooks: LearnerHooks) -> PersonalLearning:
@@ -120,16 +153,22 @@ def _per_user(config: RunConfig, stack: Stack, out: Path, hooks: LearnerHooks) -
     return PersonalLearning(learner if serve.train else None, adapters)
 
 
-def _hindsight_groups(config: RunConfig, policy: Policy, judge_policy: Policy, hooks: LearnerHooks) -> HindsightGroups:
-    """Siblings from the served policy, scored by a rubric judge on the judge's model against the wish memory."""
-    from clawgym.personal.hindsight import HindsightGroups, hindsight_settings
+def _rubric(config: RunConfig, judge_policy: Policy, hooks: LearnerHooks) -> RubricJudge:
+    """The wish judge the hindsight groups and the publish gate share (one cache), on the judge's model."""
     from clawgym.personal.rubric import RubricJudge
 
     if not hasattr(judge_policy, "model"):
-        raise ConfigError("serve.hindsight_k: the rubric judge reads label probabilities from a "
+        raise ConfigError("serve.hindsight_k and serve.gate: the rubric judge reads label probabilities from a "
                           f"local hf model, and the judge {config.judge.model!r} is not one")
+    return RubricJudge(judge_policy, hooks.wishes_of, refusals_fail=config.serve.hindsight_refusals_fail)
+
+
+def _hindsight_groups(config: RunConfig, policy: Policy, judge_policy: Policy, rubric: RubricJudge,
+                      hooks: LearnerHooks) -> HindsightGroups:
+    """Siblings from the served policy, scored by the rubric judge against the wish memory."""
+    from clawgym.personal.hindsight import HindsightGroups, hindsight_settings
+
     sampler, owned = _prompted_sampler(config, policy, judge_policy)
-    rubric = RubricJudge(judge_policy, hooks.wishes_of, refusals_fail=config.serve.hindsight_refusals_fail)
     return HindsightGroups(policy, rubric, hindsight_settings(config.serve), temperature=config.rollout.temperature,
                            teacher_hint=config.method == "hybrid", hint_format=config.trainer.hint_format,
                            sampler=sampler, owns_sampler=owned, on_scored=hooks.on_scored, on_group=hooks.on_group)

@@ -20,6 +20,10 @@ The learning signal is OpenClaw-RL's personal-agent one, without its traps:
   in the turn log stay comparable across restarts;
 - a step that raises (out of memory on a long turn, a full disk) is logged and counted (``errors``,
   ``refused["train_error"]``, the dashboard); its batch is dropped and training goes on;
+- never worse for the people (:mod:`clawgym.personal.publishing`): a step's weights publish only when the
+  publish gate (``serve.gate``) finds them not worse on the people's held-back requests and no collapse alarm
+  (``serve.alarms``) fires; otherwise the old weights keep serving and the trainer returns to them (an alarm
+  also pauses training). Every published version is kept for rollback;
 - hindsight (``serve.hindsight_k``): each judged turn becomes a GRPO group of the person's reply and
   sibling replies scored by the rubric judge (:mod:`clawgym.personal.hindsight`); a batch takes whole groups.
   With method hybrid each member also carries the OPD term of a teacher that reads the remembered wishes.
@@ -43,6 +47,7 @@ from clawgym.rl.types import JSONObject, JSONValue, Sample, Turn, read_jsonl, wr
 
 if TYPE_CHECKING:
     from clawgym.personal.hindsight import HindsightGroups
+    from clawgym.personal.publishing import Publisher
     from clawgym.rl.trainer.base import UpdatablePolicy
 
 logger = logging.getLogger(__name__)
@@ -226,8 +231,10 @@ class PersonalTrainer(BackgroundTrainer):
     def __init__(self, trainer: Trainer, policy: UpdatablePolicy, *, batch_size: int = 8, max_staleness: int = 2,
                  output_dir: str | Path = "runs/chat", baseline: str = "batch", max_steps: int | None = None,
                  hindsight: HindsightGroups | None = None, wishes_of: Callable[[str], list[str]] | None = None,
-                 on_step: OnStep | None = None,
-                 on_error: OnError | None = None) -> None:
+                 on_step: OnStep | None = None, on_error: OnError | None = None,
+                 publisher: Publisher | None = None) -> None:
+        from clawgym.personal.publishing import Publisher
+
         self.policy = policy
         self.max_steps = max_steps
         super().__init__(trainer, batch_size=batch_size, max_staleness=max_staleness, output_dir=output_dir,
@@ -236,6 +243,8 @@ class PersonalTrainer(BackgroundTrainer):
             raise ValueError(f"hindsight groups train with method grpo or hybrid (their rubric rewards are the "
                              f"signal), not {self.method!r}")
         self.out.mkdir(parents=True, exist_ok=True)
+        # the gate, the alarms and the kept versions (without a gate or alarms every step publishes)
+        self.publisher = publisher if publisher is not None else Publisher(trainer, policy, self.out)
         self.pending: list[Sample] = []
         self.refused: collections.Counter = collections.Counter()
         self.steps = 0
@@ -257,16 +266,28 @@ class PersonalTrainer(BackgroundTrainer):
         self.pending.append(sample)
         return True
 
+    def _training(self) -> bool:
+        if self.publisher.paused:
+            self.refused["training_paused"] += 1
+        return not self.publisher.paused
+
     def recover(self, turns: list[Turn]) -> int:
-        """After a restart: queue the judged turns of the log that no finished step trained on."""
+        """After a restart: queue the judged turns of the log that no finished step trained on (the gate holds
+        back the same turns as before: it sees every judged turn, in the log's order)."""
         steps = self.out / "train_steps.jsonl"
         trained = {i for record in read_jsonl(steps) for i in record["trained"]} if steps.exists() else set()
         self.steps = sum(1 for _ in read_jsonl(steps)) if steps.exists() else 0
-        return sum(self._keep(t, recovering=True) for t in turns if t.judge and t.turn_id not in trained)
+        kept = 0
+        for turn in (t for t in turns if t.judge):
+            if self.publisher.hold(turn) or turn.turn_id in trained:
+                continue
+            kept += self._training() and self._keep(turn, recovering=True)
+        return kept
 
     def add(self, turn: Turn) -> None:
-        """The gateway's ``on_judged``: keep the turn's sample (if trainable) and wake the trainer."""
-        if not self._keep(turn):
+        """The gateway's ``on_judged``: keep the turn's sample (if trainable and not held back by the publish
+        gate, and training is not paused) and wake the trainer."""
+        if self.publisher.hold(turn) or not self._training() or not self._keep(turn):
             return
         if self.hindsight is not None:
             self._wake_grouping()
@@ -317,7 +338,26 @@ class PersonalTrainer(BackgroundTrainer):
         waiting = [t for t in self.awaiting_group if str(t.info.get("user") or "default") != user]
         dropped = len(self.pending) - len(kept) + len(self.awaiting_group) - len(waiting)
         self.pending, self.awaiting_group = kept, collections.deque(waiting)
-        return dropped
+        return dropped + self.publisher.forget(user)
+
+    # ------------------------------------------------------------------ versions, pause, resume
+    def status(self) -> JSONObject:
+        """The served version, the kept versions, the last gate verdict and alarms, whether training is paused."""
+        return {**self.publisher.status(), "steps": self.steps, "pending": len(self.pending)}
+
+    def resume(self) -> JSONObject:
+        """Train again after an alarm paused training."""
+        self.publisher.resume()
+        if len(self.pending) >= self.batch_size:
+            self._wake_up()
+        return self.status()
+
+    async def rollback(self, version: int) -> JSONObject:
+        """Serve kept version ``version`` again; what was waiting to train on the later weights is dropped."""
+        status = await self.publisher.rollback(version)
+        self.refused["rolled_back"] += len(self.pending)
+        self.pending.clear()
+        return {**status, "steps": self.steps, "pending": 0}
 
     async def stop(self) -> None:
         self.stopped = True
@@ -334,6 +374,7 @@ class PersonalTrainer(BackgroundTrainer):
             self._grouping = None
         if self.hindsight is not None:
             await self.hindsight.close()
+        await self.publisher.close()
         await super().close()
 
     def take_batch(self) -> list[Sample]:
@@ -354,7 +395,7 @@ class PersonalTrainer(BackgroundTrainer):
         return batch
 
     async def _train_due(self) -> None:
-        while not self.stopped and not self.budget_spent():
+        while not self.stopped and not self.budget_spent() and not self.publisher.paused:
             self.drop_stale()
             if len(self.pending) < self.batch_size:
                 return
@@ -383,22 +424,30 @@ class PersonalTrainer(BackgroundTrainer):
             return {}
 
     async def _step(self, fresh: list[Sample]) -> StepRecord:
-        self.busy = True  # until the step is checkpointed and logged, so a shutdown never loses its record
-        try:
-            metrics = await asyncio.to_thread(self.trainer.train_step, fresh)  # serving goes on meanwhile
-            from clawgym.rl.trainer.transport import served_weights
+        async with self.publisher.lock:  # a rollback waits for the step, and the other way round
+            self.busy = True  # until the step is checkpointed and logged, so a shutdown never loses its record
+            try:
+                await self.publisher.prepare()
+                metrics = await asyncio.to_thread(self.trainer.train_step, fresh)  # serving goes on meanwhile
+                from clawgym.rl.trainer.transport import served_weights
 
-            weights = await asyncio.to_thread(served_weights(self.trainer, self.policy))
-            # served version := trainer version, also after a restart or a step whose publication failed
-            served_version = await self.policy.update_weights(weights, version=int(self.trainer.version))
-            self.steps += 1
-            await asyncio.to_thread(self.trainer.save_checkpoint, self.out / "checkpoint")
-            record = step_record(metrics, step=self.steps, samples=len(fresh), policy_version=served_version,
-                                 trained=[s.turn_id for s in fresh])
-            write_jsonl(self.out / "train_steps.jsonl", [record])
-        finally:
-            self.busy = False
+                weights = await asyncio.to_thread(served_weights(self.trainer, self.policy))
+                decision = await self.publisher.decide(metrics, weights)
+                self.steps += 1
+                if decision.publish:
+                    # served version := trainer version, also after a restart or a step whose publication failed
+                    served_version = await self.publisher.publish(weights, decision, self.steps)
+                else:  # the old weights keep serving; the trainer returns to them
+                    served_version = await self.publisher.refuse(decision)
+                record = step_record(metrics, step=self.steps, samples=len(fresh), policy_version=served_version,
+                                     trained=[s.turn_id for s in fresh], **decision.to_json())
+                write_jsonl(self.out / "train_steps.jsonl", [record])
+            finally:
+                self.busy = False
         if self.on_step is not None:  # (the record is written inside the busy section: a shutdown cannot lose it)
             self.on_step(record)
-        logger.info("personal trainer step %d on %d turns -> policy version %s", self.steps, len(fresh), served_version)
+        logger.info("personal trainer step %d on %d turns -> %s (serving version %s)", self.steps, len(fresh),
+                    "published" if decision.publish else "not published", served_version)
+        if self.publisher.paused:
+            logger.warning("personal training is paused: %s", self.publisher.reason)
         return record

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from clawgym.personal.trainer import BackgroundTrainer, OnError, OnStep, StepRecord, sample_from_turn, step_record
-from clawgym.rl.types import Sample, Turn, read_jsonl
+from clawgym.rl.types import JSONObject, Sample, Turn, read_jsonl
 
 if TYPE_CHECKING:
     import torch
@@ -176,6 +176,19 @@ class UserAdapterTrainer(BackgroundTrainer):
         if user in self._turn_order:
             self._turn_order.remove(user)
         return dropped
+
+    def status(self) -> JSONObject:
+        """Per-user adapters publish every step to their user: no publish gate, no kept versions yet."""
+        return {"per_user": True, "gate": False, "paused": False, "reason": "", "versions": [],
+                "steps": dict(self.steps)}
+
+    def resume(self) -> JSONObject:
+        return self.status()
+
+    async def rollback(self, version: int) -> JSONObject:
+        from clawgym.personal.publishing import UnknownVersion
+
+        raise UnknownVersion(version)  # per-user adapters keep only the latest adapter of each user
 
     async def _train_due(self) -> None:
         while self._turn_order and not self.stopped:

@@ -144,6 +144,17 @@ def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
     return torch.exp(log_ratio) - log_ratio - 1.0
 
 
+def token_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """The entropy (nats) of each position's distribution, ``[B, T]`` from ``[B, T, V]`` logits; 128 positions
+    at a time, so only their probabilities are held beside the logits."""
+    flat = logits.reshape(-1, logits.shape[-1])
+    parts = []
+    for chunk in flat.split(128):
+        logp = torch.log_softmax(chunk.float(), dim=-1)
+        parts.append(-(logp.exp() * logp).sum(-1))
+    return torch.cat(parts).reshape(logits.shape[:-1])
+
+
 def topk_reverse_kl(
     student_logprobs: torch.Tensor, teacher_logprobs: torch.Tensor, k: int = 50
 ) -> torch.Tensor:

@@ -12,7 +12,9 @@ With a :class:`~clawgym.serve.users.UserDirectory` the request's user comes from
 key) forgets a user; ``/dashboard`` shows each user's agent learning (:mod:`clawgym.serve.dashboard`).
 ``GET /v1/wishes`` lists the caller's remembered wishes and ``DELETE /v1/wishes/{id}`` takes one back
 (:mod:`clawgym.personal.wish_memory`): the caller is identified like a chat request (the admin key may
-name anyone with ``?user=``), another user's wish is 403, an unknown id 404.
+name anyone with ``?user=``), another user's wish is 403, an unknown id 404. With a learner,
+``GET /v1/training``, ``POST /v1/rollback`` and ``POST /v1/training/resume`` (:mod:`clawgym.serve.training_routes`)
+show and steer what it serves, and ``/health`` says whether training is paused and why.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -34,7 +36,11 @@ from clawgym.rl.types import new_id
 from clawgym.serve.dashboard import Dashboard
 from clawgym.serve.feedback import FeedbackError, parse_feedback
 from clawgym.serve.gateway import ChatGateway
+from clawgym.serve.training_routes import training_router
 from clawgym.serve.users import AccessDenied, UserDirectory, bearer
+
+if TYPE_CHECKING:
+    from clawgym.personal.learner import Learner
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +51,8 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
                       default_max_tokens: int = 512, default_temperature: float = 1.0,
                       users: UserDirectory | None = None, dashboard: Dashboard | None = None,
                       forget: Callable[[str], Awaitable[Mapping[str, object]]] | None = None,
-                      wishes: WishMemory | None = None, max_output_tokens: int | None = None) -> FastAPI:
+                      wishes: WishMemory | None = None, max_output_tokens: int | None = None,
+                      learner: Learner | None = None) -> FastAPI:
     renderer = PolicyServer(getattr(gateway.responder, "policy", None), gateway.model_name, default_max_tokens)
     app = FastAPI(title="clawgym chat gateway")
     app.state.gateway = gateway
@@ -79,6 +86,9 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             return await call_next(request)
 
         app.include_router(dashboard_router)
+
+    if learner is not None:
+        app.include_router(training_router(learner, users))
 
     @app.delete("/v1/users/{user_id}")
     async def forget_user(user_id: str, request: Request) -> Response:
@@ -161,8 +171,13 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
     @app.get("/health")
     async def health() -> dict[str, Any]:
         stats = gateway.stats
-        return {"status": "ok", "model": gateway.model_name, "open_sessions": len(gateway.tracker.sessions),
-                "main_turns": stats.main_turns, "side_turns": stats.side_turns, "judged": stats.judged}
+        health = {"status": "ok", "model": gateway.model_name, "open_sessions": len(gateway.tracker.sessions),
+                  "main_turns": stats.main_turns, "side_turns": stats.side_turns, "judged": stats.judged}
+        if learner is not None:
+            training = learner.status()
+            health["training"] = {"version": training.get("version"), "paused": training.get("paused", False),
+                                  "reason": training.get("reason", "")}
+        return health
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:

@@ -7,6 +7,9 @@ train steps, failed train steps (with the last error) and the adapter version, a
 judge's verdicts (a running mean over the last 8 judged turns) with a mark at every published
 adapter version, and, with hindsight groups (``serve.hindsight_k``), a curve of the share of the
 user's wishes that the served replies met (the rubric judge's score of each real reply, same mean).
+Above the users, the training panel: the version that serves, whether training is paused and why (with a
+button that resumes it, ``POST /v1/training/resume``), the publish gate's last verdict (both scores), the
+alarms that fired and the kept versions, each with a button that serves it again (``POST /v1/rollback``).
 
 :class:`Dashboard` keeps these numbers in memory, fed by the gateway (turn recorded, turn judged,
 feedback), the wish memory (a user's wishes changed) and the trainer (step published);
@@ -53,6 +56,7 @@ class UserActivity:
     hints: collections.deque = field(default_factory=lambda: collections.deque(maxlen=5))
     thumbs: collections.Counter = field(default_factory=collections.Counter)
     steps: int = 0
+    unpublished: int = 0  # steps the publish gate or an alarm kept from serving
     train_errors: int = 0  # steps that raised since the server started (their turns were dropped)
     last_train_error: str = ""
     adapter_version: int = 0
@@ -65,7 +69,7 @@ class UserActivity:
         return {"turns": self.turns, "judged": self.judged,
                 "verdicts": {"+1": self.verdicts[1], "-1": self.verdicts[-1], "0": self.verdicts[0]},
                 "hints": list(self.hints), "thumbs": {"up": self.thumbs["up"], "down": self.thumbs["down"]},
-                "steps": self.steps, "train_errors": self.train_errors, "last_train_error": self.last_train_error,
+                "steps": self.steps, "unpublished": self.unpublished, "train_errors": self.train_errors, "last_train_error": self.last_train_error,
                 "adapter_version": self.adapter_version,
                 "curve": list(self.curve), "marks": self.marks[-50:], "wishes": self.wishes,
                 "wishes_met": list(self.wishes_met)}
@@ -86,6 +90,7 @@ def _verdict(turn: Turn) -> int | None:
 class Dashboard:
     def __init__(self) -> None:
         self.users: dict[str, UserActivity] = collections.defaultdict(UserActivity)
+        self.training: JSONObject = {}  # the learner's status (versions, the gate's verdict, alarms, paused)
         self.updates = 0  # bumped on every change: the page redraws only when it moved
         self._lock = threading.Lock()
 
@@ -122,6 +127,21 @@ class Dashboard:
             activity.adapter_version = adapter_version
             activity.marks.append({"judged": activity.judged, "version": adapter_version})
 
+    def observe_step_record(self, record: JSONObject) -> None:
+        """A train step's record: a published one marks the curve; one the gate or an alarm kept back is counted."""
+        user = str(record.get("user") or "default")
+        if record.get("published", True):
+            self.observe_step(user, int(record.get("adapter_version", record.get("policy_version", 0))))
+        else:
+            with self._changing(user) as activity:
+                activity.unpublished += 1
+
+    def observe_training(self, status: JSONObject) -> None:
+        """The learner's status after a change: a step, a refusal, an alarm, a rollback, a resume."""
+        with self._lock:
+            self.training = dict(status)
+            self.updates += 1
+
     def observe_wishes_met(self, user: str, met: float) -> None:
         """The rubric judge's score of a served reply: the share of ``user``'s wishes it met (hindsight groups)."""
         with self._changing(user) as activity:
@@ -155,12 +175,12 @@ class Dashboard:
             if turn.judge:
                 self.observe_judged(turn)
         for record in steps:
-            self.observe_step(str(record.get("user") or "default"),
-                              int(record.get("adapter_version", record.get("policy_version", 0))))
+            self.observe_step_record(record)
 
     def data(self) -> JSONObject:
         with self._lock:
-            return {"updates": self.updates, "users": {u: a.to_json() for u, a in sorted(self.users.items())}}
+            return {"updates": self.updates, "training": self.training,
+                    "users": {u: a.to_json() for u, a in sorted(self.users.items())}}
 
     def router(self) -> APIRouter:
         router = APIRouter()
@@ -191,6 +211,7 @@ svg{background:#f4f7fb;border-radius:4px}
 <body>
 <h1>clawgym: your agent, learning</h1>
 <p id="status">loading…</p>
+<div id="training"></div>
 <div id="users"></div>
 <script>
 var seen = -1;
@@ -211,7 +232,42 @@ function curve(points, marks, label, lo) {
   line.setAttribute('fill', 'none'); line.setAttribute('stroke', '#36c'); line.setAttribute('stroke-width', 2);
   svg.appendChild(line); return svg;
 }
+function post(path, body, what) {
+  fetch(path, {method: 'POST', body: JSON.stringify(body || {}), headers: Object.assign({'Content-Type': 'application/json'},
+    window.DASHBOARD_KEY ? {'Authorization': 'Bearer ' + window.DASHBOARD_KEY} : {})})
+    .then(function (r) { if (!r.ok) return r.json().then(function (e) { throw new Error(e.error ? e.error.message : 'HTTP ' + r.status); });
+      seen = -1; })
+    .catch(function (e) { document.getElementById('status').textContent = 'could not ' + what + ': ' + e.message; });
+}
+function drawTraining(t) {
+  var box = document.getElementById('training'); box.innerHTML = '';
+  if (!t || t.version == null) return;
+  var card = el('div', {'class': 'user', 'data-training': '1'});
+  card.appendChild(el('h2', {}, 'training: serving version ' + t.version));
+  if (t.paused) {
+    var p = el('div', {'class': 'error', 'data-paused': '1'}, 'training is paused: ' + t.reason + ' ');
+    var resume = el('button', {}, 'resume training'); resume.onclick = function () { post('/v1/training/resume', {}, 'resume'); };
+    p.appendChild(resume); card.appendChild(p);
+  } else card.appendChild(el('div', {'class': 'hints'}, t.gate ? 'each step publishes only if the publish gate finds it not worse'
+    : 'every step publishes (no publish gate)'));
+  var last = t.last;
+  if (last) {
+    var g = last.gate, words = last.published ? 'last step published' : 'last step NOT published';
+    if (g && g.candidate != null) words += ': new weights ' + g.candidate + ' vs serving ' + g.serving + ' on ' + g.scored + ' held-back request(s)';
+    else if (g) words += ' (' + g.reason.replace(/_/g, ' ') + ')';
+    card.appendChild(el('div', {'class': last.published ? 'hints' : 'error', 'data-gate': '1'}, words));
+    (last.alarms || []).forEach(function (a) { card.appendChild(el('div', {'class': 'error', 'data-alarm': a.signal}, '⚠ ' + a.message)); });
+  }
+  var list = el('div', {'class': 'wishes'}, 'kept versions:');
+  (t.versions || []).forEach(function (v) {
+    var row = el('div', {'class': 'wish', 'data-version': v.version}, '• v' + v.version + ' (' + v.source + ')' + (v.serving ? ' — serving' : ''));
+    if (!v.serving) { var b = el('button', {}, 'serve this version'); b.onclick = function () { post('/v1/rollback', {version: v.version}, 'roll back'); };
+      row.appendChild(b); }
+    list.appendChild(row); });
+  card.appendChild(list); box.appendChild(card);
+}
 function draw(data) {
+  drawTraining(data.training);
   var box = document.getElementById('users'); box.innerHTML = '';
   var names = Object.keys(data.users);
   document.getElementById('status').textContent = names.length ? names.length + ' user(s); updated ' + new Date().toLocaleTimeString()
@@ -221,7 +277,8 @@ function draw(data) {
     card.appendChild(el('h2', {}, name));
     var s = el('div', {'class': 'stats'});
     [['turns', u.turns], ['judged', u.judged], ['verdicts +1/-1/0', u.verdicts['+1'] + '/' + u.verdicts['-1'] + '/' + u.verdicts['0']],
-     ['thumbs up/down', u.thumbs.up + '/' + u.thumbs.down], ['train steps', u.steps], ['failed train steps', u.train_errors],
+     ['thumbs up/down', u.thumbs.up + '/' + u.thumbs.down], ['train steps', u.steps], ['steps not published', u.unpublished],
+     ['failed train steps', u.train_errors],
      ['adapter version', u.adapter_version]]
       .forEach(function (kv) { s.appendChild(el('span', {'data-stat': kv[0]}, kv[0] + ': ' + kv[1])); });
     card.appendChild(s);

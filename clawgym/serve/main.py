@@ -101,10 +101,10 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     wishes = WishMemory(log, on_change=dashboard.observe_wishes)  # replays the log's wish events
     hooks = LearnerHooks(
         wishes_of=wishes.texts,  # the rubric (and the teacher of serve.teacher_wishes) reads what each user asked
-        on_step=lambda record: dashboard.observe_step(record.get("user", "default"), record.get(
-            "adapter_version", record.get("policy_version", 0))),
+        on_step=dashboard.observe_step_record,
         on_error=dashboard.observe_train_error, on_scored=dashboard.observe_wishes_met,
-        on_group=log.record_group)  # what each group showed the trainer, for reading later
+        on_group=log.record_group,  # what each group showed the trainer, for reading later
+        on_training=dashboard.observe_training)  # versions, the gate's verdicts, alarms
     personal = build_learner(config, stack, out, hooks)
     learner, adapters = personal.learner, personal.adapters
     responder: Responder = UserResponder(adapters) if adapters is not None else PolicyResponder(policy)
@@ -145,7 +145,10 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     app = build_gateway_app(gateway, api_key=serve.api_key, default_max_tokens=serve.max_tokens, users=users,
                             default_temperature=config.rollout.temperature,  # what the trainer trains at
                             dashboard=dashboard, forget=forget if per_user or serve.admin_key else None,
-                            wishes=wishes, max_output_tokens=serve.max_tokens)  # what /v1/models advertises
+                            wishes=wishes, max_output_tokens=serve.max_tokens,  # what /v1/models advertises
+                            learner=learner)
+    if learner is not None:
+        dashboard.observe_training(learner.status())
     return Serving(app, gateway, policy, learner, adapters, dashboard, wishes)
 
 

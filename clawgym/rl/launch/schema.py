@@ -17,122 +17,25 @@ section takes it with :func:`plain_fields`; a section declares only the keys tha
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import types
 import typing
-from typing import Any, Callable, ClassVar, Literal, Sequence
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
-from clawgym.errors import UsageError
 from clawgym.inference.catalog import DEFAULT_MODEL, default_dtype
+from clawgym.rl.launch.section import (ConfigError, Section, choice_problem, choices, from_sections, plain_fields,
+                                       taken)
 from clawgym.rl.launch.serve_rules import serve_problem
+from clawgym.rl.launch.serve_section import Adapters, AlarmSection, Baseline, GateSection, ServeSection
 from clawgym.rl.launch.teacher import canonical_teacher, teacher_problems
 from clawgym.rl.loop.config import LoopConfig
 from clawgym.rl.methods import JUDGE_TYPES, MODEL_JUDGES, PROB_JUDGES, USES_HINTS, canonical_method
 from clawgym.rl.trainer.config import BehaviorCorrection, LoraSettings, TrainerConfig
 from clawgym.rl.warm_start.config import WarmStartConfig
 
-
-class ConfigError(UsageError):
-    """A launcher config (or a ``--set`` override) is invalid; the message says what and where."""
-
-
-class Section(BaseModel):
-    """Unknown keys are errors; numbers may stand for strings (``--set policy.model=7``)."""
-
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
-    # the keys taken from a plain config (plain_fields): key -> (the plain config's class, its field's name)
-    plain_keys: ClassVar[dict[str, tuple[type, str]]] = {}
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _comma_list(cls, value: Any, info: Any) -> Any:
-        """``--set trainer.lora.target_modules=q_proj,v_proj``: a comma string for a list of strings."""
-        annotation = cls.model_fields[info.field_name].annotation
-        if isinstance(value, str) and getattr(annotation, "__origin__", None) is list:
-            return [v.strip() for v in value.split(",") if v.strip()]
-        return value
-
-    @field_validator("*", mode="wrap")
-    @classmethod
-    def _open_choice(cls, value: Any, handler: Callable[[Any], Any], info: Any) -> Any:
-        """A string (or number) for a ``Literal`` key passes: :func:`validate` checks it with the other problems."""
-        if (isinstance(value, (str, int, float)) and not isinstance(value, bool)
-                and choices(cls.model_fields[info.field_name].annotation)):
-            return str(value)
-        return handler(value)
-
-
-def choices(annotation: Any) -> tuple[str, ...]:
-    """The values of a ``Literal`` type or of a union of them; () for any other type."""
-    if typing.get_origin(annotation) is Literal:
-        return typing.get_args(annotation)
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        parts = [choices(arg) for arg in typing.get_args(annotation)]
-        if all(parts):
-            return tuple(value for part in parts for value in part)
-    return ()
-
-
-def choice_problem(name: str, value: Any, allowed: Sequence[str]) -> str | None:
-    """The message for a value outside a closed set (None when it is in), naming every allowed value."""
-    if value in allowed:
-        return None
-    return f"{name} must be one of {', '.join(v or repr(v) for v in allowed)}, got {value!r}"
-
-
-def plain_fields(plain: type, *names: str, skip: Sequence[str] = (),
-                 **renamed: str) -> Callable[[type[Section]], type[Section]]:
-    """Add fields of the plain dataclass ``plain`` to the decorated section, with ``plain``'s types and defaults.
-
-    ``renamed`` (config key = field) and ``names`` (the field's own name) pick the fields; with neither the
-    section takes every field but ``skip``. A key the section declares itself stays its own (a config-only
-    type or default). The decorated section (a subclass of the same name) records the keys it took in
-    ``plain_keys``, which :func:`from_sections` reads back. YAML has no tuples: a
-    tuple field is a list here. A ``Literal`` field keeps its type (its values are checked by :func:`validate`).
-    """
-    hints = typing.get_type_hints(plain)
-    fields = {field.name: field for field in dataclasses.fields(plain)}
-    keys = {**renamed, **{name: name for name in names}} or {name: name for name in fields if name not in skip}
-
-    def decorate(section: type[Section]) -> type[Section]:
-        taken = {key: name for key, name in keys.items() if key not in section.model_fields}
-        model = create_model(section.__name__, __base__=section, __module__=section.__module__,
-                             __doc__=section.__doc__,
-                             **{key: _section_field(hints[name], fields[name]) for key, name in taken.items()})
-        model.plain_keys = {**section.plain_keys, **{key: (plain, name) for key, name in taken.items()}}
-        return model
-
-    return decorate
-
-
-def _section_field(annotation: Any, field: dataclasses.Field) -> tuple[Any, Any]:
-    default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
-    if typing.get_origin(annotation) is tuple:
-        item, *more = typing.get_args(annotation)
-        if more != [Ellipsis]:
-            raise TypeError(f"{field.name}: only a tuple[X, ...] field can be a config key (a YAML list)")
-        return list[item], Field(default_factory=lambda: list(default))
-    return annotation, default
-
-
-def taken(*sections: type[Section]) -> tuple[str, ...]:
-    """The names of the plain fields the sections took (so another section can skip them)."""
-    return tuple(name for section in sections for _, name in section.plain_keys.values())
-
-
-def from_sections(target: type, *sections: Any, **given: Any) -> Any:
-    """Build the plain config ``target``: the ``given`` values, then the values of the keys the ``sections``
-    took from ``target`` (their ``plain_keys``; the first section wins). A field no key sets keeps its default.
-    """
-    values = dict(given)
-    for section in sections:
-        for key, (plain, name) in type(section).plain_keys.items():
-            if plain is target and name not in values:
-                values[name] = getattr(section, key)
-    return target(**values)
+__all__ = ["Adapters", "AlarmSection", "Baseline", "ConfigError", "GateSection", "RunConfig", "Section", "ServeSection",
+           "choice_problem", "choices", "from_sections", "plain_fields", "taken"]
 
 
 class EnvSection(Section):
@@ -242,55 +145,6 @@ class RaySection(Section):
 
     address: str | None = None
     num_cpus: int | None = None  # CPUs of the private instance (address: null); a cluster brings its own
-
-
-Baseline = Literal["batch", "none"]  # batch: A = verdict - the step's mean verdict; none: A = verdict (OpenClaw-RL)
-Adapters = Literal["shared", "per_user"]  # one set of weights for everyone | one LoRA adapter per user
-
-
-class ServeSection(Section):
-    """``clawgym serve``: the gateway, its users and the personal trainer (clawgym.serve.main); train checks it
-    like any section and uses none of it.
-
-    The rules that also read other sections (LoRA for per-user adapters, the method hindsight groups and the
-    teacher's wishes need, ...) are :func:`~clawgym.rl.launch.serve_rules.serve_problem`, which RunConfig's
-    validator runs when the config is loaded for serving.
-    """
-
-    host: str = "127.0.0.1"
-    port: int = 8000
-    api_key: str | None = None
-    log: str | None = None  # default: <loop.output_dir>/turns.jsonl
-    idle_timeout_s: float = 1800.0
-    train: bool = True
-    batch_size: int = 8
-    max_staleness: int = 2
-    baseline: Baseline = "batch"
-    max_tokens: int = 512
-    adapters: Adapters = "shared"
-    users: dict[str, str] = Field(default_factory=dict)  # API key -> user id
-    admin_key: str | None = None
-    max_users: int = 16  # adapter slots (per_user)
-    # hindsight GRPO (clawgym.personal.hindsight): 0 = off; k >= 2 replies a group, the person's included
-    hindsight_k: int = 0
-    hindsight_verdict_weight: float = 0.5  # the share of the person's verdict in their reply's reward
-    hindsight_max_queued: int = 8  # judged turns waiting for their group; more are skipped
-    hindsight_prompted: int = 0  # siblings sampled with the user's wishes in their prompt (of hindsight_k - 1)
-    # who samples them: "" the served policy, or a model of the same tokenizer (e.g. qwen2.5-coder-1.5b)
-    hindsight_prompted_model: str = ""
-    # siblings the policy writes once the user's next message is in its context (of hindsight_k - 1 - prompted)
-    hindsight_answered: int = 0
-    # the rubric meets no wish with a reply that declines the request ("I'm sorry, but I can't assist with that.")
-    hindsight_refusals_fail: bool = False
-    # the OPD teacher reads every remembered wish of the user (clawgym.personal.wish_memory), not only the turn's hint
-    teacher_wishes: bool = False
-
-    @field_validator("users", mode="before")
-    @classmethod
-    def _a_mapping(cls, value: Any) -> Any:
-        if not isinstance(value, dict):
-            raise ConfigError("serve.users must map API keys to user ids")
-        return value
 
 
 @plain_fields(TrainerConfig, "method")

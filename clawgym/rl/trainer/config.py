@@ -44,6 +44,9 @@ class TrainerConfig:
     eps_clip: float = 0.2
     eps_clip_high: float = 0.28
     kl_coef: float = 0.0
+    # report the k3 KL to the initial weights (metric "kl") even when kl_coef is 0: one more forward pass a
+    # micro-batch, read by the personal trainer's collapse alarm (serve.alarms.max_kl)
+    monitor_kl: bool = False
     w_rl: float = 1.0
     w_opd: float = 1.0
     topk: int = 50

@@ -117,7 +117,7 @@ class TorchTrainer:
         )
         self._frozen: nn.Module | None = None
         if self.config.lora is None:
-            if needs_frozen or self.config.kl_coef > 0:
+            if needs_frozen or self.config.kl_coef > 0 or self.config.monitor_kl:
                 self._frozen = copy.deepcopy(model).eval().requires_grad_(False)
             self.model = model
         else:
@@ -252,7 +252,7 @@ class TorchTrainer:
         num_tokens = float(sum(m.sum() for m in masks))
         num_sequences = float(sum(1 for m in masks if m.sum() > 0))
         sums = dict(loss=0.0, pg_loss=0.0, kl=0.0, topk_kl=0.0, clipped=0.0, ratio=0.0,
-                    opd_adv=0.0, abs_logprob_diff=0.0, nll=0.0)
+                    opd_adv=0.0, abs_logprob_diff=0.0, nll=0.0, entropy=0.0)
         tokens = 0
         self.optimizer.zero_grad(set_to_none=True)
         for indices in micro_batches([s.prompt_ids for s in samples], cfg.micro_batch_size, cfg.shared_prefix):
@@ -286,6 +286,7 @@ class TorchTrainer:
             "opd_adv_mean": sums["opd_adv"] / denom,
             "abs_logprob_diff": sums["abs_logprob_diff"] / denom,
             "nll": sums["nll"] / denom,
+            "entropy": sums["entropy"] / denom,
             "grad_norm": grad_norm,
             "skipped": float(skipped),
             "tokens": float(tokens),
@@ -299,6 +300,7 @@ class TorchTrainer:
         logits = response_logits(self.model, batch, cfg.temperature, cfg.shared_prefix)
         logprobs = gather_logprobs(logits, batch.targets)
         sums["nll"] += float((-logprobs.detach() * mask).sum())
+        sums["entropy"] += float((losses.token_entropy(logits.detach()) * mask).sum())
         if method == "sft":
             return self._sft_loss(logprobs, batch, mask, num_tokens, num_sequences, sums)
         sampled = pad_rows([s.old_logprobs for s in part], batch.targets.shape[1], self.device, logprobs.dtype)
@@ -342,6 +344,9 @@ class TorchTrainer:
             kl = losses.kl_k3(logprobs, ref)
             per_token = per_token + cfg.kl_coef * kl
             sums["kl"] += float(losses.token_mean(kl.detach(), mask, num_tokens))
+        elif cfg.monitor_kl:
+            kl = losses.kl_k3(logprobs.detach(), self._reference_logprobs(batch))
+            sums["kl"] += float(losses.token_mean(kl, mask, num_tokens))
 
         loss = losses.aggregate(per_token, mask, cfg.aggregation, num_tokens, num_sequences)
         sums["loss"] += float(loss.detach())
