@@ -23,10 +23,10 @@ if TYPE_CHECKING:
     from clawgym.personal.hindsight import HindsightGroups
     from clawgym.personal.publishing import Publisher
     from clawgym.personal.rubric import RubricJudge
-    from clawgym.rl.trainer import Trainer
     from clawgym.personal.trainer import OnError, OnStep
     from clawgym.personal.user_adapters import UserAdapters
     from clawgym.rl.launch import Stack
+    from clawgym.rl.trainer import Trainer
     from clawgym.rl.types import JSONObject, Turn
 
 

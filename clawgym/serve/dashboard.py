@@ -69,7 +69,8 @@ class UserActivity:
         return {"turns": self.turns, "judged": self.judged,
                 "verdicts": {"+1": self.verdicts[1], "-1": self.verdicts[-1], "0": self.verdicts[0]},
                 "hints": list(self.hints), "thumbs": {"up": self.thumbs["up"], "down": self.thumbs["down"]},
-                "steps": self.steps, "unpublished": self.unpublished, "train_errors": self.train_errors, "last_train_error": self.last_train_error,
+                "steps": self.steps, "unpublished": self.unpublished, "train_errors": self.train_errors,
+                "last_train_error": self.last_train_error,
                 "adapter_version": self.adapter_version,
                 "curve": list(self.curve), "marks": self.marks[-50:], "wishes": self.wishes,
                 "wishes_met": list(self.wishes_met)}

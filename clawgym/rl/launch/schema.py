@@ -24,8 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
 from clawgym.inference.catalog import DEFAULT_MODEL, default_dtype
-from clawgym.rl.launch.section import (ConfigError, Section, choice_problem, choices, from_sections, plain_fields,
-                                       taken)
+from clawgym.rl.launch.section import ConfigError, Section, choice_problem, choices, from_sections, plain_fields, taken
 from clawgym.rl.launch.serve_rules import serve_problem
 from clawgym.rl.launch.serve_section import Adapters, AlarmSection, Baseline, GateSection, ServeSection
 from clawgym.rl.launch.teacher import canonical_teacher, teacher_problems

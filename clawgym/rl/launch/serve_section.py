@@ -12,7 +12,6 @@ from pydantic import Field, field_validator
 
 from clawgym.rl.launch.section import ConfigError, Section
 
-
 Baseline = Literal["batch", "none"]  # batch: A = verdict - the step's mean verdict; none: A = verdict (OpenClaw-RL)
 Adapters = Literal["shared", "per_user"]  # one set of weights for everyone | one LoRA adapter per user
 
