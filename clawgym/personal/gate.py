@@ -4,13 +4,13 @@ Before the personal trainer publishes a step, the new weights answer a held-back
 own earlier requests: each person's 1st, ``every + 1``-th, ``2 * every + 1``-th, ... judged turn, up to
 ``requests`` of them, which training never sees (:class:`HeldBack`). Each is replayed greedily from the
 turn's own prompt token ids, so the prompt is exactly what the served model read (OpenClaw's tools and
-system prompt included). The rubric judge that scores the hindsight groups
-(:class:`~clawgym.personal.rubric.RubricJudge`) scores every reply against the person's *current* wishes;
-the weights that serve now answer the same requests (decoded once per served version and kept). A person's
-score is the mean over their held-back requests the judge could decide for both weights; the gate's score
-is the mean over people (each person counts the same). The step publishes when the new score is at least
-the serving one minus ``margin``; otherwise the old weights keep serving, the trainer goes back to them
-and the refusal is recorded with both scores (:class:`GateVerdict`).
+system prompt included), at most as long as the request allowed (and ``max_tokens``). The rubric judge
+that scores the hindsight groups (:class:`~clawgym.personal.rubric.RubricJudge`) scores every reply
+against the person's *current* wishes; the weights that serve now answer the same requests (decoded once
+per served version and kept). A person's score is the mean over their held-back requests the judge could
+decide for both weights; the gate's score is the mean over people (each person counts the same). The step
+publishes when the new score is at least the serving one minus ``margin``; otherwise the old weights keep
+serving, the trainer goes back to them and the refusal is recorded with both scores (:class:`GateVerdict`).
 
 With no held-back request yet, or no wish the judge can decide on them, there is nothing to measure: the
 step publishes and says why (``reason``), and the collapse alarms (:mod:`clawgym.personal.alarms`) still
@@ -172,9 +172,13 @@ class PublishGate:
 
     # ------------------------------------------------------------------ replies and scores
     async def _replies(self, policy: Policy, turns: Sequence[Turn]) -> list[Reply]:
-        sampling = SamplingParams(temperature=0.0, max_tokens=self.settings.max_tokens)
-        generations = await asyncio.gather(*(policy.generate_ids(list(t.prompt_ids), sampling) for t in turns))
+        """Greedy replies, each at most as long as the person's request allowed (and ``max_tokens``)."""
+        generations = await asyncio.gather(*(policy.generate_ids(list(t.prompt_ids), self._sampling(t)) for t in turns))
         return [Reply(g.text, len(g.response_ids)) for g in generations]
+
+    def _sampling(self, turn: Turn) -> SamplingParams:
+        asked = (turn.info.get("sampling") or {}).get("max_tokens") or self.settings.max_tokens
+        return SamplingParams(temperature=0.0, max_tokens=min(int(asked), self.settings.max_tokens))
 
     async def _serving_replies(self, turns: Sequence[Turn], served_version: int) -> list[Reply]:
         """The serving weights' replies: kept from the candidate they were published as, else decoded now."""

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, get_args
 
@@ -426,6 +427,7 @@ class PersonalTrainer(BackgroundTrainer):
     async def _step(self, fresh: list[Sample]) -> StepRecord:
         async with self.publisher.lock:  # a rollback waits for the step, and the other way round
             self.busy = True  # until the step is checkpointed and logged, so a shutdown never loses its record
+            started = time.perf_counter()
             try:
                 await self.publisher.prepare()
                 metrics = await asyncio.to_thread(self.trainer.train_step, fresh)  # serving goes on meanwhile
@@ -440,7 +442,8 @@ class PersonalTrainer(BackgroundTrainer):
                 else:  # the old weights keep serving; the trainer returns to them
                     served_version = await self.publisher.refuse(decision)
                 record = step_record(metrics, step=self.steps, samples=len(fresh), policy_version=served_version,
-                                     trained=[s.turn_id for s in fresh], **decision.to_json())
+                                     trained=[s.turn_id for s in fresh], **decision.to_json(),
+                                     seconds=round(time.perf_counter() - started, 3))
                 write_jsonl(self.out / "train_steps.jsonl", [record])
             finally:
                 self.busy = False
