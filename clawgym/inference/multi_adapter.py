@@ -18,7 +18,6 @@ import torch
 from clawgym.core.messages import Message
 from clawgym.core.policy import Generation, SamplingParams
 from clawgym.inference.hf import HFPolicy
-from clawgym.inference.models import load_model
 from clawgym.inference.multi_lora import AdapterBank
 from clawgym.inference.streaming import StreamItem
 
@@ -45,12 +44,6 @@ class MultiAdapterHFPolicy(HFPolicy):
         self.bank = AdapterBank(self.model, slots=slots, r=r, alpha=alpha, target_modules=target_modules,
                                 lock=self._weights_lock)
         self.adapter_versions = [0] * slots
-
-    @classmethod
-    def from_pretrained(cls, name_or_path: str, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                        **kwargs: Any) -> "MultiAdapterHFPolicy":
-        model, tokenizer = load_model(name_or_path, device=device, dtype=dtype)
-        return cls(model, tokenizer, name=kwargs.pop("name", name_or_path), **kwargs)
 
     def adapter(self, slot: int) -> "AdapterPolicy":
         if not 0 <= slot < self.bank.slots:

@@ -28,8 +28,9 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator, Sequence
 
 import httpx
 
@@ -113,6 +114,20 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def visible_gpus(gpus: Sequence[tuple[int, int]]) -> Iterator[None]:
+    """CUDA_VISIBLE_DEVICES for a child process started inside the block (local indices on node 0)."""
+    old = os.environ.get("CUDA_VISIBLE_DEVICES")
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for _, i in gpus)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = old
 
 
 def launch_command(model_path: str, port: int, server_args: Iterable[str] = ()) -> list[str]:

@@ -14,13 +14,20 @@ loop and the warm start take are built here too (:func:`trainer_config`, :func:`
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from clawgym.rl.launch.placement import ModelSpec, Plan, Shape, in_process_judge, plan, sglang_model_path
-from clawgym.rl.launch.schema import ConfigError, LoraSection, RunConfig, from_sections, judge_parts, uses_llm_judge
+from clawgym.rl.launch.placement import ModelSpec, Plan, in_process_judge, plan, sglang_model_path
+from clawgym.rl.launch.schema import (
+    ConfigError,
+    JudgeSection,
+    LoraSection,
+    RunConfig,
+    from_sections,
+    judge_parts,
+    uses_llm_judge,
+)
 from clawgym.rl.launch.teacher import trainer_teacher
 from clawgym.rl.loop.config import LoopConfig
 from clawgym.rl.methods import PROB_JUDGES, USES_HINTS
@@ -28,8 +35,12 @@ from clawgym.rl.trainer.config import LoraSettings, TrainerConfig
 from clawgym.rl.warm_start.config import WarmStartConfig
 
 if TYPE_CHECKING:  # the builder imports torch, the judges and the loop only when it builds
+    from torch import nn
+    from transformers import PreTrainedTokenizerBase
+
     from clawgym.core.policy import Policy
     from clawgym.inference.hf import HFPolicy
+    from clawgym.inference.sglang import SGLangPolicy
     from clawgym.rl.judge import Judge
     from clawgym.rl.loop import AsyncRLLoop
     from clawgym.rl.trainer import Trainer
@@ -106,12 +117,11 @@ def lora_targets(lora: LoraSection, num_layers: int | None) -> tuple[str, ...]:
 def trainer_config(config: RunConfig, num_layers: int | None = None) -> TrainerConfig:
     """The trainer's config; ``num_layers`` (the model's) places ``trainer.lora.top_layers``' adapters."""
     t = config.trainer
-    lora = None
-    if t.lora.enabled:
-        lora = from_sections(LoraSettings, t.lora,
-                             target_modules=lora_targets(t.lora, num_layers if t.lora.top_layers > 0 else None))
+    targets = lora_targets(t.lora, num_layers if t.lora.top_layers > 0 else None) if t.lora.enabled else ()
+    teacher = trainer_teacher(config)
     correction = t.behavior_correction or ("tis" if config.policy.quantize != "none" else "none")
-    return from_sections(TrainerConfig, t, config.rollout, config, lora=lora, teacher=trainer_teacher(config),
+    lora = from_sections(LoraSettings, t.lora, target_modules=targets) if t.lora.enabled else None
+    return from_sections(TrainerConfig, t, config.rollout, config, lora=lora, teacher=teacher,
                          behavior_correction=correction, seed=config.loop.seed)
 
 
@@ -125,27 +135,142 @@ def warm_start_config(config: RunConfig) -> WarmStartConfig:
     return from_sections(WarmStartConfig, config.warm_start)
 
 
-# ---- the stack: policy, trainer, judges and weight transport, placed by the plan ----------------------------
+# ---- the stack: the plan's models loaded, then the policy, trainer, judges and weight transport put together ----
 
 
-def _dtype(name: str) -> Any:
+def build_stack(config: RunConfig, device: str = "cuda", options: StackOptions | None = None) -> Stack:
+    """Serving policy, trainer, judges and weight transport for a validated config, placed by its plan.
+
+    The config is read here into plain specs first (the plan's models, the trainer's config), then the models are
+    loaded from those specs. ``device`` is where the partition's trainer and weight transport run: ``cuda`` on a GPU
+    machine; ``cpu`` runs the very same partition code (torch trainer, tensor transport, NCCL path over gloo)
+    against an SGLang-API server without a GPU, which is how the tests exercise it. ``options``: what
+    ``clawgym serve`` needs differently (:class:`StackOptions`).
+    """
+    options = options or StackOptions()
+    p = plan(config, device)
+    in_process = p.placement in ("cpu", "one-gpu")
+    if options.adapter_slots and not in_process:
+        raise ConfigError("per-user adapters need the in-process hf policy (policy.backend: hf, gpu.enabled: false)")
+    trains = options.trainer or options.adapter_slots > 0 or not in_process  # the partition always trains
+    tcfg = trainer_config(config, p.num_layers) if trains else None
+    if in_process:
+        return _in_process(config, p, tcfg, options.adapter_slots)
+    assert tcfg is not None
+    return _partition(config, p, tcfg, device)
+
+
+def load_spec(spec: ModelSpec) -> tuple[nn.Module, PreTrainedTokenizerBase]:
+    """One role's model and tokenizer, loaded as the plan resolved them (``quantize: int8``: int8 weights)."""
     import torch
 
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+    from clawgym.inference.models import load_model
+
+    model, tokenizer = load_model(spec.name, device=spec.device, dtype=getattr(torch, spec.dtype), seed=spec.seed,
+                                  context_window=spec.context_window)
+    if spec.quantize == "int8":  # the served copy only; the trainer's copy keeps its own weights
+        from clawgym.inference.int8 import quantize_linears
+
+        quantize_linears(model)
+    return model, tokenizer
 
 
-@contextmanager
-def visible_gpus(gpus: Sequence[tuple[int, int]]) -> Iterator[None]:
-    """CUDA_VISIBLE_DEVICES for a child process started inside the block (local indices on node 0)."""
-    old = os.environ.get("CUDA_VISIBLE_DEVICES")
-    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for _, i in gpus)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-        else:
-            os.environ["CUDA_VISIBLE_DEVICES"] = old
+def _in_process(config: RunConfig, p: Plan, tcfg: TrainerConfig | None, adapter_slots: int) -> Stack:
+    """The CPU / one-device placement: the served model and the trainer's own copy, loaded alike from the plan's
+    specs (only the served copy is quantised); judges on the served policy, or on its base model (slot 0) with
+    per-user adapters."""
+    from clawgym.rl.trainer import TorchTrainer
+
+    served, trained = p.served_model, p.trained_model
+    assert served is not None and trained is not None  # plan() resolves both
+    serve_model, tokenizer = load_spec(served)
+    trainer = None if tcfg is None else TorchTrainer(load_spec(trained)[0], tokenizer, tcfg)
+    policy = _hf_policy(config, serve_model, tokenizer, tcfg.lora if tcfg else None, adapter_slots)
+    judge_policy = _judge_policy(config, policy.adapter(0) if adapter_slots else policy, p.judge_model)
+    if trainer is not None and trainer.config.teacher == "judge":  # the judge model is the OPD teacher
+        trainer.teacher_model = judge_teacher(config, judge_policy, tokenizer)
+    judges = _make_judges(config.judge, judge_policy)
+    return Stack(p, policy, trainer, judges, judge_policy, tokenizer=tokenizer,
+                 max_positions=policy.max_positions)
+
+
+def _hf_policy(config: RunConfig, model: nn.Module, tokenizer: PreTrainedTokenizerBase, lora: LoraSettings | None,
+               adapter_slots: int) -> HFPolicy:
+    """The in-process policy on the served model: one set of weights, or ``adapter_slots`` LoRA adapters shaped
+    like the trainer's (``lora``). ``loop.seed`` seeds its sampling RNG: runs with another seed sample other
+    replies."""
+    from clawgym.inference.hf import HFPolicy
+
+    name, batch, seed = config.policy.model, config.policy.max_batch_size, config.loop.seed
+    if not adapter_slots:
+        return HFPolicy(model, tokenizer, name=name, max_batch_size=batch, seed=seed)
+    from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
+
+    if lora is None:
+        raise ConfigError("per-user adapters are LoRA adapters: set trainer.lora.enabled: true")
+    return MultiAdapterHFPolicy(model, tokenizer, slots=adapter_slots, r=lora.r, alpha=lora.alpha,
+                                target_modules=lora.target_modules, name=name, max_batch_size=batch, seed=seed)
+
+
+def build_judges(config: RunConfig, policy: Policy | None,
+                 model: ModelSpec | None = None) -> tuple[list[Judge], Policy | None]:
+    """Judges for the CPU / one-device placement: the serving policy, or a frozen hf copy of judge.model
+    (``model``: the plan's ``judge_model``; None: resolved here the way the plan does)."""
+    judge_policy = _judge_policy(config, policy, model or in_process_judge(config))
+    return _make_judges(config.judge, judge_policy), judge_policy
+
+
+def _judge_policy(config: RunConfig, policy: Policy | None, model: ModelSpec | None) -> Policy | None:
+    """What the LLM judges run on in process (None: no LLM judge): an OpenAI endpoint, the serving policy, or
+    ``model`` (the plan's judge model) loaded."""
+    judge = config.judge
+    if not uses_llm_judge(config):
+        return None
+    if judge.backend == "hf" and judge.model == "policy":
+        return policy
+    if judge.backend == "hf":
+        from clawgym.inference.hf import HFPolicy
+
+        assert model is not None  # an hf judge model other than the policy
+        judge_model, tokenizer = load_spec(model)
+        return HFPolicy(judge_model, tokenizer, name=f"judge:{model.name}")
+    from clawgym.inference.openai import OpenAIPolicy  # a bigger local model or an API behind any OpenAI endpoint
+
+    if not judge.base_url or judge.model == "policy":
+        raise ConfigError("judge.backend openai needs judge.base_url and judge.model (the served model's name)")
+    return OpenAIPolicy(judge.model, base_url=judge.base_url, api_key=judge.api_key)
+
+
+def judge_teacher(config: RunConfig, judge_policy: Policy | None, tokenizer: PreTrainedTokenizerBase) -> nn.Module:
+    """The judge model's torch module, the OPD teacher of ``trainer.teacher: judge`` (:func:`trainer_teacher`)."""
+    module = getattr(judge_policy, "model", None)
+    if module is None or not hasattr(judge_policy, "tokenizer"):
+        raise ConfigError(f"trainer.teacher judge: the judge {config.judge.model!r} is not a local hf model; "
+                          "use trainer.teacher initial or policy")
+    if getattr(judge_policy, "tokenizer").get_vocab() != tokenizer.get_vocab():
+        raise ConfigError(f"trainer.teacher judge: the judge model {config.judge.model!r} has another tokenizer than "
+                          f"the policy {config.policy.model!r}; the OPD teacher scores the student's own token ids, "
+                          "so it needs the same tokenizer (or use trainer.teacher initial / policy)")
+    return module
+
+
+def _make_judges(judge: JudgeSection, judge_policy: Policy | None) -> list[Judge]:
+    """The judges of ``judge.type`` on ``judge_policy`` (rules need none)."""
+    from clawgym.core.policy import SamplingParams
+    from clawgym.rl.judge import make_judges
+
+    parts = judge_parts(judge.type)
+    sampling = SamplingParams(temperature=judge.temperature, max_tokens=judge.max_tokens)
+    judges: list[Judge] = []
+    for part in parts:
+        if part == "rules":
+            judges += make_judges("rules")
+        elif part not in PROB_JUDGES:
+            judges += make_judges(part, judge_policy, m=judge.votes, sampling=sampling, call_timeout_s=judge.timeout_s)
+    prob = [p for p in parts if p in PROB_JUDGES]
+    if prob:  # one call: prob and probhint share one batched scorer
+        judges += make_judges(",".join(prob), judge_policy)
+    return judges
 
 
 def require_gpus(p: Plan, available: int | None = None) -> None:
@@ -165,120 +290,9 @@ def require_gpus(p: Plan, available: int | None = None) -> None:
                           "lower gpu.actor_gpus / rollout_gpus / judge_gpus")
 
 
-def build_judges(config: RunConfig, policy: Policy | None,
-                 model: ModelSpec | None = None) -> tuple[list[Judge], Policy | None]:
-    """Judges for the CPU / one-device placement: the serving policy, or a frozen hf copy of judge.model
-    (``model``: the plan's ``judge_model``; None: resolved here the way the plan does)."""
-    from clawgym.core.policy import SamplingParams
-    from clawgym.rl.judge import make_judges
-
-    parts = judge_parts(config.judge.type)
-    judge_policy = None
-    if uses_llm_judge(config):
-        if config.judge.backend == "openai":  # a bigger local model or an API behind any OpenAI endpoint
-            from clawgym.inference.openai import OpenAIPolicy
-
-            if not config.judge.base_url or config.judge.model == "policy":
-                raise ConfigError("judge.backend openai needs judge.base_url and judge.model (the served model's name)")
-            judge_policy = OpenAIPolicy(config.judge.model, base_url=config.judge.base_url,
-                                        api_key=config.judge.api_key)
-        elif config.judge.model == "policy":
-            judge_policy = policy
-        else:
-            from clawgym.inference.hf import HFPolicy
-
-            spec = model or in_process_judge(config)
-            assert spec is not None  # an hf judge model other than the policy
-            judge_policy = HFPolicy.from_pretrained(spec.name, device=spec.device, dtype=_dtype(spec.dtype),
-                                                    name=f"judge:{spec.name}")
-    return _make_judges(config, parts, judge_policy, make_judges, SamplingParams), judge_policy
-
-
-def judge_teacher(config: Any, judge_policy: Any, tokenizer: Any) -> Any:
-    """The judge model's torch module when it is the OPD teacher (:func:`trainer_teacher` is ``judge``), else None."""
-    if trainer_teacher(config) != "judge":
-        return None
-    module = getattr(judge_policy, "model", None)
-    if module is None or not hasattr(judge_policy, "tokenizer"):
-        raise ConfigError(f"trainer.teacher judge: the judge {config.judge.model!r} is not a local hf model; "
-                          "use trainer.teacher initial or policy")
-    if judge_policy.tokenizer.get_vocab() != tokenizer.get_vocab():
-        raise ConfigError(f"trainer.teacher judge: the judge model {config.judge.model!r} has another tokenizer than "
-                          f"the policy {config.policy.model!r}; the OPD teacher scores the student's own token ids, "
-                          "so it needs the same tokenizer (or use trainer.teacher initial / policy)")
-    return module
-
-
-def _make_judges(config: RunConfig, parts: list[str], judge_policy: Policy | None, make_judges: Any,
-                 sampling_cls: Any) -> list[Judge]:
-    sampling = sampling_cls(temperature=config.judge.temperature, max_tokens=config.judge.max_tokens)
-    judges: list[Judge] = []
-    for part in parts:
-        if part == "rules":
-            judges += make_judges("rules")
-        elif part not in PROB_JUDGES:
-            judges += make_judges(part, judge_policy, m=config.judge.votes, sampling=sampling,
-                                  call_timeout_s=config.judge.timeout_s)
-    prob = [p for p in parts if p in PROB_JUDGES]
-    if prob:  # one call: prob and probhint share one batched scorer
-        judges += make_judges(",".join(prob), judge_policy)
-    return judges
-
-
-def quantize_served(config: RunConfig, model: Any) -> None:
-    """``policy.quantize: int8``: the served copy gets int8 weights; the trainer's copy keeps its own."""
-    if config.policy.quantize == "int8":
-        from clawgym.inference.int8 import quantize_linears
-
-        quantize_linears(model)
-
-
-def _in_process(config: RunConfig, p: Plan, options: StackOptions) -> Stack:
-    """The CPU / one-device placement: the served model and the trainer's own copy, loaded alike (the plan's
-    model, dtype and device, the policy's seed and context window; only the served copy is quantised); judges on
-    the served policy, or on its base model (slot 0) with per-user adapters."""
-    from clawgym.inference.models import load_model
-    from clawgym.rl.trainer import TorchTrainer
-
-    served, trained = p.served_model, p.trained_model
-    assert served is not None and trained is not None  # plan() resolves both
-    kwargs = dict(seed=config.policy.seed, context_window=config.policy.context_window)
-    serve_model, tokenizer = load_model(served.name, device=served.device, dtype=_dtype(served.dtype), **kwargs)
-    quantize_served(config, serve_model)
-    trainer = None
-    if options.trainer or options.adapter_slots:
-        train_model, _ = load_model(trained.name, device=trained.device, dtype=_dtype(trained.dtype), **kwargs)
-        trainer = TorchTrainer(train_model, tokenizer,
-                               trainer_config(config, getattr(train_model.config, "num_hidden_layers", None)))
-    policy = _hf_policy(config, serve_model, tokenizer, trainer, options.adapter_slots)
-    judges, judge_policy = build_judges(config, policy.adapter(0) if options.adapter_slots else policy,
-                                        p.judge_model)
-    if trainer is not None:
-        trainer.teacher_model = judge_teacher(config, judge_policy, tokenizer)  # trainer.teacher judge: its model
-    return Stack(p, policy, trainer, judges, judge_policy, tokenizer=tokenizer, max_positions=policy.max_positions)
-
-
-def _hf_policy(config: RunConfig, model: Any, tokenizer: Any, trainer: Trainer | None, adapter_slots: int) -> HFPolicy:
-    """The in-process policy on the served model: one set of weights, or ``adapter_slots`` LoRA adapters shaped
-    like the trainer's. ``loop.seed`` seeds its sampling RNG: runs with another seed sample other replies."""
-    from clawgym.inference.hf import HFPolicy
-
-    common: dict[str, Any] = dict(name=config.policy.model, max_batch_size=config.policy.max_batch_size,
-                                  seed=config.loop.seed)
-    if not adapter_slots:
-        return HFPolicy(model, tokenizer, **common)
-    from clawgym.inference.multi_adapter import MultiAdapterHFPolicy
-
-    lora = trainer.config.lora if trainer is not None else None
-    if lora is None:
-        raise ConfigError("per-user adapters are LoRA adapters: set trainer.lora.enabled: true")
-    return MultiAdapterHFPolicy(model, tokenizer, slots=adapter_slots, r=lora.r, alpha=lora.alpha,
-                                target_modules=lora.target_modules, **common)
-
-
 def _sglang_server(model: str, gpus: Sequence[tuple[int, int]], args: Sequence[str],
-                   base_url: str | None = None) -> Any:
-    from clawgym.inference.sglang import SGLangPolicy
+                   base_url: str | None = None) -> SGLangPolicy:
+    from clawgym.inference.sglang import SGLangPolicy, visible_gpus
 
     if base_url:
         return SGLangPolicy(model, base_url, tokenizer=model)
@@ -286,12 +300,12 @@ def _sglang_server(model: str, gpus: Sequence[tuple[int, int]], args: Sequence[s
         return SGLangPolicy.launch(model, ["--tp-size", str(len(gpus)), *args])
 
 
-def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
+def _partition(config: RunConfig, p: Plan, tcfg: TrainerConfig, device: str = "cuda") -> Stack:
     """The GPU partition: SGLang serves (and judges), the trainer trains on the actor GPUs, the plan's transport
     carries the weights. It always builds its trainer; it has no per-user adapters."""
-    from clawgym.core.policy import SamplingParams
+    import torch
+
     from clawgym.inference.models import load_tokenizer
-    from clawgym.rl.judge import make_judges
     from clawgym.rl.trainer.transport import make_transport
 
     gpu = config.gpu
@@ -303,10 +317,10 @@ def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
         require_gpus(p)
     served, trained = p.served_model, p.trained_model
     assert served is not None and trained is not None  # plan() resolves both
-    # an attached server (policy.base_url) already holds its model: the name only picks tokenizer and trainer weights
-    model_dir = served.name if config.policy.base_url else sglang_model_path(served.name)
     actor, rollout, judge = p.role("actor"), p.role("rollout"), p.role("judge")
     assert actor is not None
+    # an attached server (policy.base_url) already holds its model: the name only picks tokenizer and trainer weights
+    model_dir = served.name if config.policy.base_url else sglang_model_path(served.name)
     policy = _sglang_server(model_dir, rollout.gpus if rollout else actor.gpus, [*gpu.sglang_args, *p.sglang_args],
                             config.policy.base_url)
     judge_policy = policy
@@ -314,13 +328,9 @@ def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
         assert p.judge_model is not None  # the plan gives judge GPUs only to a judge model of its own
         judge_policy = _sglang_server(sglang_model_path(p.judge_model.name), judge.gpus, gpu.sglang_args)
     if gpu.backend == "torch+sglang":
-        from clawgym.inference.models import load_model
         from clawgym.rl.trainer import TorchTrainer
 
-        train_model, tokenizer = load_model(model_dir, device=trained.device, dtype=_dtype(trained.dtype),
-                                            seed=config.policy.seed,
-                                            context_window=config.policy.context_window)  # SGLang's YaRN too
-        trainer = TorchTrainer(train_model, tokenizer, trainer_config(config, train_model.config.num_hidden_layers))
+        trainer = TorchTrainer(*load_spec(replace(trained, name=model_dir)), tcfg)  # SGLang's YaRN window too
     else:
         from clawgym.rl.trainer.megatron import MegatronConfig, MegatronTrainer, megatron_available
 
@@ -335,36 +345,17 @@ def _partition(config: RunConfig, p: Plan, device: str = "cuda") -> Stack:
         model_dir = sglang_model_path(trained.name)  # megatron reads an HF checkpoint directory
         trainer = MegatronTrainer(model_dir, load_tokenizer(model_dir),
                                   MegatronConfig(tensor_parallel=gpu.tensor_parallel,
-                                                 pipeline_parallel=gpu.pipeline_parallel,
-                                                 trainer=trainer_config(config, Shape.of(model_dir).num_hidden_layers)))
-    trainer.export_device, trainer.export_dtype = device, _dtype("bfloat16")  # SGLang takes bf16 from the GPU
-    lora = (trainer.config.trainer if gpu.backend == "megatron+sglang" else trainer.config).lora
+                                                 pipeline_parallel=gpu.pipeline_parallel, trainer=tcfg))
+    trainer.export_device, trainer.export_dtype = device, torch.bfloat16  # SGLang takes bf16 from the GPU
     policy.transport = make_transport(p.transport, policy, bucket_bytes=gpu.bucket_mb << 20,
                                       sglang_ranks=len(rollout.gpus) if rollout else len(actor.gpus), device=device,
                                       adapter_dir=Path(config.loop.output_dir) / "adapters",
-                                      lora=lora, base_model=model_dir)
-    judges = _make_judges(config, judge_parts(config.judge.type), judge_policy, make_judges, SamplingParams)
+                                      lora=tcfg.lora, base_model=model_dir)
+    judges = _make_judges(config.judge, judge_policy)
     hf_config = getattr(trainer, "hf_config", None) or getattr(getattr(trainer, "model", None), "config", None)
     return Stack(p, policy, trainer, judges, judge_policy if uses_llm_judge(config) else None,
                  tokenizer=policy.tokenizer,
                  max_positions=int(getattr(hf_config, "max_position_embeddings", 0) or 1 << 30))
-
-
-def build_stack(config: RunConfig, device: str = "cuda", options: StackOptions | None = None) -> Stack:
-    """Serving policy, trainer, judges and weight transport for a validated config, placed by its plan.
-
-    ``device`` is where the partition's trainer and weight transport run: ``cuda`` on a GPU machine;
-    ``cpu`` runs the very same partition code (torch trainer, tensor transport, NCCL path over gloo)
-    against an SGLang-API server without a GPU, which is how the tests exercise it. ``options``: what
-    ``clawgym serve`` needs differently (:class:`StackOptions`).
-    """
-    options = options or StackOptions()
-    p = plan(config, device)
-    if p.placement in ("cpu", "one-gpu"):
-        return _in_process(config, p, options)
-    if options.adapter_slots:
-        raise ConfigError("per-user adapters need the in-process hf policy (policy.backend: hf, gpu.enabled: false)")
-    return _partition(config, p, device)
 
 
 def env_tools(config: RunConfig) -> list[dict[str, Any]] | None:

@@ -10,7 +10,7 @@ device (:class:`ModelSpec`), and the builder loads what the plan says.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +145,9 @@ class ModelSpec:
     name: str
     dtype: str
     device: str
+    seed: int = 0  # the weights of a random-init test model (policy.seed); a checkpoint's are its own
+    context_window: int | None = None  # policy.context_window: above the model's own, stretched with YaRN
+    quantize: str = "none"  # policy.quantize of the served in-process copy (int8); the trainer's keeps its own
 
 
 @dataclass
@@ -156,6 +159,7 @@ class Plan:
     model: str
     params: int
     gpus_needed: int
+    num_layers: int  # the policy's decoder layers (where trainer.lora.top_layers places its adapters)
     notes: list[str] = field(default_factory=list)
     sglang_args: list[str] = field(default_factory=list)  # the policy server's, beyond gpu.sglang_args and --tp-size
     served_model: ModelSpec | None = None  # the policy as served: the hf policy's, or the SGLang server's
@@ -213,15 +217,17 @@ def _models(config: RunConfig, device: str) -> tuple[ModelSpec, ModelSpec, Model
     on the first actor GPU of ``device`` and megatron-core holds bfloat16 weights; a judge server serves
     bfloat16."""
     policy = config.policy
+    loaded = dict(seed=policy.seed, context_window=policy.context_window)  # both in-process copies load alike
     if not config.gpu.enabled:
-        spec = ModelSpec(policy.model, policy.dtype, policy.device)
-        return spec, spec, in_process_judge(config)
+        trained = ModelSpec(policy.model, policy.dtype, policy.device, **loaded)
+        return replace(trained, quantize=policy.quantize), trained, in_process_judge(config)
     trainer_device = f"{device}:0" if device == "cuda" else device
     trained_dtype = policy.dtype if config.gpu.backend == "torch+sglang" else "bfloat16"
     judge = None
     if uses_llm_judge(config) and config.judge.model != "policy":
         judge = ModelSpec(config.judge.model, "bfloat16", device)
-    return ModelSpec(policy.model, "bfloat16", device), ModelSpec(policy.model, trained_dtype, trainer_device), judge
+    trained = ModelSpec(policy.model, trained_dtype, trainer_device, **loaded)
+    return ModelSpec(policy.model, "bfloat16", device), trained, judge
 
 
 def plan(config: RunConfig, device: str = "cuda") -> Plan:
@@ -251,7 +257,8 @@ def plan(config: RunConfig, device: str = "cuda") -> Plan:
                     (serve_bytes + train_bytes) / GIB, f"serving copy + trainer ({holds}) + activations")
         return Plan("one-gpu" if on_gpu else "cpu", [role], "inproc",
                     "in-process copy into the hf policy between two decoding steps", config.policy.model, n,
-                    1 if on_gpu else 0, [ray_note(config)] if config.rollout.executor == "ray" else [], **models)
+                    1 if on_gpu else 0, shape.num_hidden_layers,
+                    [ray_note(config)] if config.rollout.executor == "ray" else [], **models)
 
     tp, pp = gpu.tensor_parallel, gpu.pipeline_parallel
     # the partition always serves with SGLang: policy.backend / device only choose the in-process placement
@@ -340,7 +347,7 @@ def plan(config: RunConfig, device: str = "cuda") -> Plan:
     if sglang_args and config.policy.base_url:
         notes.append(f"policy.base_url: the attached server must have been started with {' '.join(sglang_args)}")
     return Plan("multi-node" if gpu.nodes > 1 else "partition", roles, transport, transport_note,
-                config.policy.model, n, need, notes, sglang_args, **models)
+                config.policy.model, n, need, shape.num_hidden_layers, notes, sglang_args, **models)
 
 
 def ray_note(config: RunConfig) -> str:
