@@ -395,3 +395,29 @@ def test_max_tokens_above_the_advertised_limit_is_clamped_not_refused(tmp_path):
     logged = [e["turn"]["info"]["sampling"]["max_tokens"] for e in read_jsonl(tmp_path / "run" / "turns.jsonl")
               if e["event"] == "turn"]
     assert sorted(logged) == [3, 6]
+
+
+def test_one_persons_longest_reply_does_not_hold_up_another_persons_short_ones(tmp_path):
+    """The engine batches continuously: a short request joins the running batch at the next decoding step,
+    so it is answered while another person's reply of the full ``max_output_tokens`` is still being written
+    (a server that answered one request at a time would make it wait for all of it)."""
+    import threading
+
+    serving = build_serving(load_config(config_file(tmp_path, max_tokens=600, train=False)))
+    with BackgroundServer(serving.app) as url:
+        api = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        finished: list[str] = []
+
+        def ask(user, max_tokens):
+            reply = api.chat.completions.create(model="m", user=user, temperature=0, max_tokens=max_tokens,
+                                                messages=[{"role": "user", "content": f"{user}: write a long story"}])
+            finished.append(f"{user}:{reply.usage.completion_tokens}")
+
+        long = threading.Thread(target=ask, args=("alice", 600))
+        long.start()
+        assert wait_until(lambda: serving.policy.stats["decode_passes"] > 20, timeout_s=30)  # alice is being answered
+        for _ in range(3):
+            ask("bob", 4)
+        assert not any(f.startswith("alice") for f in finished)  # every short reply came first
+        long.join(timeout=120)
+    assert finished[-1] == "alice:600" and finished[:3] == ["bob:4"] * 3

@@ -146,7 +146,7 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
     transport = httpx.ASGITransport(app=serving.app)
     async with httpx.AsyncClient(transport=transport, base_url="http://rehearsal", timeout=None) as client:
         async def user_loop() -> None:
-            while trainer.steps < steps and not capped:
+            while trainer.steps < steps and not capped and not trainer.publisher.paused:  # an alarm ends it
                 # awaited first: `counts["turns"] += await ...` reads the count before the wait, and the
                 # users' conversations overlap, so one user's increment overwrote another's
                 answered = await chat(client, serving.gateway.model_name, PERSONAS[persona], next(training),
@@ -164,7 +164,7 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
         await asyncio.gather(*workers)
         # let the steps already due finish, within the budget and the cap (a step is never cut off)
         while trainer.busy or (trainer._task is not None and not trainer._task.done() and not trainer.budget_spent()
-                               and len(trainer.pending) >= trainer.batch_size):
+                               and not trainer.publisher.paused and len(trainer.pending) >= trainer.batch_size):
             await asyncio.sleep(0.1)
     if cap is not None:
         cap.cancel()
