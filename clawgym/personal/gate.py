@@ -102,7 +102,9 @@ class GateVerdict:
     initial_tokens: float = 0.0  # the first served weights' replies (this server's): the length alarm's yardstick
     repetition: float = 0.0
     similarity: float = 0.0
-    seconds: float = 0.0
+    seconds: float = 0.0  # the whole verdict: loading the weights, decoding both replies, scoring them
+    decode_seconds: float = 0.0
+    score_seconds: float = 0.0
 
     def to_json(self) -> JSONObject:
         return asdict(self)
@@ -141,15 +143,19 @@ class PublishGate:
         if not turns:
             return GateVerdict(True, "no_held_back", margin=self.settings.margin)
         await self.candidate.update_weights(weights, version=version)
-        new = await self._replies(self.candidate, turns)
-        old = await self._serving_replies(turns, served_version)
+        decoding = time.perf_counter()
+        new, old = await asyncio.gather(self._replies(self.candidate, turns),
+                                        self._serving_replies(turns, served_version))
         self._pending = {t.turn_id: r for t, r in zip(turns, new)}
         for turn, reply in zip(turns, old):
             self._initial_tokens.setdefault(turn.turn_id, reply.tokens)
         self._save_initial()
+        scoring = time.perf_counter()
         verdict = await asyncio.to_thread(self._score, turns, new, old)
         verdict.initial_tokens = _mean([self._initial_tokens[t.turn_id] for t in turns])
-        verdict.seconds = round(time.perf_counter() - started, 3)
+        done = time.perf_counter()
+        verdict.seconds, verdict.decode_seconds, verdict.score_seconds = (
+            round(done - started, 3), round(scoring - decoding, 3), round(done - scoring, 3))
         return verdict
 
     def accept(self, version: int) -> None:
