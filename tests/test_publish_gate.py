@@ -268,3 +268,36 @@ def test_versions_rollback_and_resume_over_http_and_the_choice_survives_a_restar
     assert all(torch.equal(initial[k], v) for k, v in again.policy.model.state_dict().items())
     state = json.loads((tmp_path / "run" / "versions" / "index.json").read_text())
     assert [e["version"] for e in state] == [0, 1, 2]
+
+
+def test_the_dashboard_shows_versions_rolls_back_and_resumes_a_paused_training_in_chromium(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    serving = build_serving(load_config(config_file(tmp_path, admin_key="admin"), serving=True))
+    serving.gateway.judge_stage.judges = [ThanksIsGood()]
+    with BackgroundServer(serving.app) as url, playwright.sync_playwright() as p:
+        api = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        converse(api, "alice", "thanks!")
+        converse(api, "bob", "no, wrong")
+        assert wait_until(lambda: serving.trainer.steps == 1 and not serving.trainer.busy), serving.trainer.refused
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(f"{url}/dashboard?key=admin")
+            page.wait_for_selector("[data-training] h2:has-text('serving version 1')", timeout=15000)
+            assert "last step published" in page.inner_text("[data-gate]")
+            page.click("[data-version='0'] button")  # serve the initial weights again
+            page.wait_for_selector("[data-training] h2:has-text('serving version 2')", timeout=30000)
+            assert "rollback to v0" in page.inner_text("[data-version='2']")
+            serving.trainer.publisher.alarms = AlarmSection(min_entropy=100.0)  # the next step raises an alarm
+            converse(api, "alice", "thanks!")
+            converse(api, "bob", "no, wrong")
+            page.wait_for_selector("[data-paused]", timeout=60000)
+            assert "the token entropy fell" in page.inner_text("[data-paused]")
+            assert "NOT published" in page.inner_text("[data-gate]")
+            assert serving.policy.version == 2  # the person kept the weights they had
+            page.click("[data-paused] button")  # resume training
+            page.wait_for_selector("[data-paused]", state="detached", timeout=30000)
+            assert not serving.trainer.publisher.paused
+        finally:
+            browser.close()
+    serving.gateway.log.close()
