@@ -104,6 +104,7 @@ def test_with_nothing_to_measure_the_gate_publishes_and_says_why():
 
 @pytest.mark.parametrize("signals, fired", [
     ({"entropy": 0.01}, ["entropy"]),
+    ({"entropy": 3.0}, ["entropy_high"]),
     ({"kl": 0.9}, ["kl"]),
     ({"length_ratio": 0.2}, ["length_ratio"]),
     ({"length_ratio": 3.0}, ["length_ratio_high"]),
@@ -112,7 +113,7 @@ def test_with_nothing_to_measure_the_gate_publishes_and_says_why():
     ({"entropy": 0.5, "kl": 0.1, "length_ratio": 1.0, "repetition": 0.1, "similarity": 0.2, "refusals": 1}, []),
 ])
 def test_each_alarm_fires_past_its_threshold_and_only_then(signals, fired):
-    settings = AlarmSection(min_entropy=0.1, max_kl=0.5)
+    settings = AlarmSection(min_entropy=0.1, max_entropy=2.0, max_kl=0.5)
     raised = alarms.check(settings, signals)
     assert [a.signal for a in raised] == fired
     assert all(a.message for a in raised)

@@ -5,7 +5,8 @@ that shrink or balloon, repeat themselves, or say the same thing whatever was as
 entropy falls towards zero or that drifts far from the weights it started from (OpenClaw-RL's users report
 entropy and KL rising and replies shortening under OPD). Each step the personal trainer reads:
 
-- ``entropy``: the mean token entropy of the step's batch under the new weights (the trainer's metric);
+- ``entropy``: the mean token entropy of the step's batch under the new weights (the trainer's metric; an
+  alarm when it falls below ``min_entropy`` or rises above ``max_entropy``);
 - ``kl``: the k3 KL to the initial weights on the step's batch (``trainer.monitor_kl`` or ``kl_coef > 0``);
 - ``length_ratio``: the publish gate's replies' mean length over the first served weights' on the same requests;
 - ``repetition``: the largest share of repeated word 3-grams within one of the gate's replies;
@@ -64,6 +65,7 @@ class Alarm:
 # signal -> (the AlarmSection field, whether the alarm fires below the threshold, what it means)
 CHECKS: dict[str, tuple[str, bool, str]] = {
     "entropy": ("min_entropy", True, "the token entropy fell"),
+    "entropy_high": ("max_entropy", False, "the token entropy rose"),
     "kl": ("max_kl", False, "the weights drifted far from the initial ones"),
     "length_ratio": ("min_length_ratio", True, "replies shrank"),
     "length_ratio_high": ("max_length_ratio", False, "replies grew"),

@@ -33,6 +33,7 @@ class AlarmSection(Section):
     and pauses training until someone resumes it; None switches a signal's alarm off."""
 
     min_entropy: float | None = None  # token entropy of the step's batch under the new weights (nats)
+    max_entropy: float | None = None
     max_kl: float | None = None  # k3 KL to the initial weights on the step's batch (trainer.monitor_kl)
     min_length_ratio: float | None = 0.4  # the gate's replies' mean length / the first served weights'
     max_length_ratio: float | None = 2.5
