@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from clawgym.rl.launch.placement import ModelSpec, Plan, in_process_judge, plan, sglang_model_path
 from clawgym.rl.launch.schema import (
@@ -40,7 +40,6 @@ if TYPE_CHECKING:  # the builder imports torch, the judges and the loop only whe
 
     from clawgym.core.policy import Policy
     from clawgym.inference.hf import HFPolicy
-    from clawgym.inference.sglang import SGLangPolicy
     from clawgym.rl.judge import Judge
     from clawgym.rl.loop import AsyncRLLoop
     from clawgym.rl.trainer import Trainer
@@ -161,9 +160,12 @@ def build_stack(config: RunConfig, device: str = "cuda", options: StackOptions |
     trains = options.trainer or options.adapter_slots > 0 or not in_process  # the partition always trains
     tcfg = trainer_config(config, p.num_layers) if trains else None
     if in_process:
-        return _in_process(config, p, tcfg, options)
-    assert tcfg is not None
-    return _partition(config, p, tcfg, device)
+        stack = _in_process(config, p, tcfg, options)
+    else:
+        assert tcfg is not None
+        stack = _partition(config, p, tcfg, device)
+    stack.judges = _make_judges(config.judge, stack.judge_policy)  # last: on what the LLM judges run on (or rules)
+    return stack
 
 
 def load_spec(spec: ModelSpec) -> tuple[nn.Module, PreTrainedTokenizerBase]:
@@ -338,22 +340,13 @@ def require_gpus(p: Plan, available: int | None = None) -> None:
                           "lower gpu.actor_gpus / rollout_gpus / judge_gpus")
 
 
-def _sglang_server(model: str, gpus: Sequence[tuple[int, int]], args: Sequence[str],
-                   base_url: str | None = None) -> SGLangPolicy:
-    from clawgym.inference.sglang import SGLangPolicy, visible_gpus
-
-    if base_url:
-        return SGLangPolicy(model, base_url, tokenizer=model)
-    with visible_gpus(gpus):
-        return SGLangPolicy.launch(model, ["--tp-size", str(len(gpus)), *args])
-
-
 def _partition(config: RunConfig, p: Plan, tcfg: TrainerConfig, device: str = "cuda") -> Stack:
     """The GPU partition: SGLang serves (and judges), the trainer trains on the actor GPUs, the plan's transport
     carries the weights. It always builds its trainer; it has no per-user adapters."""
     import torch
 
     from clawgym.inference.models import load_tokenizer
+    from clawgym.inference.sglang import SGLangPolicy
     from clawgym.rl.trainer.transport import make_transport
 
     gpu = config.gpu
@@ -367,14 +360,19 @@ def _partition(config: RunConfig, p: Plan, tcfg: TrainerConfig, device: str = "c
     assert served is not None and trained is not None  # plan() resolves both
     actor, rollout, judge = p.role("actor"), p.role("rollout"), p.role("judge")
     assert actor is not None
-    # an attached server (policy.base_url) already holds its model: the name only picks tokenizer and trainer weights
+    # the checkpoint directories the servers read; an attached server (policy.base_url) already holds its model:
+    # the name only picks tokenizer and trainer weights
     model_dir = served.name if config.policy.base_url else sglang_model_path(served.name)
-    policy = _sglang_server(model_dir, rollout.gpus if rollout else actor.gpus, [*gpu.sglang_args, *p.sglang_args],
-                            config.policy.base_url)
-    judge_policy = policy
+    judge_dir = None
     if judge is not None:
         assert p.judge_model is not None  # the plan gives judge GPUs only to a judge model of its own
-        judge_policy = _sglang_server(sglang_model_path(p.judge_model.name), judge.gpus, gpu.sglang_args)
+        judge_dir = sglang_model_path(p.judge_model.name)
+    # then the servers: the policy's, and a judge's own
+    policy = SGLangPolicy.on_gpus(model_dir, rollout.gpus if rollout else actor.gpus,
+                                  [*gpu.sglang_args, *p.sglang_args], config.policy.base_url)
+    judge_policy = policy
+    if judge is not None and judge_dir is not None:
+        judge_policy = SGLangPolicy.on_gpus(judge_dir, judge.gpus, gpu.sglang_args)
     if gpu.backend == "torch+sglang":
         from clawgym.rl.trainer import TorchTrainer
 
@@ -399,9 +397,8 @@ def _partition(config: RunConfig, p: Plan, tcfg: TrainerConfig, device: str = "c
                                       sglang_ranks=len(rollout.gpus) if rollout else len(actor.gpus), device=device,
                                       adapter_dir=Path(config.loop.output_dir) / "adapters",
                                       lora=tcfg.lora, base_model=model_dir)
-    judges = _make_judges(config.judge, judge_policy)
     hf_config = getattr(trainer, "hf_config", None) or getattr(getattr(trainer, "model", None), "config", None)
-    return Stack(p, policy, trainer, judges, judge_policy if uses_llm_judge(config) else None,
+    return Stack(p, policy, trainer, [], judge_policy if uses_llm_judge(config) else None,
                  tokenizer=policy.tokenizer,
                  max_positions=int(getattr(hf_config, "max_position_embeddings", 0) or 1 << 30))
 
