@@ -194,6 +194,16 @@ class SGLangPolicy(VersionedPolicy):
         raise RuntimeError(f"SGLang did not become healthy within {startup_timeout:.0f} s")
 
 
+    @classmethod
+    def on_gpus(cls, model: str, gpus: Sequence[tuple[int, int]], server_args: Iterable[str] = (),
+                base_url: str | None = None) -> "SGLangPolicy":
+        """The server at ``base_url`` (already running and holding ``model``: the name picks the tokenizer), else
+        one launched here on ``gpus`` (``(node, local index)``, node 0) with ``--tp-size`` their count."""
+        if base_url:
+            return cls(model, base_url, tokenizer=model)
+        with visible_gpus(gpus):
+            return cls.launch(model, ["--tp-size", str(len(gpus)), *server_args])
+
     async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """One JSON request to SGLang's native API; HTTP errors raise :class:`SGLangError` with the body."""
         response = await self._client.post(path, json=body)

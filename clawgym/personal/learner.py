@@ -110,7 +110,7 @@ def _shared(config: RunConfig, stack: Stack, out: Path, hooks: LearnerHooks) -> 
             publish_first = True
     judge_policy = stack.judge_policy or policy
     rubric = _rubric(config, judge_policy, hooks) if serve.hindsight_k or serve.gate.enabled else None
-    hindsight = _hindsight_groups(config, policy, judge_policy, rubric, hooks) if serve.hindsight_k else None
+    hindsight = _hindsight_groups(config, stack, judge_policy, rubric, hooks) if serve.hindsight_k else None
     learner = PersonalTrainer(trainer, policy, batch_size=serve.batch_size, max_staleness=serve.max_staleness,
                               output_dir=out, baseline=serve.baseline, hindsight=hindsight,
                               wishes_of=hooks.wishes_of if serve.teacher_wishes else None,
@@ -163,31 +163,16 @@ def _rubric(config: RunConfig, judge_policy: Policy, hooks: LearnerHooks) -> Rub
     return RubricJudge(judge_policy, hooks.wishes_of, refusals_fail=config.serve.hindsight_refusals_fail)
 
 
-def _hindsight_groups(config: RunConfig, policy: Policy, judge_policy: Policy, rubric: RubricJudge,
+def _hindsight_groups(config: RunConfig, stack: Stack, judge_policy: Policy, rubric: RubricJudge,
                       hooks: LearnerHooks) -> HindsightGroups:
-    """Siblings from the served policy, scored by the rubric judge against the wish memory."""
+    """Siblings from the served policy, scored by the rubric judge against the wish memory; the prompted ones
+    from the stack's ``sibling_policy`` when it has one (``serve.hindsight_prompted_model``): the groups close it,
+    unless it is the judge's, which the stack closes."""
     from clawgym.personal.hindsight import HindsightGroups, hindsight_settings
 
-    sampler, owned = _prompted_sampler(config, policy, judge_policy)
+    policy = stack.policy
+    sampler = stack.sibling_policy or policy
     return HindsightGroups(policy, rubric, hindsight_settings(config.serve), temperature=config.rollout.temperature,
                            teacher_hint=config.method == "hybrid", hint_format=config.trainer.hint_format,
-                           sampler=sampler, owns_sampler=owned, on_scored=hooks.on_scored, on_group=hooks.on_group)
-
-
-def _prompted_sampler(config: RunConfig, policy: Policy, judge_policy: Policy) -> tuple[Policy, bool]:
-    """(who samples the prompted siblings, whether the groups own it): ``serve.hindsight_prompted_model``
-    loaded in process (the judge's model when it is that one), else the served policy."""
-    name = config.serve.hindsight_prompted_model
-    if not name or not config.serve.hindsight_prompted:
-        return policy, False
-    from clawgym.inference.hf import HFPolicy
-    from clawgym.inference.models import load_tokenizer
-    from clawgym.rl.launch.placement import resolve_model
-
-    model = resolve_model(config, name)
-    if load_tokenizer(model).get_vocab() != policy.tokenizer.get_vocab():
-        raise ConfigError(f"serve.hindsight_prompted_model {name!r} has another tokenizer than the policy "
-                          f"{config.policy.model!r}; its replies are trained as the policy's token ids")
-    if judge_policy is not policy and config.judge.model == name:
-        return judge_policy, False  # the judge's model: loaded once, closed by the stack
-    return HFPolicy.from_pretrained(model, device=config.policy.device, name=f"siblings:{model}"), True
+                           sampler=sampler, owns_sampler=sampler is not policy and sampler is not judge_policy,
+                           on_scored=hooks.on_scored, on_group=hooks.on_group)

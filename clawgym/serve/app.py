@@ -32,7 +32,7 @@ from clawgym.inference.server import BadRequest, PolicyServer, error_response, p
 from clawgym.inference.streaming import StreamItem
 from clawgym.personal.user_adapters import check_user_id
 from clawgym.personal.wish_memory import WishMemory
-from clawgym.rl.types import new_id
+from clawgym.rl.types import JSONValue, new_id
 from clawgym.serve.dashboard import Dashboard
 from clawgym.serve.feedback import FeedbackError, parse_feedback
 from clawgym.serve.gateway import ChatGateway
@@ -66,43 +66,13 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
                 await gateway.start()
                 state["started"] = True
 
-    if users is None or not (users.keys or users.admin_key):
-        require_bearer_key(app, api_key)  # one shared key (or none); a user table checks its own keys
+    # who is calling: a user table checks its own keys; without one, one shared key (or none) guards /v1/*
+    keyed = users is not None and bool(users.keys or users.admin_key)
     users = users or UserDirectory(shared_key=api_key)
-    if dashboard is not None:
-        dashboard_router = dashboard.router()
 
-        @app.middleware("http")
-        async def guard_dashboard_data(request: Request,
-                                       call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-            # the page itself holds no data; its data needs the admin (or shared) key once keys exist
-            protected = users.keys or users.admin_key or api_key
-            if request.url.path == "/dashboard/data" and protected:
-                key = bearer(request.headers)
-                if not (users.is_admin(request.headers) or (api_key and key == api_key)):
-                    return error_response(401,
-                                          "the dashboard's data needs the admin key (open /dashboard?key=<admin key>)",
-                                          "invalid_request_error", "invalid_api_key")
-            return await call_next(request)
-
-        app.include_router(dashboard_router)
-
-    if learner is not None:
-        app.include_router(training_router(learner, users))
-
-    @app.delete("/v1/users/{user_id}")
-    async def forget_user(user_id: str, request: Request) -> Response:
-        if not users.is_admin(request.headers):
-            return error_response(403 if bearer(request.headers) else 401, "forgetting a user needs the admin key",
-                                  "invalid_request_error", "invalid_api_key")
-        if forget is None:
-            return error_response(404, "this gateway keeps no per-user data to forget", "invalid_request_error")
-        try:
-            check_user_id(user_id)
-        except ValueError as exc:
-            return error_response(400, str(exc), "invalid_request_error", param="user_id")
-        await ensure_started()
-        return JSONResponse({"user": user_id, "forgotten": True, **await forget(user_id)})
+    def caller(request: Request, body: Mapping[str, JSONValue]) -> str:
+        """The request's user, by the chat request's rules (raises :class:`AccessDenied`)."""
+        return users.identify(request.headers, body)
 
     def wish_owner(request: Request) -> str:
         named = request.query_params.get("user")
@@ -111,7 +81,7 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
                 return check_user_id(named)
             except ValueError as exc:
                 raise AccessDenied(400, str(exc)) from None
-        return users.identify(request.headers, {"user": named} if named else {})
+        return caller(request, {"user": named} if named else {})
 
     def access_error(exc: AccessDenied) -> JSONResponse:
         return error_response(exc.status, str(exc), "invalid_request_error",
@@ -151,12 +121,26 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             await asyncio.to_thread(wishes.log.flush)
         return JSONResponse({"user": user, "removed": removed.to_json()})
 
+    @app.delete("/v1/users/{user_id}")
+    async def forget_user(user_id: str, request: Request) -> Response:
+        if not users.is_admin(request.headers):
+            return error_response(403 if bearer(request.headers) else 401, "forgetting a user needs the admin key",
+                                  "invalid_request_error", "invalid_api_key")
+        if forget is None:
+            return error_response(404, "this gateway keeps no per-user data to forget", "invalid_request_error")
+        try:
+            check_user_id(user_id)
+        except ValueError as exc:
+            return error_response(400, str(exc), "invalid_request_error", param="user_id")
+        await ensure_started()
+        return JSONResponse({"user": user_id, "forgotten": True, **await forget(user_id)})
+
     @app.post("/v1/feedback")
     async def feedback(request: Request) -> Response:
         """Explicit feedback on a response (its id) or on a session's last turn: a thumb and/or a correction."""
         try:
             body = json.loads(await request.body())
-            user = users.identify(request.headers, body if isinstance(body, dict) else {})
+            user = caller(request, body if isinstance(body, dict) else {})
             result = await gateway.add_feedback(parse_feedback(body), user)
         except (json.JSONDecodeError, UnicodeDecodeError):
             return error_response(400, "the feedback body is not valid JSON", "invalid_request_error")
@@ -168,24 +152,8 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             dashboard.observe_feedback(result["user"], result["thumb"])
         return JSONResponse(result)
 
-    @app.get("/health")
-    async def health() -> dict[str, Any]:
-        stats = gateway.stats
-        health = {"status": "ok", "model": gateway.model_name, "open_sessions": len(gateway.tracker.sessions),
-                  "main_turns": stats.main_turns, "side_turns": stats.side_turns, "judged": stats.judged}
-        if learner is not None:
-            training = learner.status()
-            health["training"] = {"version": training.get("version"), "paused": training.get("paused", False),
-                                  "reason": training.get("reason", "")}
-        return health
-
-    @app.get("/v1/models")
-    async def models() -> dict[str, Any]:
-        info = gateway.model_info  # the real limits (vLLM calls the window max_model_len)
-        limits = {"context_window": info["context_window"], "max_model_len": info["context_window"],
-                  "max_output_tokens": info["max_output_tokens"]} if info else {}
-        return {"object": "list", "data": [{"id": gateway.model_name, "object": "model",
-                                            "created": 0, "owned_by": "clawgym", **limits}]}
+    if not keyed:
+        require_bearer_key(app, api_key)  # registered before the dashboard's guard, which therefore runs first
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
@@ -210,7 +178,7 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             # person's request for the whole window must not hold the engine while others wait
             chat.sampling.max_tokens = max_output_tokens
         try:
-            user = users.identify(request.headers, body)
+            user = caller(request, body)
         except AccessDenied as exc:
             return error_response(exc.status, str(exc), "invalid_request_error",
                                   "invalid_api_key" if exc.status == 401 else None)
@@ -234,6 +202,46 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             return error_response(500, f"generation failed: {exc}", "server_error")
         return StreamingResponse(_deliver_then_record(gateway, renderer.chunks(chat, items, first, response_id), items),
                                  media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        stats = gateway.stats
+        health = {"status": "ok", "model": gateway.model_name, "open_sessions": len(gateway.tracker.sessions),
+                  "main_turns": stats.main_turns, "side_turns": stats.side_turns, "judged": stats.judged}
+        if learner is not None:
+            training = learner.status()
+            health["training"] = {"version": training.get("version"), "paused": training.get("paused", False),
+                                  "reason": training.get("reason", "")}
+        return health
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        info = gateway.model_info  # the real limits (vLLM calls the window max_model_len)
+        limits = {"context_window": info["context_window"], "max_model_len": info["context_window"],
+                  "max_output_tokens": info["max_output_tokens"]} if info else {}
+        return {"object": "list", "data": [{"id": gateway.model_name, "object": "model",
+                                            "created": 0, "owned_by": "clawgym", **limits}]}
+
+    if dashboard is not None:
+        dashboard_router = dashboard.router()
+
+        @app.middleware("http")
+        async def guard_dashboard_data(request: Request,
+                                       call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+            # the page itself holds no data; its data needs the admin (or shared) key once keys exist
+            protected = users.keys or users.admin_key or api_key
+            if request.url.path == "/dashboard/data" and protected:
+                key = bearer(request.headers)
+                if not (users.is_admin(request.headers) or (api_key and key == api_key)):
+                    return error_response(401,
+                                          "the dashboard's data needs the admin key (open /dashboard?key=<admin key>)",
+                                          "invalid_request_error", "invalid_api_key")
+            return await call_next(request)
+
+        app.include_router(dashboard_router)
+
+    if learner is not None:
+        app.include_router(training_router(learner, users))
 
     return app
 

@@ -92,7 +92,8 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     out = Path(config.loop.output_dir)
     per_user = serve.adapters == "per_user"
     stack = build_stack(config, device=device, options=StackOptions(
-        trainer=serve.train or per_user, adapter_slots=serve.max_users + 1 if per_user else 0))
+        trainer=serve.train or per_user, adapter_slots=serve.max_users + 1 if per_user else 0,
+        siblings=serve.train and not per_user and serve.hindsight_k > 0))  # the learner's hindsight groups
     policy, tokenizer, max_positions = stack.policy, stack.tokenizer, stack.max_positions
     dashboard = Dashboard()
     log = TurnLog(Path(serve.log or out / "turns.jsonl"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from clawgym.rl.launch.placement import ModelSpec, Plan, in_process_judge, plan, sglang_model_path
 from clawgym.rl.launch.schema import (
@@ -40,7 +40,6 @@ if TYPE_CHECKING:  # the builder imports torch, the judges and the loop only whe
 
     from clawgym.core.policy import Policy
     from clawgym.inference.hf import HFPolicy
-    from clawgym.inference.sglang import SGLangPolicy
     from clawgym.rl.judge import Judge
     from clawgym.rl.loop import AsyncRLLoop
     from clawgym.rl.trainer import Trainer
@@ -57,6 +56,9 @@ class StackOptions:
     # MultiAdapterHFPolicy with this many slots, shaped like the trainer's LoRA; slot 0 is the base model, which
     # the judges read. The adapters are trained (and restored after a restart) by the trainer, so it is built.
     adapter_slots: int = 0
+    # True: hindsight groups write prompted siblings (``clawgym serve`` with ``serve.hindsight_k``), so the plan's
+    # ``prompted_model`` (``serve.hindsight_prompted_model``) is loaded too, unless it is the judge's model
+    siblings: bool = False
 
 
 @dataclass
@@ -70,6 +72,9 @@ class Stack:
     judge_policy: Policy | None = None  # what the LLM judges run on (None: no LLM judge)
     tokenizer: Any = None  # the served model's (the one prompts are counted in)
     max_positions: int = 1 << 30  # the served model's context window
+    # who writes hindsight's prompted siblings when not the served policy (StackOptions.siblings): the judge
+    # policy (closed with the stack), or a model of its own (closed by whoever samples from it)
+    sibling_policy: Policy | None = None
 
     async def close(self) -> None:
         await self.policy.close()
@@ -155,9 +160,12 @@ def build_stack(config: RunConfig, device: str = "cuda", options: StackOptions |
     trains = options.trainer or options.adapter_slots > 0 or not in_process  # the partition always trains
     tcfg = trainer_config(config, p.num_layers) if trains else None
     if in_process:
-        return _in_process(config, p, tcfg, options.adapter_slots)
-    assert tcfg is not None
-    return _partition(config, p, tcfg, device)
+        stack = _in_process(config, p, tcfg, options)
+    else:
+        assert tcfg is not None
+        stack = _partition(config, p, tcfg, device)
+    stack.judges = _make_judges(config.judge, stack.judge_policy)  # last: on what the LLM judges run on (or rules)
+    return stack
 
 
 def load_spec(spec: ModelSpec) -> tuple[nn.Module, PreTrainedTokenizerBase]:
@@ -175,23 +183,64 @@ def load_spec(spec: ModelSpec) -> tuple[nn.Module, PreTrainedTokenizerBase]:
     return model, tokenizer
 
 
-def _in_process(config: RunConfig, p: Plan, tcfg: TrainerConfig | None, adapter_slots: int) -> Stack:
-    """The CPU / one-device placement: the served model and the trainer's own copy, loaded alike from the plan's
-    specs (only the served copy is quantised); judges on the served policy, or on its base model (slot 0) with
-    per-user adapters."""
+def _in_process(config: RunConfig, p: Plan, tcfg: TrainerConfig | None, options: StackOptions) -> Stack:
+    """The CPU / one-device placement: every model it holds is loaded first, in one pass from the plan's specs
+    (:func:`load_in_process`), then the policies, the trainer and the judges are made on them: judges on the
+    served policy, or on its base model (slot 0) with per-user adapters, or on a judge model of their own."""
+    from clawgym.inference.hf import HFPolicy
     from clawgym.rl.trainer import TorchTrainer
 
-    served, trained = p.served_model, p.trained_model
-    assert served is not None and trained is not None  # plan() resolves both
-    serve_model, tokenizer = load_spec(served)
-    trainer = None if tcfg is None else TorchTrainer(load_spec(trained)[0], tokenizer, tcfg)
-    policy = _hf_policy(config, serve_model, tokenizer, tcfg.lora if tcfg else None, adapter_slots)
-    judge_policy = _judge_policy(config, policy.adapter(0) if adapter_slots else policy, p.judge_model)
+    models = load_in_process(config, p, trains=tcfg is not None, siblings=options.siblings)
+    tokenizer, adapter_slots = models.tokenizer, options.adapter_slots
+    trainer = None if tcfg is None or models.trained is None else TorchTrainer(models.trained, tokenizer, tcfg)
+    policy = _hf_policy(config, models.served, tokenizer, tcfg.lora if tcfg else None, adapter_slots)
+    judge_policy = _judge_policy(config, policy.adapter(0) if adapter_slots else policy, models.judge)
+    siblings = None
+    if models.prompted is not None:  # a model of its own
+        siblings = HFPolicy(*models.prompted, name=f"siblings:{models.prompted_name}")
+    elif models.prompted_by_judge:
+        siblings = judge_policy  # the judge's model: loaded once, closed by the stack
     if trainer is not None and trainer.config.teacher == "judge":  # the judge model is the OPD teacher
         trainer.teacher_model = judge_teacher(config, judge_policy, tokenizer)
     judges = _make_judges(config.judge, judge_policy)
     return Stack(p, policy, trainer, judges, judge_policy, tokenizer=tokenizer,
-                 max_positions=policy.max_positions)
+                 max_positions=policy.max_positions, sibling_policy=siblings)
+
+
+@dataclass
+class InProcessModels:
+    """The in-process placement's models as loaded from the plan's specs (None: not held in this process)."""
+
+    served: nn.Module
+    tokenizer: PreTrainedTokenizerBase
+    trained: nn.Module | None = None  # the trainer's own copy
+    judge: tuple[nn.Module, PreTrainedTokenizerBase] | None = None  # a judge model of its own
+    prompted: tuple[nn.Module, PreTrainedTokenizerBase] | None = None  # the prompted siblings' model of its own
+    prompted_name: str = ""
+    prompted_by_judge: bool = False  # the prompted siblings' model is the judge's (loaded once, as the judge)
+
+
+def load_in_process(config: RunConfig, p: Plan, trains: bool = True, siblings: bool = False) -> InProcessModels:
+    """Every model of the in-process placement, in one pass: the served copy (quantised as the plan says), the
+    trainer's copy (``trains``), a judge model of its own, and (``siblings``) the plan's prompted-siblings model,
+    which must share the policy's tokenizer and is the judge's own when ``judge.model`` names it."""
+    served, trained, judge, prompted = p.served_model, p.trained_model, p.judge_model, p.prompted_model
+    assert served is not None and trained is not None  # plan() resolves both
+    serve_model, tokenizer = load_spec(served)
+    models = InProcessModels(serve_model, tokenizer, load_spec(trained)[0] if trains else None,
+                             load_spec(judge) if judge is not None else None)
+    if siblings and prompted is not None:
+        from clawgym.inference.models import load_tokenizer
+
+        name = config.serve.hindsight_prompted_model
+        if load_tokenizer(prompted.name).get_vocab() != tokenizer.get_vocab():
+            raise ConfigError(f"serve.hindsight_prompted_model {name!r} has another tokenizer than the policy "
+                              f"{config.policy.model!r}; its replies are trained as the policy's token ids")
+        if judge is not None and config.judge.model == name:
+            models.prompted_by_judge = True
+        else:
+            models.prompted, models.prompted_name = load_spec(prompted), prompted.name
+    return models
 
 
 def _hf_policy(config: RunConfig, model: nn.Module, tokenizer: PreTrainedTokenizerBase, lora: LoraSettings | None,
@@ -216,13 +265,15 @@ def build_judges(config: RunConfig, policy: Policy | None,
                  model: ModelSpec | None = None) -> tuple[list[Judge], Policy | None]:
     """Judges for the CPU / one-device placement: the serving policy, or a frozen hf copy of judge.model
     (``model``: the plan's ``judge_model``; None: resolved here the way the plan does)."""
-    judge_policy = _judge_policy(config, policy, model or in_process_judge(config))
+    model = model or in_process_judge(config)
+    judge_policy = _judge_policy(config, policy, load_spec(model) if model is not None else None)
     return _make_judges(config.judge, judge_policy), judge_policy
 
 
-def _judge_policy(config: RunConfig, policy: Policy | None, model: ModelSpec | None) -> Policy | None:
+def _judge_policy(config: RunConfig, policy: Policy | None,
+                  model: tuple[nn.Module, PreTrainedTokenizerBase] | None) -> Policy | None:
     """What the LLM judges run on in process (None: no LLM judge): an OpenAI endpoint, the serving policy, or
-    ``model`` (the plan's judge model) loaded."""
+    ``model`` (the plan's judge model, loaded)."""
     judge = config.judge
     if not uses_llm_judge(config):
         return None
@@ -232,8 +283,7 @@ def _judge_policy(config: RunConfig, policy: Policy | None, model: ModelSpec | N
         from clawgym.inference.hf import HFPolicy
 
         assert model is not None  # an hf judge model other than the policy
-        judge_model, tokenizer = load_spec(model)
-        return HFPolicy(judge_model, tokenizer, name=f"judge:{model.name}")
+        return HFPolicy(*model, name=f"judge:{judge.model}")
     from clawgym.inference.openai import OpenAIPolicy  # a bigger local model or an API behind any OpenAI endpoint
 
     if not judge.base_url or judge.model == "policy":
@@ -290,22 +340,13 @@ def require_gpus(p: Plan, available: int | None = None) -> None:
                           "lower gpu.actor_gpus / rollout_gpus / judge_gpus")
 
 
-def _sglang_server(model: str, gpus: Sequence[tuple[int, int]], args: Sequence[str],
-                   base_url: str | None = None) -> SGLangPolicy:
-    from clawgym.inference.sglang import SGLangPolicy, visible_gpus
-
-    if base_url:
-        return SGLangPolicy(model, base_url, tokenizer=model)
-    with visible_gpus(gpus):
-        return SGLangPolicy.launch(model, ["--tp-size", str(len(gpus)), *args])
-
-
 def _partition(config: RunConfig, p: Plan, tcfg: TrainerConfig, device: str = "cuda") -> Stack:
     """The GPU partition: SGLang serves (and judges), the trainer trains on the actor GPUs, the plan's transport
     carries the weights. It always builds its trainer; it has no per-user adapters."""
     import torch
 
     from clawgym.inference.models import load_tokenizer
+    from clawgym.inference.sglang import SGLangPolicy
     from clawgym.rl.trainer.transport import make_transport
 
     gpu = config.gpu
@@ -319,14 +360,19 @@ def _partition(config: RunConfig, p: Plan, tcfg: TrainerConfig, device: str = "c
     assert served is not None and trained is not None  # plan() resolves both
     actor, rollout, judge = p.role("actor"), p.role("rollout"), p.role("judge")
     assert actor is not None
-    # an attached server (policy.base_url) already holds its model: the name only picks tokenizer and trainer weights
+    # the checkpoint directories the servers read; an attached server (policy.base_url) already holds its model:
+    # the name only picks tokenizer and trainer weights
     model_dir = served.name if config.policy.base_url else sglang_model_path(served.name)
-    policy = _sglang_server(model_dir, rollout.gpus if rollout else actor.gpus, [*gpu.sglang_args, *p.sglang_args],
-                            config.policy.base_url)
-    judge_policy = policy
+    judge_dir = None
     if judge is not None:
         assert p.judge_model is not None  # the plan gives judge GPUs only to a judge model of its own
-        judge_policy = _sglang_server(sglang_model_path(p.judge_model.name), judge.gpus, gpu.sglang_args)
+        judge_dir = sglang_model_path(p.judge_model.name)
+    # then the servers: the policy's, and a judge's own
+    policy = SGLangPolicy.on_gpus(model_dir, rollout.gpus if rollout else actor.gpus,
+                                  [*gpu.sglang_args, *p.sglang_args], config.policy.base_url)
+    judge_policy = policy
+    if judge is not None and judge_dir is not None:
+        judge_policy = SGLangPolicy.on_gpus(judge_dir, judge.gpus, gpu.sglang_args)
     if gpu.backend == "torch+sglang":
         from clawgym.rl.trainer import TorchTrainer
 
@@ -351,9 +397,8 @@ def _partition(config: RunConfig, p: Plan, tcfg: TrainerConfig, device: str = "c
                                       sglang_ranks=len(rollout.gpus) if rollout else len(actor.gpus), device=device,
                                       adapter_dir=Path(config.loop.output_dir) / "adapters",
                                       lora=tcfg.lora, base_model=model_dir)
-    judges = _make_judges(config.judge, judge_policy)
     hf_config = getattr(trainer, "hf_config", None) or getattr(getattr(trainer, "model", None), "config", None)
-    return Stack(p, policy, trainer, judges, judge_policy if uses_llm_judge(config) else None,
+    return Stack(p, policy, trainer, [], judge_policy if uses_llm_judge(config) else None,
                  tokenizer=policy.tokenizer,
                  max_positions=int(getattr(hf_config, "max_position_embeddings", 0) or 1 << 30))
 

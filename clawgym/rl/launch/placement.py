@@ -165,6 +165,8 @@ class Plan:
     served_model: ModelSpec | None = None  # the policy as served: the hf policy's, or the SGLang server's
     trained_model: ModelSpec | None = None  # the trainer's copy of the policy
     judge_model: ModelSpec | None = None  # a judge model of its own (None: the policy judges, an API does, or none)
+    # what writes hindsight's prompted siblings, in process (serve.hindsight_prompted_model; None: the served policy)
+    prompted_model: ModelSpec | None = None
 
     def role(self, name: str) -> Role | None:
         return next((r for r in self.roles if r.name == name), None)
@@ -185,10 +187,19 @@ def serves_in_process(config: RunConfig) -> bool:
 def in_process_judge(config: RunConfig) -> ModelSpec | None:
     """The judge model the in-process placement loads beside the policy (``judge.backend: hf`` and a
     ``judge.model`` other than ``policy``), in the model's own dtype on the policy's device; else None."""
-    if not uses_llm_judge(config) or config.judge.backend == "openai" or config.judge.model == "policy":
-        return None
-    name = config.judge.model
-    return ModelSpec(name, default_dtype(name, config.policy.device), config.policy.device)
+    return _beside_policy(config)[0]
+
+
+def _beside_policy(config: RunConfig) -> tuple[ModelSpec | None, ModelSpec | None]:
+    """(judge, prompted): the models the in-process placement may load beside the policy, each in its own dtype
+    on the policy's device: a judge model of its own (``judge.backend: hf``, a ``judge.model`` other than
+    ``policy``) and the one that writes hindsight's prompted siblings (``serve.hindsight_prompted_model`` with
+    ``serve.hindsight_prompted`` set); None where there is none."""
+    serve, judge, device = config.serve, config.judge, config.policy.device
+    prompted = resolve_model(config, serve.hindsight_prompted_model) if serve.hindsight_prompted else ""
+    own = judge.model if uses_llm_judge(config) and judge.backend != "openai" and judge.model != "policy" else ""
+    return (ModelSpec(own, default_dtype(own, device), device) if own else None,
+            ModelSpec(prompted, default_dtype(prompted, device), device) if prompted else None)
 
 
 def sglang_model_path(name: str) -> str:
@@ -211,23 +222,25 @@ def _trainer_bytes_per_param(config: RunConfig, trained: ModelSpec) -> tuple[flo
     return width, width * 2 + 8.0, f"{trained.dtype} weights + grads, fp32 Adam"
 
 
-def _models(config: RunConfig, device: str) -> tuple[ModelSpec, ModelSpec, ModelSpec | None]:
-    """(served, trained, judge) models. In process both copies of the policy are loaded alike (``policy.dtype``
-    on ``policy.device``). On the GPU partition SGLang serves bfloat16, the torch trainer loads ``policy.dtype``
-    on the first actor GPU of ``device`` and megatron-core holds bfloat16 weights; a judge server serves
-    bfloat16."""
+def _models(config: RunConfig, device: str) -> dict[str, ModelSpec | None]:
+    """The plan's models by field: served, trained, judge (and in process the prompted siblings'). In process both
+    copies of the policy are loaded alike (``policy.dtype`` on ``policy.device``). On the GPU partition SGLang serves
+    bfloat16, the torch trainer loads ``policy.dtype`` on the first actor GPU of ``device`` and megatron-core holds
+    bfloat16 weights; a judge server serves bfloat16."""
     policy = config.policy
     loaded = dict(seed=policy.seed, context_window=policy.context_window)  # both in-process copies load alike
     if not config.gpu.enabled:
         trained = ModelSpec(policy.model, policy.dtype, policy.device, **loaded)
-        return replace(trained, quantize=policy.quantize), trained, in_process_judge(config)
+        judge, prompted = _beside_policy(config)
+        return dict(served_model=replace(trained, quantize=policy.quantize), trained_model=trained, judge_model=judge,
+                    prompted_model=prompted)
     trainer_device = f"{device}:0" if device == "cuda" else device
     trained_dtype = policy.dtype if config.gpu.backend == "torch+sglang" else "bfloat16"
     judge = None
     if uses_llm_judge(config) and config.judge.model != "policy":
         judge = ModelSpec(config.judge.model, "bfloat16", device)
     trained = ModelSpec(policy.model, trained_dtype, trainer_device, **loaded)
-    return ModelSpec(policy.model, "bfloat16", device), trained, judge
+    return dict(served_model=ModelSpec(policy.model, "bfloat16", device), trained_model=trained, judge_model=judge)
 
 
 def plan(config: RunConfig, device: str = "cuda") -> Plan:
@@ -237,13 +250,14 @@ def plan(config: RunConfig, device: str = "cuda") -> Plan:
     partition on ``cpu``); each role's model, dtype and device are resolved here (:class:`ModelSpec`).
     """
     gpu = config.gpu
-    served_model, trained_model, judge_model = _models(config, device)
+    models = _models(config, device)
+    served_model, trained_model, judge_model = models["served_model"], models["trained_model"], models["judge_model"]
+    assert served_model is not None and trained_model is not None  # every placement serves and trains the policy
     shape = Shape.of(served_model.name)
     n = shape.params()
     lora = config.trainer.lora
     trained = shape.lora_params(lora.r, lora.target_modules) if lora.enabled else n
     frozen_b, trained_b, holds = _trainer_bytes_per_param(config, trained_model)
-    models = dict(served_model=served_model, trained_model=trained_model, judge_model=judge_model)
     if not gpu.enabled:
         if config.policy.backend != "hf":
             raise ConfigError(f"policy.backend {config.policy.backend!r} needs the gpu section (gpu.enabled: true); "
