@@ -416,6 +416,17 @@ def test_helpers():
     assert met("fitness.seconds", "", "A 30-second plank.")
     assert not met("study_notes.quiz_end", "", "Quiz\n1. Chambers? (four)\n2. Valves?\n3. Lungs?\nAnswers: 4")
     assert met("english_learner.spanish", "", "Significa empezar una conversación con alguien que no conoces.")
+    text = people.kind("summaries").requests[0]  # ten words in a row, but across two sentences: not a copy
+    assert met("summaries.own_words", text, "- Lanes on Harbour Road and Mill Street.\n- Work starts in April and "
+                                            "lasts 18 months.")
+    assert not met("summaries.own_words", text, "Shop owners on Mill Street worried about losing 40 parking spaces.")
+    letter = "Dear Lumio team,\n\nI spent 3 years on the phones.\n\nSincerely,\nAlex Moreno\nalex@mail.example"
+    assert met("cover_letter.sign_full_name", "", letter + "\n\nGood luck with your application!")
+    assert not met("cover_letter.sign_full_name", "", "Alex Moreno\nDear Lumio team,\n\nHi.\n\nSincerely,\n[Name]")
+    assert met("support_agent.greet_first_name", people.kind("support_agent").requests[0], "Hello, Dana. A new mug.")
+    notes = people.kind("meeting_notes").requests[0]
+    assert met("meeting_notes.every_figure", notes, "14/05: launch, 3 blockers, budget 40,000, Tom on Friday")
+    assert met("home_cook.metric", "", "- 80 g oats\n- 250 ml milk\nServe with a cup of tea.")
 
 
 def test_generate_end_to_end_on_tiny_random(tmp_path, capsys):

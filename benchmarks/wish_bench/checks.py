@@ -115,10 +115,12 @@ def numbers(text: str) -> list[str]:
 
 
 def keeps_numbers(source: str, reply: str) -> bool:
-    """Every number of ``source`` is in the reply, in digits (or, up to twelve, as a word: "7" as "seven")."""
+    """Every number of ``source`` is in the reply, in digits (or, up to twelve, as a word: "7" as "seven";
+    a number in thousands, "40k" or "55-60k", also as 40000 or 55000)."""
     said = set(numbers(reply))
+    thousands = set(re.findall(r"(\d+)(?=(?:\s*-\s*\d+)?k\b)", source))
     for number in set(numbers(source)):
-        if number in said:
+        if number in said or (number in thousands and str(int(number) * 1000) in said):
             continue
         word = NUMBER_WORDS.get(number)
         if word is None or not has(rf"\b{word}\b", reply):
@@ -160,8 +162,17 @@ def absent(pattern: str) -> Check:
     return lambda request, reply: not has(pattern, reply)
 
 
-def in_last_lines(text: str, reply: str, n: int = 2) -> bool:
-    return any(text.lower() in bare(line).lower() for line in lines(reply)[-n:])
+CLOSING = re.compile(r"(?i)^(?:sincerely|regards|best|kind regards|warm regards|best regards|many thanks|yours|"
+                     r"thank you|thanks|respectfully|cheers|best wishes|all the best|warmly)\b")
+
+
+def signed(name: str, reply: str) -> bool:
+    """The reply is signed ``name``: it is on the closing line ("Best, Sam") or one of the two lines after the
+    last closing ("Kind regards,"), or, with no closing, on one of the last two lines."""
+    found = [bare(line).lower() for line in lines(reply)]
+    closings = [i for i, line in enumerate(found) if CLOSING.match(line)]
+    where = found[closings[-1]:closings[-1] + 3] if closings else found[-2:]
+    return any(name.lower() in line for line in where)
 
 
 # ------------------------------------------------------------------ work_email
@@ -208,9 +219,9 @@ def customer_first_name(request: str) -> str:
 
 @check("support_agent.greet_first_name")
 def _greet_first_name(request: str, reply: str) -> bool:
-    """A line opens with a greeting followed by the customer's first name ("Hi Dana,")."""
+    """A line opens with a greeting followed by the customer's first name ("Hi Dana,", "Hello, Dana")."""
     name = re.escape(customer_first_name(request))
-    return any(has(rf"^(?:hi|hello|hey|dear|good (?:morning|afternoon|evening))\s+{name}\b", bare(line))
+    return any(has(rf"^(?:hi|hello|hey|dear|good (?:morning|afternoon|evening))[,!]?\s+{name}\b", bare(line))
                for line in lines(reply))
 
 
@@ -222,7 +233,7 @@ def _quote_number(request: str, reply: str) -> bool:
 
 CHECKS["support_agent.no_inconvenience"] = absent(r"\b(?:sorry|apologi[sz]e|apologies)\b[^.!?\n]{0,25}"
                                                   r"\binconvenience\b")
-CHECKS["support_agent.sign_team"] = lambda request, reply: in_last_lines("Brightline Support Team", reply)
+CHECKS["support_agent.sign_team"] = lambda request, reply: signed("Brightline Support Team", reply)
 CHECKS["support_agent.under_90"] = lambda request, reply: words(reply) < 90
 CHECKS["support_agent.timeframe"] = lambda request, reply: has(
     r"\b(?:\d+|one|two|three|four|five|six|seven|ten|a few|a couple of)\s*(?:(?:-|–|to)\s*\d+\s*)?-?"
@@ -242,7 +253,8 @@ def _i_not_we(request: str, reply: str) -> bool:
 def _metric(request: str, reply: str) -> bool:
     """At least one amount in g, kg, ml or l, and no cups, ounces, pounds, pints or quarts."""
     metric = has(r"\d+(?:[.,]\d+)?\s*(?:g|grams?|kg|kilograms?|ml|millilit(?:re|er)s?|l|lit(?:re|er)s?)\b", reply)
-    return metric and not has(r"\b(?:cups?|oz|ounces?|pounds?|lbs?|pints?|quarts?)\b", reply)
+    text = re.sub(r"(?i)\b(?:a|one) cups? of (?:tea|coffee)\b", " ", reply)  # a drink served with it, not an amount
+    return metric and not has(r"\b(?:cups?|oz|ounces?|pounds?|lbs?|pints?|quarts?)\b", text)
 
 
 @check("home_cook.time_first_line")
@@ -361,15 +373,15 @@ def _tokens(text: str) -> list[str]:
 @check("summaries.own_words")
 def _own_words(request: str, reply: str) -> bool:
     """No sentence of the text (of five words or more) is in the reply word for word, and no run of ten words
-    of the text is."""
-    said = " " + " ".join(_tokens(reply)) + " "
-    source = pasted(request)
-    for sentence in re.split(r"(?<=[.!?])\s+", source):
+    within one sentence of the text is in one sentence or line of the reply."""
+    said = [" " + " ".join(_tokens(p)) + " " for p in pieces(reply)]
+    for sentence in re.split(r"(?<=[.!?])\s+", pasted(request)):
         tokens = _tokens(sentence)
-        if len(tokens) >= 5 and f" {' '.join(tokens)} " in said:
+        runs = [" ".join(tokens)] if len(tokens) >= 5 else []
+        runs += [" ".join(tokens[i:i + 10]) for i in range(len(tokens) - 9)]
+        if any(f" {run} " in piece for run in runs for piece in said):
             return False
-    tokens = _tokens(source)
-    return not any(f" {' '.join(tokens[i:i + 10])} " in said for i in range(len(tokens) - 9))
+    return True
 
 
 # ------------------------------------------------------------------ study_notes
@@ -434,7 +446,7 @@ def unaccented(text: str) -> str:
 
 CHECKS["cover_letter.company_twice"] = lambda request, reply: len(  # "Café" is "Cafe"
     re.findall(re.escape(unaccented(company(request))), unaccented(reply), re.IGNORECASE)) >= 2
-CHECKS["cover_letter.sign_full_name"] = lambda request, reply: in_last_lines("Alex Moreno", reply)
+CHECKS["cover_letter.sign_full_name"] = lambda request, reply: signed("Alex Moreno", reply)
 CHECKS["cover_letter.no_placeholders"] = absent(r"\[|\]|\{\{|<[A-Za-z][^>\n]*>|\bX{3,}\b|\byour name\b")
 CHECKS["cover_letter.under_250"] = lambda request, reply: words(reply) < 250
 CHECKS["cover_letter.no_dear_hiring"] = absent(r"\bdear hiring manager\b")
