@@ -28,7 +28,7 @@ write sampled replies (temperature 0.9) to every request, some with one wish in 
 some without, labels each (request, reply, wish) with the checks and writes
 ``benchmarks/results/wish_bench_items.jsonl``::
 
-    PYTHONPATH=. .venv/bin/python benchmarks/wish_bench/generate.py [--model qwen2.5-coder-1.5b]
+    .venv/bin/python benchmarks/wish_bench/generate.py [--model qwen2.5-coder-1.5b]
 
 **Dropped**, because no honest check exists or it would decide a doubtful case: oven temperatures in
 Celsius (most requests need no oven), "if there's a security problem, that goes first" and "label each

@@ -3,18 +3,18 @@
 For every kind of person and every request, the model writes ``--plain`` sampled replies with no wish in
 the system prompt (each labelled against every wish of the kind) and, for every wish, ``--prompted``
 sampled replies with that wish written into the system prompt (each labelled against that wish only, so
-a reply written to a test wish never shows up among dev items). Sampling is at temperature 0.9 with a seed
-per reply drawn from ``--seed`` and the reply's key, so both met and unmet replies occur and a rerun gives
-the same replies.
+a reply written to a test wish never shows up among dev items). Sampling is at temperature 0.9, so both met and
+unmet replies occur, with a seed per reply drawn from ``--seed`` and the reply's key (the tokens also
+depend on which replies share a batch, so a resumed run may differ in the replies it had left to write).
 
 The raw replies go to ``--replies`` (JSONL, appended after every batch): a rerun skips the replies already
 there, so an interrupted run resumes where it stopped. The items are then rewritten from all the replies
 of the file and the current checks into ``--items``, one per line: kind, request, request_index, reply,
 wish, wish_id, split, met, model, seed, sample, prompted, finish_reason.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/wish_bench/generate.py                       # qwen2.5-coder-0.5b
-    PYTHONPATH=. .venv/bin/python benchmarks/wish_bench/generate.py --model qwen2.5-coder-1.5b
-    PYTHONPATH=. .venv/bin/python benchmarks/wish_bench/generate.py --model tiny-random --kinds parent --plain 1 \\
+    .venv/bin/python benchmarks/wish_bench/generate.py                       # qwen2.5-coder-0.5b
+    .venv/bin/python benchmarks/wish_bench/generate.py --model qwen2.5-coder-1.5b
+    .venv/bin/python benchmarks/wish_bench/generate.py --model tiny-random --kinds parent --plain 1 \\
         --prompted 0 --replies /tmp/r.jsonl --items /tmp/i.jsonl                            # a smoke run
 """
 
