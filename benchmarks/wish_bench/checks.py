@@ -469,17 +469,23 @@ def _five_numbered(request: str, reply: str) -> bool:
     return sorted(marks) == [1, 2, 3, 4, 5]
 
 
-@check("parent.shopping_list_end")
-def _shopping_list_end(request: str, reply: str) -> bool:
-    """A "Shopping list" line, followed only by list items (at least one), or holding the items itself."""
+def ends_with_section(reply: str, heading: str, item: Callable[[str], bool]) -> bool:
+    """The reply's last ``heading`` line (a regex, read at the start of a line) is followed only by lines that
+    are ``item`` (at least one), or holds the items itself after a colon."""
     found = lines(reply)
-    heads = [i for i, line in enumerate(found) if has(r"^shopping list\b", bare(line))]
+    heads = [i for i, line in enumerate(found) if has(rf"^{heading}", bare(line))]
     if not heads:
         return False
     after = found[heads[-1] + 1:]
     if not after:
-        return has(r"^shopping list\s*:\s*\S", bare(found[heads[-1]]))
-    return all(LIST_LINE.match(line) for line in after)
+        return has(rf"^{heading}\s*:\s*\S", bare(found[heads[-1]]))
+    return all(item(line) for line in after)
+
+
+@check("parent.shopping_list_end")
+def _shopping_list_end(request: str, reply: str) -> bool:
+    """A "Shopping list" line, followed only by list items (at least one), or holding the items itself."""
+    return ends_with_section(reply, r"shopping list\b", lambda line: bool(LIST_LINE.match(line)))
 
 
 SWEETS = (r"\b(?:sweets|sweet treats?|candy|candies|cakes?|cupcakes?|cookies?|biscuits?|chocolates?|ice[- ]creams?|"
@@ -573,14 +579,8 @@ def _bold_phrase(request: str, reply: str) -> bool:
 def _action_items_end(request: str, reply: str) -> bool:
     """An "Action items" line, followed only by list items or table rows (at least one), or holding the items
     itself."""
-    found = lines(reply)
-    heads = [i for i, line in enumerate(found) if has(r"^action items?\b", bare(line))]
-    if not heads:
-        return False
-    after = found[heads[-1] + 1:]
-    if not after:
-        return has(r"^action items?\s*:\s*\S", bare(found[heads[-1]]))
-    return all(LIST_LINE.match(line) or line.startswith("|") for line in after)
+    return ends_with_section(reply, r"action items?\b",
+                             lambda line: bool(LIST_LINE.match(line)) or line.startswith("|"))
 
 
 @check("meeting_notes.dd_mm")

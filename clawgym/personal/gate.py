@@ -110,6 +110,7 @@ class GateVerdict:
         return asdict(self)
 
 
+@dataclass
 class PublishGate:
     """Scores a step's weights against the serving ones on the held-back requests; see the module docstring.
 
@@ -118,17 +119,16 @@ class PublishGate:
     ``state_path`` keeps the first served weights' reply lengths across restarts (the length alarm's yardstick).
     """
 
-    def __init__(self, settings: GateSection, rubric: RubricJudge, wishes_of: Callable[[str], list[str]],
-                 candidate: UpdatablePolicy, served: Policy, state_path: Path | None = None,
-                 owns_candidate: bool = True) -> None:
-        self.settings = settings
-        self.held = HeldBack(settings.every, settings.requests)
-        self.rubric = rubric
-        self.wishes_of = wishes_of
-        self.candidate = candidate
-        self.served = served
-        self.owns_candidate = owns_candidate
-        self.state_path = state_path
+    settings: GateSection
+    rubric: RubricJudge
+    wishes_of: Callable[[str], list[str]]
+    candidate: UpdatablePolicy
+    served: Policy
+    state_path: Path | None = None
+    owns_candidate: bool = True
+
+    def __post_init__(self) -> None:
+        self.held = HeldBack(self.settings.every, self.settings.requests)
         self._serving: dict[str, Reply] = {}  # turn id -> the serving weights' reply
         self._serving_version: int | None = None
         self._pending: dict[str, Reply] = {}  # the last judged candidate's replies (accept() makes them serving's)
