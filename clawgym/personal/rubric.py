@@ -34,7 +34,7 @@ import collections
 import hashlib
 import json
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import KW_ONLY, InitVar, asdict, dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from clawgym.core.messages import Message, text_of
@@ -124,6 +124,7 @@ def prompt_for(request: str, reply: str, wish: str, few_shot: bool = True, style
     return messages
 
 
+@dataclass(eq=False)
 class RubricJudge:
     """Scores replies against a person's wishes; see the module docstring.
 
@@ -136,28 +137,29 @@ class RubricJudge:
     Thread-safe; ``score``/``score_many`` block (call them from a worker thread, never the event loop).
     """
 
-    def __init__(self, policy: Any = None, wishes_of: Callable[[str], list[str]] | None = None, *, cues: bool = True,
-                 threshold: float = THRESHOLD, band: float = BAND, few_shot: bool = True, style: str = "wish",
-                 cache_size: int = 50_000, read_facts: bool = True, facts: RequestFacts | None = None,
-                 conversation: Callable[[list[Message]], list[Message]] | None = None,
-                 refusals_fail: bool = False) -> None:
-        if policy is None and not cues:
+    policy: Any = None
+    wishes_of: Callable[[str], list[str]] | None = None
+    _: KW_ONLY
+    cues: bool = True
+    threshold: float = THRESHOLD
+    band: float = BAND
+    few_shot: bool = True
+    style: str = "wish"
+    cache_size: int = 50_000
+    read_facts: InitVar[bool] = True
+    facts: RequestFacts | None = None
+    conversation: Callable[[list[Message]], list[Message]] | None = None
+    refusals_fail: bool = False
+
+    def __post_init__(self, read_facts: bool) -> None:
+        if self.policy is None and not self.cues:
             raise ValueError("a rubric judge without a model needs cues=True")
-        if band < 0:
+        if self.band < 0:
             raise ValueError("band must be >= 0")
-        self.policy = policy
-        self.wishes_of = wishes_of
-        self.cues = cues
-        self.threshold = threshold
-        self.band = band
-        self.few_shot = few_shot
-        if style not in STYLES:
-            raise ValueError(f"style must be one of {STYLES}, got {style!r}")
-        self.style = style
-        self.cache_size = cache_size
-        self.facts = facts if facts is not None or not read_facts or policy is None else RequestFacts(policy)
-        self.conversation = conversation
-        self.refusals_fail = refusals_fail
+        if self.style not in STYLES:
+            raise ValueError(f"style must be one of {STYLES}, got {self.style!r}")
+        if self.facts is None and read_facts and self.policy is not None:
+            self.facts = RequestFacts(self.policy)
         self.stats: collections.Counter[str] = collections.Counter()
         self._cache: collections.OrderedDict[str, float] = collections.OrderedDict()
         self._lock = threading.Lock()
