@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Sequence
 
 import numpy as np
@@ -84,6 +84,7 @@ class Draws:
     cap_hit: bool = False
 
 
+@dataclass(eq=False)
 class BatchCollector:
     """Plays groups, tracks their judgements and puts finished groups in ``buffer``.
 
@@ -92,23 +93,24 @@ class BatchCollector:
     stamped with it so staleness is counted in trainer versions.
     """
 
-    def __init__(self, config: LoopConfig, buffer: SampleBuffer, *, method: str, reward_mode: str,
-                 tools: list[JSONObject] | None, counters: collections.Counter,
-                 refused: collections.Counter) -> None:
-        self.config = config
-        self.buffer = buffer
-        self.method = method
-        self.reward_mode = reward_mode
-        self.tools = tools
-        self.counters = counters
-        self.refused = refused
+    config: LoopConfig
+    buffer: SampleBuffer
+    _: KW_ONLY
+    method: str
+    reward_mode: str
+    tools: list[JSONObject] | None
+    counters: collections.Counter
+    refused: collections.Counter
+
+    def __post_init__(self) -> None:
         self.groups_started = 0
         self.version_offset = 0
         self.generated_tokens = 0
         self.blocked_s = 0.0  # producers waiting for buffer room or the sync gate
         self.rollouts = BusyClock()  # groups being played
         self.stage: JudgeStage | None = None
-        self.curriculum = PassRateCurriculum(config.curriculum_floor) if config.curriculum == "pass_rate" else None
+        c = self.config
+        self.curriculum = PassRateCurriculum(c.curriculum_floor) if c.curriculum == "pass_rate" else None
         self.draws = Draws()  # since the last batch was taken
         self._finished = asyncio.Condition()  # notified whenever a group is finished (buffered or dropped)
         self._putting = 0  # groups counted in the window but still being written to the buffer
