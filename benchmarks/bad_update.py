@@ -117,8 +117,9 @@ def markdown(path: Path = RESULTS) -> str:
             f"{v['step']}: {'published' if v['published'] else 'kept back'}"
             + (f" {v['candidate']:.2f}/{v['serving']:.2f}" if v["candidate"] is not None else f" ({v['reason']})")
             + (f" alarm {'+'.join(v['alarms'])}" if v["alarms"] else "") for v in r["step_records"])
-        lines.append(f"- {r['arm']} seed {r['seed']}: {steps}" + (f". Paused: {r['paused_because']}" if r["paused"]
-                                                                     else ""))
+        paused = f". Paused: {r['paused_because']}" if r["paused"] else ""
+        note = f" ({r['note']})" if r.get("note") else ""
+        lines.append(f"- {r['arm']} seed {r['seed']}: {steps}{paused}{note}")
     return "\n".join(lines) + "\n"
 
 

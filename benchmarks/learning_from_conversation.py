@@ -99,6 +99,8 @@ def config_for(method: str, seed: int, steps: int, out: Path, temperature: float
                sets: tuple[str, ...] = (), model: str | None = None):
     extra = [f"policy.seed={seed}", f"loop.seed={seed}", f"loop.output_dir={out}", f"loop.steps={steps}",
              "serve.batch_size=8", "judge.model=policy", f"rollout.temperature={temperature}",
+             # the method table measures the learning signal; the publish gate is measured by bad_update.py
+             "serve.gate.enabled=false",
              *([f"policy.model={model}"] if model else [])]
     if method in JUDGE_FOR:
         trainer_method, judge = JUDGE_FOR[method]

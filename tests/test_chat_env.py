@@ -331,14 +331,16 @@ def test_a_rehearsals_curve_scores_each_kept_step_with_that_steps_weights(tmp_pa
 
 
 def tiny_grpo_chat_config(out):
-    """The chat launcher on the tiny model: verdict-only GRPO, no baseline, no hindsight groups, two-turn
-    batches, so a rehearsal steps within seconds."""
+    """The chat launcher on the tiny model: verdict-only GRPO, no baseline, no hindsight groups, no publish gate
+    (every step publishes: tests/test_publish_gate.py covers the gate), two-turn batches, so a rehearsal steps
+    within seconds."""
     from clawgym import launchers
     from clawgym.rl.launch import load_config
 
     return load_config(launchers.resolve("chat"), [
         "policy.model=tiny-random", "method=grpo", "judge.type=prob", "serve.baseline=none",
-        f"loop.output_dir={out}", "serve.batch_size=2", "trainer.micro_batch_size=2", "serve.hindsight_k=0"])
+        f"loop.output_dir={out}", "serve.batch_size=2", "trainer.micro_batch_size=2", "serve.hindsight_k=0",
+        "serve.gate.enabled=false"])
 
 
 def read_jsonl_turns(path):

@@ -107,7 +107,7 @@ def test_with_nothing_to_measure_the_gate_publishes_and_says_why():
     ({"entropy": 3.0}, ["entropy_high"]),
     ({"kl": 0.9}, ["kl"]),
     ({"length_ratio": 0.2}, ["length_ratio"]),
-    ({"length_ratio": 3.0}, ["length_ratio_high"]),
+    ({"length_ratio": 4.0}, ["length_ratio_high"]),
     ({"repetition": 0.7, "similarity": 0.95}, ["repetition", "similarity"]),
     ({"refusals": 4}, ["refusals"]),
     ({"entropy": 0.5, "kl": 0.1, "length_ratio": 1.0, "repetition": 0.1, "similarity": 0.2, "refusals": 1}, []),
@@ -117,8 +117,8 @@ def test_each_alarm_fires_past_its_threshold_and_only_then(signals, fired):
     raised = alarms.check(settings, signals)
     assert [a.signal for a in raised] == fired
     assert all(a.message for a in raised)
-    assert alarms.check(AlarmSection(min_length_ratio=None, max_length_ratio=None, max_repetition=None,
-                                     max_similarity=None, max_refusals=None), signals) == []
+    assert alarms.check(AlarmSection(max_entropy=None, min_length_ratio=None, max_length_ratio=None,
+                                     max_repetition=None, max_similarity=None, max_refusals=None), signals) == []
 
 
 def test_repetition_and_similarity_read_the_replies_words():

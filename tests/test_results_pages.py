@@ -54,3 +54,12 @@ def test_the_trainer_throughput_page_is_generated_from_the_committed_rows(throug
         f"regenerate it: .venv/bin/python benchmarks/trainer_throughput.py --markdown {throughput.PAGE}")
     assert "Hardware and setup: NVIDIA H100 80GB HBM3" in page
     assert page.count("| qwen2.5-coder-") == len(rows)
+
+
+def test_the_bad_update_page_is_generated_from_the_committed_rows():
+    bad = load_script("benchmarks/bad_update.py")
+    page = (ROOT / bad.PAGE).read_text()
+    assert page == bad.markdown(bad.RESULTS), (
+        f"regenerate it: .venv/bin/python benchmarks/bad_update.py --markdown {bad.PAGE}")
+    rows = [json.loads(line) for line in bad.RESULTS.read_text().splitlines() if line.strip()]
+    assert {r["arm"] for r in rows} == set(bad.ARMS) and all(r["host"] and r["commit"] for r in rows)

@@ -30,13 +30,20 @@ class GateSection(Section):
 
 class AlarmSection(Section):
     """Collapse alarms (:mod:`clawgym.personal.alarms`): a step whose signal passes its threshold is not published
-    and pauses training until someone resumes it; None switches a signal's alarm off."""
+    and pauses training until someone resumes it; None switches a signal's alarm off.
 
-    min_entropy: float | None = None  # token entropy of the step's batch under the new weights (nats)
+    The defaults leave room around a healthy run of the chat launcher's recipe on the default model
+    (benchmarks/bad_update.py, arm shipped: entropy 0.15-0.32, the gate's replies 0.59-1.01 of the first served
+    weights' length while the person asked for shorter ones, repetition 0.14-0.20, similarity 0.01-0.05); the
+    harmful arm's collapsed replies repeated themselves (0.99) and were all alike (1.00)."""
+
+    # token entropy of the step's batch under the new weights (nats): off by default, since its level is the
+    # model's and the temperature's (0.15-0.32 above; a random-init model's is ~10)
+    min_entropy: float | None = None
     max_entropy: float | None = None
     max_kl: float | None = None  # k3 KL to the initial weights on the step's batch (trainer.monitor_kl)
-    min_length_ratio: float | None = 0.4  # the gate's replies' mean length / the first served weights'
-    max_length_ratio: float | None = 2.5
+    min_length_ratio: float | None = 0.25  # the gate's replies' mean length / the first served weights'
+    max_length_ratio: float | None = 3.0
     max_repetition: float | None = 0.5  # share of a reply's word 3-grams that repeat an earlier one in it
     max_similarity: float | None = 0.8  # mean 3-gram overlap between the gate's replies to different requests
     max_refusals: int | None = 3  # more gate refusals in a row than this
