@@ -30,6 +30,9 @@ some without, labels each (request, reply, wish) with the checks and writes
 
     .venv/bin/python benchmarks/wish_bench/generate.py [--model qwen2.5-coder-1.5b]
 
+``benchmarks/wish_judge.py`` scores them with the rubric judge as the product builds it
+(``--split dev``, the default, or ``--split test`` to report).
+
 **Dropped**, because no honest check exists or it would decide a doubtful case: oven temperatures in
 Celsius (most requests need no oven), "if there's a security problem, that goes first" and "label each
 issue with a severity" (a check cannot tell what the issues are), "skip style nitpicks" (which words are
