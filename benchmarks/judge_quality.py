@@ -9,26 +9,39 @@ few-shot examples and threshold in ``clawgym/rl/judge/prob.py`` were chosen with
     .venv/bin/python benchmarks/judge_quality.py --model qwen2.5-coder-1.5b   # another judge model
     .venv/bin/python benchmarks/judge_quality.py --tune --model M      # fit M's threshold on the tuning set
     .venv/bin/python benchmarks/judge_quality.py --judges prm --limit 12   # the generated-vote PRM (slow)
+    .venv/bin/python benchmarks/judge_quality.py --markdown docs/results/judge_quality.md   # the page; runs nothing
 
 The model's verdict is its margin ``log p(Yes) - log p(No)`` against the judge model's threshold
 (``clawgym.rl.judge.prob.THRESHOLDS``, fitted by ``--tune``); ``AUC`` says how well the margins alone rank
 corrections above acceptances, whatever the threshold.
 
 A correction's hint counts as naming the failed preference when it contains the item's keyword.
+
+Each run on the evaluation set appends a row to ``benchmarks/results/judge_quality.jsonl`` (``--results``): the
+printed table and the model-alone line, with the model, judges, threshold, item counts, CPU, commit and wall time;
+``--markdown [PATH]`` writes the generated results page from the rows and runs nothing (``--tune`` records nothing).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from clawgym.envs.openclaw_chat.personas import PERSONAS  # noqa: E402
 from clawgym.rl.types import Turn  # noqa: E402
+from learning_from_conversation import git_commit, host  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "judge_quality.jsonl"
+PAGE = Path("docs/results/judge_quality.md")
+JUDGE_NAMES = {"cues": "`cues` (lexicon only)", "prob": "`prob` without cues (model alone)",
+               "prob+cues": "`prob` + cues", "prm": "`prm` (generated votes, 3 per turn)"}
 
 # (user's next message, label: -1 correction / +1 acceptance, keyword the hint must contain for a correction)
 PARAPHRASES: list[tuple[str, int, str | None]] = [
@@ -177,7 +190,9 @@ async def run(kind: str, policy, items, threshold: float | None = None, scorer=N
             hint = " ".join(result.hints).lower() if result is not None else ""
             named += bool(keyword and keyword in hint)
     right = confusion[(-1, -1)] + confusion[(1, 1)]
-    return {"judge": kind, "n": len(items), "agree": right / len(items), "confusion": confusion,
+    return {"judge": kind, "n": len(items), "agree": right / len(items),
+            "corrections": [confusion[(-1, pred)] for pred in (-1, 0, 1)],  # -> -1 / 0 / +1
+            "acceptances": [confusion[(1, pred)] for pred in (1, 0, -1)],  # -> +1 / 0 / -1
             "hint_named": named / max(corrections, 1), "turns_per_s": len(items) / wall,
             "threshold": getattr(judge, "threshold", None) if kind != "cues" else None}
 
@@ -198,6 +213,93 @@ def tune(model: str) -> int:
     return 0
 
 
+def measure(model: str, kinds: list[str], items, threshold: float | None = None) -> dict:  # noqa: ANN001
+    """One results row: each judge on ``items`` and, when a model judges, the model's margins alone."""
+    started = time.perf_counter()
+    policy = scorer = None
+    if any(k != "cues" for k in kinds):
+        from clawgym.inference.hf import HFPolicy
+        from clawgym.rl.judge import ProbScorer
+
+        policy = HFPolicy.from_pretrained(model)
+        scorer = ProbScorer(policy)
+    rows = [asyncio.run(run(kind, policy, items, threshold, scorer)) for kind in kinds]
+    n_corr = sum(1 for i in items if i[1] < 0)
+    alone = None
+    if policy is not None:
+        from clawgym.rl.judge import cue_verdict
+
+        margins = asyncio.run(model_margins(scorer, [text for text, _, _ in items]))
+        labels = [label for _, label, _ in items]
+        cut = rows[0]["threshold"] if rows[0]["threshold"] is not None else rows[-1]["threshold"]
+        open_items = [(m, label) for (text, label, _), m in zip(items, margins) if cue_verdict(text) is None]
+        alone = {"auc": auc(margins, labels), "open": len(open_items), "threshold": cut,
+                 "right": sum((m > cut) == (label < 0) for m, label in open_items)}
+    return {"model": model, "judges": kinds, "threshold_option": threshold, "items": len(items),
+            "corrections": n_corr, "acceptances": len(items) - n_corr, "rows": rows, "model_alone": alone,
+            "host": host(), "commit": git_commit(), "wall_s": round(time.perf_counter() - started, 1)}
+
+
+def report(row: dict) -> None:
+    """The printed table of one row."""
+    print(f"judge quality on {row['items']} labelled next states ({row['corrections']} corrections, "
+          f"{row['acceptances']} acceptances), "
+          f"model {row['model']}")
+    print(f"{'judge':<10} {'agree':>6} {'corr->-1':>8} {'corr->0':>7} {'corr->+1':>8} {'acc->+1':>7} {'acc->0':>6} "
+          f"{'acc->-1':>7} {'hint names pref':>15} {'turns/s':>8} {'threshold':>9}")
+    for r in row["rows"]:
+        c, a = r["corrections"], r["acceptances"]
+        threshold = f"{r['threshold']:+.3f}" if r["threshold"] is not None else "-"
+        print(f"{r['judge']:<10} {r['agree']:>6.1%} {c[0]:>8} {c[1]:>7} {c[2]:>8} {a[0]:>7} "
+              f"{a[1]:>6} {a[2]:>7} {r['hint_named']:>15.0%} {r['turns_per_s']:>8.2f} {threshold:>9}")
+    alone = row["model_alone"]
+    if alone is not None:
+        print(f"model alone: AUC {alone['auc']:.2f} over all {row['items']}; on the {alone['open']} the cues "
+              f"leave open, right on {alone['right']} at threshold {alone['threshold']:+.3f}")
+
+
+def read_rows(path: Path = RESULTS) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def table(rows: list[dict]) -> str:
+    """One line per judge of each row, as the printed table; the model-alone AUC on a row's first model line."""
+    lines = ["| judge model | judge | items | agreement | corrections → −1 / 0 / +1 | acceptances → +1 / 0 / −1 "
+             "| hint names the failed preference | turns/s | threshold | model alone: AUC (right on the items the "
+             "cues leave open) | ran on | commit |", "|---|---|---:|---:|---|---|---:|---:|---:|---|---|---|"]
+    for row in rows:
+        alone = row["model_alone"]
+        first_model = next((r for r in row["rows"] if r["judge"] != "cues"), None)
+        for r in row["rows"]:
+            cell = f"{alone['auc']:.2f} ({alone['right']} of {alone['open']})" if alone and r is first_model else ""
+            threshold = f"{r['threshold']:+.3f}" if r["threshold"] is not None else "–"
+            lines.append(
+                f"| {row['model'] if r['judge'] != 'cues' else '(none)'} | {JUDGE_NAMES.get(r['judge'], r['judge'])} "
+                f"| {r['n']} | {r['agree'] * 100:.1f} % | {' / '.join(map(str, r['corrections']))} "
+                f"| {' / '.join(map(str, r['acceptances']))} | {r['hint_named']:.0%} | {r['turns_per_s']:.2f} "
+                f"| {threshold} | {cell} | {row['host']} | {row['commit']} |")
+    return "\n".join(lines)
+
+
+def markdown(path: Path = RESULTS) -> str:
+    """docs/results/judge_quality.md: generated from the results file, never edited by hand."""
+    rows = read_rows(path)
+    return "\n".join([
+        "# The judge of the next message", "",
+        f"Generated by `benchmarks/judge_quality.py --markdown {PAGE}` from `benchmarks/results/{RESULTS.name}`; "
+        "do not edit by hand.", "",
+        "Each judge's verdicts on the hand-labelled evaluation set (every scripted persona's feedback and thanks, "
+        "and paraphrases written for the benchmark; the lexicon, the few-shot examples and each model's threshold "
+        "were fitted on a separate tuning set, `--tune`). `threshold`: the model's verdict threshold on its margin "
+        "`log p(Yes) − log p(No)`; `model alone: AUC`: how well the margins alone rank corrections above "
+        "acceptances, and how many of the items the cues leave open the model alone gets right. Speeds are of the "
+        "row's CPU, shared or not.", "",
+        f"Hardware (each row's `host`): {'; '.join(sorted({row['host'] for row in rows})) or 'no rows yet'}.", "",
+        "    .venv/bin/python benchmarks/judge_quality.py --model qwen2.5-coder-0.5b   # one row: cues, prob, "
+        "prob+cues", "",
+        table(rows), ""])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--judges", default="cues,prob,prob+cues")
@@ -208,42 +310,25 @@ def main() -> int:
     parser.add_argument("--tune", action="store_true",
                         help="the tuning set instead: per-item margins and the best threshold "
                              "(never the evaluation set)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the results file a run appends its row to")
+    parser.add_argument("--markdown", type=Path, nargs="?", const=PAGE, metavar="PAGE",
+                        help=f"only write the results page from the results file (default {PAGE})")
     args = parser.parse_args()
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(args.results))
+        return 0
     if args.tune:
         return tune(args.model)
     items = evaluation_set()
     if args.limit:
         items = items[: args.limit]
-    kinds = [k.strip() for k in args.judges.split(",") if k.strip()]
-    policy = scorer = None
-    if any(k != "cues" for k in kinds):
-        from clawgym.inference.hf import HFPolicy
-        from clawgym.rl.judge import ProbScorer
-
-        policy = HFPolicy.from_pretrained(args.model)
-        scorer = ProbScorer(policy)
-    rows = [asyncio.run(run(kind, policy, items, args.threshold, scorer)) for kind in kinds]
-    n_corr = sum(1 for i in items if i[1] < 0)
-    print(f"judge quality on {len(items)} labelled next states ({n_corr} corrections, "
-          f"{len(items) - n_corr} acceptances), "
-          f"model {args.model}")
-    print(f"{'judge':<10} {'agree':>6} {'corr->-1':>8} {'corr->0':>7} {'corr->+1':>8} {'acc->+1':>7} {'acc->0':>6} "
-          f"{'acc->-1':>7} {'hint names pref':>15} {'turns/s':>8} {'threshold':>9}")
-    for r in rows:
-        c = r["confusion"]
-        threshold = f"{r['threshold']:+.3f}" if r["threshold"] is not None else "-"
-        print(f"{r['judge']:<10} {r['agree']:>6.1%} {c[(-1, -1)]:>8} {c[(-1, 0)]:>7} {c[(-1, 1)]:>8} {c[(1, 1)]:>7} "
-              f"{c[(1, 0)]:>6} {c[(1, -1)]:>7} {r['hint_named']:>15.0%} {r['turns_per_s']:>8.2f} {threshold:>9}")
-    if policy is not None:
-        from clawgym.rl.judge import cue_verdict
-
-        margins = asyncio.run(model_margins(scorer, [text for text, _, _ in items]))
-        labels = [label for _, label, _ in items]
-        threshold = rows[0]["threshold"] if rows[0]["threshold"] is not None else rows[-1]["threshold"]
-        open_items = [(m, label) for (text, label, _), m in zip(items, margins) if cue_verdict(text) is None]
-        right = sum((m > threshold) == (label < 0) for m, label in open_items)
-        print(f"model alone: AUC {auc(margins, labels):.2f} over all {len(items)}; on the {len(open_items)} the cues "
-              f"leave open, right on {right} at threshold {threshold:+.3f}")
+    row = measure(args.model, [k.strip() for k in args.judges.split(",") if k.strip()], items, args.threshold)
+    row["limit"] = args.limit
+    report(row)
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    with args.results.open("a") as out:
+        out.write(json.dumps(row) + "\n")
     return 0
 
 

@@ -18,6 +18,12 @@ that pass above replies that fail?). Then how an unsure band trades wishes decid
     .venv/bin/python benchmarks/rubric_judge.py --model qwen2.5-coder-0.5b --tasks 4
     .venv/bin/python benchmarks/rubric_judge.py --split train --tune   # pick a threshold on train-split replies
     .venv/bin/python benchmarks/rubric_judge.py --tasks 3 --judge-model qwen2.5-coder-1.5b   # the 0.5B's replies, a 1.5B judge
+    .venv/bin/python benchmarks/rubric_judge.py --markdown docs/results/rubric_judge.md   # the page; runs nothing
+
+Each run appends a row to ``benchmarks/results/rubric_judge.jsonl`` (``--results``): every line it prints
+after the misses (per wish, all, the model's prompts and seconds, the solver, the names, the unsure bands, a
+tuned threshold), with the models, personas, tasks, split, threshold, style, seed, CPU, commit and wall time;
+``--markdown [PAGE]`` writes the generated results page from the rows and runs nothing.
 """  # noqa: E501  (the --help text: kept as written)
 
 from __future__ import annotations
@@ -30,13 +36,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT  # noqa: E402
 from clawgym.envs.openclaw_chat.personas import PERSONAS, bundled_tasks  # noqa: E402
 from clawgym.personal.request_facts import RequestFacts  # noqa: E402
 from clawgym.personal.rubric import THRESHOLD, RubricJudge, WishCheck  # noqa: E402
 from clawgym.personal.wishes import wish_from_correction  # noqa: E402
+from learning_from_conversation import git_commit, host  # noqa: E402
 
+RESULTS = Path(__file__).resolve().parent / "results" / "rubric_judge.jsonl"
+PAGE = Path("docs/results/rubric_judge.md")
 REPLIES = Path(__file__).resolve().parent / "results" / "rubric_replies.jsonl"
 VARIANTS = ("greedy", "sampled", "prompted")
 MAX_TOKENS = 128  # as the method table
@@ -111,24 +121,9 @@ def best_threshold(margins: list[float], labels: list[bool]) -> tuple[float, flo
     return cut, accuracy
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="qwen2.5-coder-0.5b",
-                        help="the judge model, and the model whose replies are judged")
-    parser.add_argument("--judge-model", default=None,
-                        help="the judge model (default: --model, whose replies are judged)")
-    parser.add_argument("--personas", nargs="+", default=list(PERSONAS))
-    parser.add_argument("--tasks", type=int, default=4, help="tasks per persona")
-    parser.add_argument("--split", default="test", choices=("test", "train"))
-    parser.add_argument("--replies", type=Path, default=REPLIES)
-    parser.add_argument("--threshold", type=float, default=THRESHOLD)
-    parser.add_argument("--no-few-shot", action="store_true")
-    parser.add_argument("--style", default="wish", choices=("question", "wish"))
-    parser.add_argument("--show-misses", action="store_true", help="print each reply the deployed judge gets wrong")
-    parser.add_argument("--tune", action="store_true", help="print the model-alone threshold that agrees best here")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+def measure(args: argparse.Namespace) -> dict:
+    """One results row (host, commit and wall time aside): the replies generated or read, judged both ways;
+    prints each miss of the deployed judge with ``--show-misses``."""
 
     import torch
 
@@ -170,11 +165,11 @@ def main() -> int:
     deployed_checks = deployed.check_many(jobs)
     solving = time.perf_counter() - solving
     # (hidden label, model-alone verdict, its margin, the deployed check); an empty reply meets no wish (margin -inf)
-    table: dict[tuple[str, str], list[tuple[bool, bool, float, WishCheck]]] = {}
+    by_wish: dict[tuple[str, str], list[tuple[bool, bool, float, WishCheck]]] = {}
     for (persona, row, labelled), row_checks, row_deployed in zip(rows, checks, deployed_checks):
         for (name, wish, label), check, used in zip(labelled, row_checks, row_deployed):
             margin = check.margin if check.margin is not None else float("-inf")
-            table.setdefault((persona, name), []).append((label, bool(check.met), margin, used))
+            by_wish.setdefault((persona, name), []).append((label, bool(check.met), margin, used))
     if args.show_misses:
         for (persona, row, labelled), row_deployed in zip(rows, deployed_checks):
             for (name, _, label), used in zip(labelled, row_deployed):
@@ -184,54 +179,159 @@ def main() -> int:
     solutions = {t.id: facts.result(PERSONAS[t.data["persona"]].opener(t)) for t in tasks}  # cached: no new calls
     right = sum(v is not None and abs(v - float(by_id[i].answer)) < 1e-6 for i, v in solutions.items())
     refused = sum(v is None for v in solutions.values())
+    facts_stats = dict(facts.stats)  # before the names below are asked
 
-    print(f"\nrubric judge on {len(replies)} {args.split}-split replies of {args.model} "
-          f"({len(tasks)} tasks x {len(VARIANTS)} variants), judge {judge_name}, threshold {args.threshold:+.2f}"
-          f", {args.style} style{', zero-shot' if args.no_few_shot else ''}")
-    print(f"{'persona':8} {'wish (check)':22} {'n':>3} {'pass':>5} {'judge':>6} {'model':>6} "
-          f"{'cues':>5} {'facts':>6} {'AUC':>5}   wish")
-    totals = {"n": 0, "judge": 0, "model": 0, "cues": 0, "facts": 0}
+    wishes, totals = [], {"n": 0, "pass": 0, "judge": 0, "model": 0, "cues": 0, "facts": 0}
     all_margins, all_labels = [], []
-    for (persona, name), items in table.items():
-        wish = dict(wishes_of(persona))[name]
-        n = len(items)
-        model_ok = sum(met == y for y, met, *_ in items)
-        judge_ok = sum(used.met == y for y, _, _, used in items)
-        cued = sum(used.source == "cues" for *_, used in items)
-        solved = sum(used.source == "facts" for *_, used in items)
-        area = auc([m for _, _, m, *_ in items], [y for y, *_ in items])
-        print(f"{persona:8} {name:22} {n:3d} {sum(y for y, *_ in items):5d} {judge_ok / n:6.0%} {model_ok / n:6.0%} "
-              f"{cued / n:5.0%} {solved / n:6.0%} {'  -  ' if area is None else f'{area:5.2f}'}   {wish}")
-        totals["n"] += n
-        totals["judge"] += judge_ok
-        totals["model"] += model_ok
-        totals["cues"] += cued
-        totals["facts"] += solved
+    for (persona, name), items in by_wish.items():
+        entry = {"persona": persona, "check": name, "wish": dict(wishes_of(persona))[name], "n": len(items),
+                 "pass": sum(y for y, *_ in items), "judge": sum(used.met == y for y, _, _, used in items),
+                 "model": sum(met == y for y, met, *_ in items),
+                 "cues": sum(used.source == "cues" for *_, used in items),
+                 "facts": sum(used.source == "facts" for *_, used in items),
+                 "auc": auc([m for _, _, m, *_ in items], [y for y, *_ in items])}
+        wishes.append(entry)
+        totals = {key: totals[key] + entry[key] for key in totals}
         all_margins += [m for _, _, m, *_ in items]
         all_labels += [y for y, *_ in items]
-    n = max(totals["n"], 1)
-    area = auc(all_margins, all_labels)
-    print(f"{'all':31} {totals['n']:3d} {sum(all_labels):5d} {totals['judge'] / n:6.0%} {totals['model'] / n:6.0%} "
-          f"{totals['cues'] / n:5.0%} {totals['facts'] / n:6.0%} {'  -  ' if area is None else f'{area:5.2f}'}")
-    print(f"model: {prompts} prompts in {seconds:.0f} s ({prompts / max(seconds, 1e-9):.2f} prompts/s, "
-          f"{torch.get_num_threads()} threads); as deployed: {deployed.stats['forward_prompts']} prompts, "
-          f"facts {dict(facts.stats)}, {solving:.0f} s")
-    print(f"solver: {len(solutions)} requests, {right} solved right, {len(solutions) - right - refused} wrong, "
-          f"{refused} refused (left to the model)")
     named = {t.id: facts.name(PERSONAS["teacher"].opener(t), wish) for t in tasks if t.data["persona"] == "teacher"
              for name, wish in wishes_of("teacher") if name == "names_student"}
-    if named:
-        print(f"names: {len(named)} teacher requests, {sum(n == by_id[i].data['student'] for i, n in named.items())} "
-              f"named the student, {sum(n is None for n in named.values())} refused")
+    bands = []
     for band in (0.5, 1.0, 2.0):  # an unsure band: fewer wishes decided, are those more often right?
         decided = [(m > args.threshold) == y for m, y in zip(all_margins, all_labels)
                    if abs(m - args.threshold) >= band]
-        print(f"model alone, unsure within {band:.1f} of the threshold: {len(decided) / n:.0%} decided, "
-              f"{sum(decided) / max(len(decided), 1):.0%} of those agree")
+        bands.append({"band": band, "decided": len(decided), "agree": sum(decided)})
+    tuned = None
     if args.tune:
         cut, accuracy = best_threshold(all_margins, all_labels)
-        print(f"tuned threshold on these replies: {cut:+.3f} (model alone {accuracy:.0%}); "
-              "use it only on another split")
+        tuned = {"threshold": cut, "accuracy": accuracy}
+    return {"model": args.model, "judge_model": judge_name, "personas": args.personas, "tasks": args.tasks,
+            "split": args.split, "threshold": args.threshold, "few_shot": not args.no_few_shot, "style": args.style,
+            "seed": args.seed, "threads": torch.get_num_threads(), "task_count": len(tasks), "replies": len(replies),
+            "variants": len(VARIANTS), "wishes": wishes, "all": {**totals, "auc": auc(all_margins, all_labels)},
+            "model_prompts": prompts, "model_s": seconds, "deployed_prompts": deployed.stats["forward_prompts"],
+            "facts_stats": facts_stats, "deployed_s": solving,
+            "solver": {"requests": len(solutions), "right": right, "refused": refused},
+            "names": {"requests": len(named), "named": sum(n == by_id[i].data["student"] for i, n in named.items()),
+                      "refused": sum(n is None for n in named.values())} if named else None,
+            "bands": bands, "tuned": tuned}
+
+
+def share(count: int, n: int, width: int = 0) -> str:
+    return f"{count / max(n, 1):{width}.0%}"
+
+
+def wish_line(e: dict) -> str:
+    """A line of the printed table: one persona's wish, or the all line (``e`` without a check)."""
+    label = f"{e['persona']:8} {e['check']:22}" if "check" in e else f"{'all':31}"
+    area = "  -  " if e["auc"] is None else f"{e['auc']:5.2f}"
+    line = (f"{label} {e['n']:3d} {e['pass']:5d} {share(e['judge'], e['n'], 6)} {share(e['model'], e['n'], 6)} "
+            f"{share(e['cues'], e['n'], 5)} {share(e['facts'], e['n'], 6)} {area}")
+    return f"{line}   {e['wish']}" if "check" in e else line
+
+
+def report(row: dict) -> list[str]:
+    """The lines a run prints after its misses: the table and the lines under it."""
+    solver, names, n = row["solver"], row["names"], max(row["all"]["n"], 1)
+    out = [f"rubric judge on {row['replies']} {row['split']}-split replies of {row['model']} "
+           f"({row['task_count']} tasks x {row['variants']} variants), judge {row['judge_model']}, threshold "
+           f"{row['threshold']:+.2f}, {row['style']} style{', zero-shot' if not row['few_shot'] else ''}",
+           f"{'persona':8} {'wish (check)':22} {'n':>3} {'pass':>5} {'judge':>6} {'model':>6} "
+           f"{'cues':>5} {'facts':>6} {'AUC':>5}   wish",
+           *(wish_line(e) for e in row["wishes"]), wish_line(row["all"]),
+           f"model: {row['model_prompts']} prompts in {row['model_s']:.0f} s "
+           f"({row['model_prompts'] / max(row['model_s'], 1e-9):.2f} prompts/s, {row['threads']} threads); as "
+           f"deployed: {row['deployed_prompts']} prompts, facts {row['facts_stats']}, {row['deployed_s']:.0f} s",
+           f"solver: {solver['requests']} requests, {solver['right']} solved right, "
+           f"{solver['requests'] - solver['right'] - solver['refused']} wrong, "
+           f"{solver['refused']} refused (left to the model)"]
+    if names:
+        out.append(f"names: {names['requests']} teacher requests, {names['named']} named the student, "
+                   f"{names['refused']} refused")
+    out += [f"model alone, unsure within {b['band']:.1f} of the threshold: {b['decided'] / n:.0%} decided, "
+            f"{b['agree'] / max(b['decided'], 1):.0%} of those agree" for b in row["bands"]]
+    if row["tuned"]:
+        out.append(f"tuned threshold on these replies: {row['tuned']['threshold']:+.3f} (model alone "
+                   f"{row['tuned']['accuracy']:.0%}); use it only on another split")
+    return out
+
+
+def read_rows(path: Path = RESULTS) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def table(rows: list[dict]) -> str:
+    """One line per row: its all line, with what it ran with."""
+    out = ["| replies of | judge model | split | tasks per persona | threshold, style | wish checks | pass "
+           "| as deployed | model alone | by cues | by facts | model-alone AUC | solver: right / wrong / refused "
+           "| model (s) | ran on | commit |",
+           "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|"]
+    for row in rows:
+        a, solver = row["all"], row["solver"]
+        style = f"{row['threshold']:+.2f}, {row['style']}{', zero-shot' if not row['few_shot'] else ''}"
+        out.append(f"| {row['model']} | {row['judge_model']} | {row['split']} | {row['tasks']} | {style} | {a['n']} "
+                   f"| {a['pass']} | {share(a['judge'], a['n'])} | {share(a['model'], a['n'])} "
+                   f"| {share(a['cues'], a['n'])} | {share(a['facts'], a['n'])} "
+                   f"| {'–' if a['auc'] is None else format(a['auc'], '.2f')} "
+                   f"| {solver['right']} / {solver['requests'] - solver['right'] - solver['refused']} / "
+                   f"{solver['refused']} | {row['model_s']:.0f} | {row['host']} | {row['commit']} |")
+    return "\n".join(out)
+
+
+def markdown(path: Path = RESULTS) -> str:
+    """docs/results/rubric_judge.md: generated from the results file, never edited by hand."""
+    rows = read_rows(path)
+    page = [
+        "# The rubric judge against the personas' hidden checks", "",
+        f"Generated by `benchmarks/rubric_judge.py --markdown {PAGE}` from `benchmarks/results/{RESULTS.name}`; "
+        "do not edit by hand.", "",
+        "Each wish is what the wish memory makes of a persona's correction; the hidden checks only label the "
+        "replies, the model's own held-out replies (greedy, sampled at temperature 1, and greedy with the "
+        "persona's description in the system prompt; kept in `benchmarks/results/rubric_replies.jsonl`). "
+        "`as deployed`: the rubric judge as deployed agrees with the hidden check (an unsure check counted as a "
+        "disagreement); `model alone`: every wish to the model; `by cues` / `by facts`: the share decided by the "
+        "cues and by the request's facts; `pass`: replies that pass the hidden check.", "",
+        f"Hardware (each row's `host`): {'; '.join(sorted({row['host'] for row in rows})) or 'no rows yet'}.", "",
+        "    .venv/bin/python benchmarks/rubric_judge.py --model qwen2.5-coder-0.5b --tasks 6 --show-misses", "",
+        table(rows), ""]
+    for row in rows:
+        page += [f"The row of {row['model']}'s replies, judge {row['judge_model']}, commit {row['commit']} "
+                 f"({row['host']}), as printed:", "", "```", *report(row), "```", ""]
+    return "\n".join(page)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="qwen2.5-coder-0.5b",
+                        help="the judge model, and the model whose replies are judged")
+    parser.add_argument("--judge-model", default=None,
+                        help="the judge model (default: --model, whose replies are judged)")
+    parser.add_argument("--personas", nargs="+", default=list(PERSONAS))
+    parser.add_argument("--tasks", type=int, default=4, help="tasks per persona")
+    parser.add_argument("--split", default="test", choices=("test", "train"))
+    parser.add_argument("--replies", type=Path, default=REPLIES)
+    parser.add_argument("--threshold", type=float, default=THRESHOLD)
+    parser.add_argument("--no-few-shot", action="store_true")
+    parser.add_argument("--style", default="wish", choices=("question", "wish"))
+    parser.add_argument("--show-misses", action="store_true", help="print each reply the deployed judge gets wrong")
+    parser.add_argument("--tune", action="store_true", help="print the model-alone threshold that agrees best here")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the results file a run appends its row to")
+    parser.add_argument("--markdown", type=Path, nargs="?", const=PAGE, metavar="PAGE",
+                        help=f"only write the results page from the results file (default {PAGE})")
+    args = parser.parse_args()
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(args.results))
+        return 0
+    started = time.perf_counter()
+    row = measure(args)
+    row.update(host=host(), commit=git_commit(), wall_s=round(time.perf_counter() - started, 1))
+    print("\n" + "\n".join(report(row)))
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    with args.results.open("a") as out:
+        out.write(json.dumps(row) + "\n")
     return 0
 
 
