@@ -40,8 +40,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 "an SGLang server launched on the rollout GPUs of the plan above"
             print(f"serve: turns answered by {where}; with serve.train the personal trainer publishes each step's "
                   "weights to it the way the plan's `weights` line says")
-        gate = (f"; publish gate on ({serve.gate.requests} held-back requests a person, one more copy of the served "
-                "model)" if serve.train and serve.gate.enabled and serve.adapters == "shared" else "")
+        gate = ""
+        if serve.train and serve.gate.enabled:
+            gate = (f"; publish gate on ({serve.gate.requests} held-back requests a person, one more copy of the "
+                    "served model)" if serve.adapters == "shared" else "; no publish gate (per-user adapters are not "
+                    "gated)")
         print(f"serve: {serve.host}:{serve.port}, adapters {serve.adapters}, "
               f"{len(serve.users)} keyed users, training {'on' if serve.train else 'off'}{gate}")
         return 0

@@ -30,9 +30,10 @@ def serve_problem(config: Any) -> str | None:
         sizes = hindsight_size_problem(serve)
         if sizes:
             return f"serve.hindsight_*: {sizes}"
-    if serve.gate.enabled and (serve.adapters != "shared" or config.policy.backend != "hf" or config.gpu.enabled):
-        return ("serve.gate decodes each step's weights on a copy of the in-process hf model (shared adapters): set "
-                "policy.backend: hf, gpu.enabled: false and serve.adapters: shared, or serve.gate.enabled: false")
+    # (per-user adapters are not gated yet: each step publishes to its user, as docs/serving.md says)
+    if serve.gate.enabled and serve.adapters == "shared" and (config.policy.backend != "hf" or config.gpu.enabled):
+        return ("serve.gate decodes each step's weights on a copy of the in-process hf model: set "
+                "policy.backend: hf and gpu.enabled: false, or serve.gate.enabled: false")
     if serve.teacher_wishes and method not in USES_HINTS:
         return ("serve.teacher_wishes puts the wishes in the OPD teacher's context: "
                 f"method {method!r} has no teacher (use one of {sorted(USES_HINTS)})")
