@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from learning_from_conversation import git_commit, host  # noqa: E402
+from results_page import auc  # noqa: E402
 
 ITEMS = ROOT / "benchmarks" / "results" / "wish_bench_items.jsonl"
 RESULTS = ROOT / "benchmarks" / "results" / "wish_judge.jsonl"
@@ -118,16 +119,6 @@ def judge_items(judge: Any, items: Sequence[dict[str, Any]], batch: int = 32,
 
 
 # ------------------------------------------------------------------ the figures
-def auc(margins: Sequence[float], labels: Sequence[bool]) -> float | None:
-    """How often a met item's margin ranks above an unmet one's (a tie counts half); None without both."""
-    positives = [m for m, y in zip(margins, labels) if y]
-    negatives = [m for m, y in zip(margins, labels) if not y]
-    if not positives or not negatives:
-        return None
-    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
-    return wins / (len(positives) * len(negatives))
-
-
 def summarise(items: Sequence[dict[str, Any]], checks: Sequence[Any]) -> dict[str, Any]:
     """The counts of a run. An item agrees when the judge decided it and its verdict is the label; an unsure
     or uncheckable verdict never agrees."""
