@@ -147,9 +147,11 @@ class PublishGate:
         new, old = await asyncio.gather(self._replies(self.candidate, turns),
                                         self._serving_replies(turns, served_version))
         self._pending = {t.turn_id: r for t, r in zip(turns, new)}
+        new_yardsticks = [t for t in turns if t.turn_id not in self._initial_tokens]
         for turn, reply in zip(turns, old):
             self._initial_tokens.setdefault(turn.turn_id, reply.tokens)
-        self._save_initial()
+        if new_yardsticks:  # written when it changes, not every step
+            self._save_initial()
         scoring = time.perf_counter()
         verdict = await asyncio.to_thread(self._score, turns, new, old)
         verdict.initial_tokens = _mean([self._initial_tokens[t.turn_id] for t in turns])
