@@ -37,7 +37,8 @@ import threading
 from dataclasses import KW_ONLY, InitVar, asdict, dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from clawgym.core.messages import Message, text_of
+from clawgym.core.chat_protocol import is_internal_context, user_text
+from clawgym.core.messages import Message
 from clawgym.personal.request_facts import RequestFacts
 from clawgym.personal.rubric_cues import checkable, cue_check, name_check, refuses, warmth_check
 from clawgym.personal.wishes import wish_question
@@ -84,7 +85,9 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _user_texts(context: Sequence[Message]) -> list[str]:
-    return [text_of(m) for m in context if m.get("role") == "user" and text_of(m).strip()]
+    """The person's words in each user message (OpenClaw's timestamp and Runtime suffix removed)."""
+    texts = (user_text(m) for m in context if m.get("role") == "user" and not is_internal_context(m))
+    return [text for text in texts if text]
 
 
 def first_request(context: Sequence[Message]) -> str:

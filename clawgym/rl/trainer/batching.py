@@ -8,9 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from clawgym.rl.trainer.frozen_prompt import PromptKV
 
 
 @dataclass
@@ -97,8 +101,20 @@ def shared_prefix_length(batch: Batch) -> int:
     return int(differs[0]) if len(differs) else limit
 
 
+def frozen_length(batch: Batch) -> int:
+    """The beginning of ``batch`` that :class:`~clawgym.rl.trainer.frozen_prompt.PromptKV` may run without
+    gradients: what all rows share, or one row's prompt but its last token (which predicts the first reply token)."""
+    if batch.input_ids.shape[0] == 1:
+        return int(batch.positions[0, 0])
+    return shared_prefix_length(batch)
+
+
+def uses_frozen_prompt(batch: Batch, prompt_kv: "PromptKV | None") -> bool:
+    return prompt_kv is not None and frozen_length(batch) >= prompt_kv.min_tokens
+
+
 def response_logits(model: nn.Module, batch: Batch, temperature: float = 1.0,
-                    share_prefix: bool = True) -> torch.Tensor:
+                    share_prefix: bool = True, prompt_kv: "PromptKV | None" = None) -> torch.Tensor:
     """Float32 logits ``[B, T, V]`` (fp64 for an fp64 model) at the response positions only, divided by the
     sampling temperature.
 
@@ -112,9 +128,20 @@ def response_logits(model: nn.Module, batch: Batch, temperature: float = 1.0,
     flow back through them and add up): the same logits and gradients as running every row whole, for
     fewer tokens forwarded, e.g. a GRPO group of 8 replies to one prompt. Not under gradient
     checkpointing, which drops the KV cache inside the checkpointed layers.
+
+    With ``prompt_kv`` and a beginning of at least its ``min_tokens`` (:func:`frozen_length`), that beginning's
+    keys and values come from ``prompt_kv`` (run without gradients, once per set of weights) and only the
+    rest runs here; the caller turns checkpointing off for it (:mod:`clawgym.rl.trainer.frozen_prompt`).
     """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     decoder, head = base.get_decoder(), base.get_output_embeddings()
+    if uses_frozen_prompt(batch, prompt_kv):
+        frozen = frozen_length(batch)
+        hidden = _hidden_after_frozen(decoder, batch.input_ids, frozen, prompt_kv)
+        index = (batch.positions - frozen).clamp(min=0)[..., None].expand(-1, -1, hidden.shape[-1])
+        logits = head(hidden.gather(1, index))
+        logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
+        return logits / temperature if temperature != 1.0 else logits
     shared = shared_prefix_length(batch) if share_prefix and not _checkpointed_layers(decoder) else 0
     if shared >= MIN_SHARED_PREFIX:
         hidden = _hidden_after_prefix(decoder, batch.input_ids, shared)
@@ -142,6 +169,22 @@ def _hidden_after_prefix(decoder: nn.Module, input_ids: torch.Tensor, shared: in
     cache.batch_repeat_interleave(rows)
     positions = torch.arange(shared, width, device=input_ids.device).expand(rows, -1)
     out = decoder(input_ids=input_ids[:, shared:], position_ids=positions, use_cache=True, **{CACHE_KWARG: cache})
+    return out.last_hidden_state
+
+
+def _hidden_after_frozen(decoder: nn.Module, input_ids: torch.Tensor, frozen: int,
+                         prompt_kv: "PromptKV") -> torch.Tensor:
+    """Last hidden states ``[B, L - frozen, H]`` after the first ``frozen`` tokens, whose keys and values
+    ``prompt_kv`` holds (or runs now, without gradients)."""
+    from clawgym.inference.kv_buffer import CACHE_KWARG
+    from clawgym.rl.trainer.frozen_prompt import as_cache
+
+    if _checkpointed_layers(decoder):
+        raise RuntimeError("a frozen prompt needs the KV cache: run the rest with checkpointing off")
+    rows, width = input_ids.shape
+    cache = as_cache(prompt_kv.keys_values(decoder, input_ids[0, :frozen]), rows)
+    positions = torch.arange(frozen, width, device=input_ids.device).expand(rows, -1)
+    out = decoder(input_ids=input_ids[:, frozen:], position_ids=positions, use_cache=True, **{CACHE_KWARG: cache})
     return out.last_hidden_state
 
 

@@ -68,6 +68,10 @@ class TrainerConfig:
     # torch trainer: a GRPO group's prompt (a micro-batch's shared beginning) runs once, not once a sample;
     # the same loss and gradients for fewer tokens (not inside a checkpointed micro-batch)
     shared_prefix: bool = True
+    # torch trainer: a micro-batch's shared beginning (one row: its prompt) of at least this many tokens runs
+    # without gradients, once per set of weights, its keys and values reused (rl/trainer/frozen_prompt.py:
+    # exact loss, the gradient through the prompt's keys and values left out); 0: off
+    frozen_prompt_above: int = 0
     behavior_correction: BehaviorCorrection = "none"
     tis_cap: float = 2.0
     seed: int = 0
@@ -86,6 +90,7 @@ class TrainerConfig:
             "micro_batch_size": self.micro_batch_size >= 1,
             "grad_accum": self.grad_accum >= 1,
             "checkpoint_above_tokens": self.checkpoint_above_tokens >= 0,
+            "frozen_prompt_above": self.frozen_prompt_above >= 0,
             "temperature": self.temperature > 0,
             "tis_cap": self.tis_cap > 0,
             "lr": self.lr >= 0,

@@ -49,6 +49,7 @@ from clawgym.rl.trainer.batching import (
     checkpointing_off,
     collate,
     forwarded_tokens,
+    uses_frozen_prompt,
     gather_logprobs,
     micro_batches,
     pad_rows,
@@ -58,6 +59,7 @@ from clawgym.rl.trainer.config import (  # noqa: F401  (re-exported: importers o
     LoraSettings,
     TrainerConfig,
 )
+from clawgym.rl.trainer.frozen_prompt import PromptKV
 from clawgym.rl.trainer.lora import merged_lora_state_dict, wrap_lora
 from clawgym.rl.trainer.samples import (  # noqa: F401  (re-exported: the trainers' shared sample code)
     HINT_HEADER,
@@ -111,6 +113,11 @@ class TorchTrainer:
         pad = getattr(tokenizer, "pad_token_id", None)
         self.pad_id = int(pad if pad is not None else (getattr(tokenizer, "eos_token_id", None) or 0))
         self.vocab_size = int(model.get_input_embeddings().weight.shape[0])
+        # long prompt beginnings run without gradients, once per set of weights (frozen_prompt.py): the trained
+        # weights' (cleared when they change), the initial weights' and the judge's (kept)
+        above = self.config.frozen_prompt_above
+        self._policy_kv, self._initial_kv, self._judge_kv = (
+            (PromptKV(above), PromptKV(above), PromptKV(above)) if above > 0 else (None, None, None))
 
         needs_frozen = self.config.teacher == "initial" and (
             self.config.kl_coef > 0 or self.config.method in ("opd", "hybrid", "opd_topk")
@@ -151,6 +158,9 @@ class TorchTrainer:
                 raise RuntimeError("no frozen copy of the initial weights was kept")
             yield self._frozen
 
+    def _teacher_kv(self) -> PromptKV | None:
+        return {"initial": self._initial_kv, "policy": self._policy_kv}.get(self.config.teacher, self._judge_kv)
+
     def _teacher(self):
         if self.config.teacher == "initial":
             return self._initial_weights()
@@ -181,7 +191,7 @@ class TorchTrainer:
                 chunk = [todo[i] for i in indices]
                 batch = collate([hinted[i] for i in indices], [s.response_ids for s in chunk], self.pad_id,
                                 self.device)
-                logits = response_logits(teacher, batch, cfg.temperature, cfg.shared_prefix)
+                logits = response_logits(teacher, batch, cfg.temperature, cfg.shared_prefix, self._teacher_kv())
                 logprobs = gather_logprobs(logits, batch.targets)
                 for row, s in zip(logprobs.cpu(), chunk):
                     s.teacher_logprobs = row[: len(s.response_ids)].tolist()
@@ -197,6 +207,8 @@ class TorchTrainer:
         cfg = self.config
         start_time = time.perf_counter()
         self.model.train()
+        if self._policy_kv is not None:
+            self._policy_kv.clear()  # the weights may have been loaded since the last step
         if method in ("opd", "hybrid"):
             self.compute_teacher_logprobs(samples)
         rl_adv = self.rl_advantages(samples)
@@ -275,6 +287,8 @@ class TorchTrainer:
         else:
             self.optimizer.step()
             self.step += 1
+            if self._policy_kv is not None:
+                self._policy_kv.clear()
         denom = max(num_tokens, 1.0)
         return {
             "loss": sums["loss"],
@@ -297,7 +311,7 @@ class TorchTrainer:
                           method: str) -> torch.Tensor:
         """The loss of one micro-batch (normalised by the optimiser step's totals), its metrics added to ``sums``."""
         cfg = self.config
-        logits = response_logits(self.model, batch, cfg.temperature, cfg.shared_prefix)
+        logits = response_logits(self.model, batch, cfg.temperature, cfg.shared_prefix, self._policy_kv)
         logprobs = gather_logprobs(logits, batch.targets)
         sums["nll"] += float((-logprobs.detach() * mask).sum())
         sums["entropy"] += float((losses.token_entropy(logits.detach()) * mask).sum())
@@ -372,8 +386,10 @@ class TorchTrainer:
 
     def _checkpointing_for(self, batch: Batch):
         """Checkpointing as configured, except for a micro-batch that forwards no more than
-        ``checkpoint_above_tokens`` tokens: it keeps its activations (and can run a shared prompt once)."""
-        if self.config.gradient_checkpointing and (
+        ``checkpoint_above_tokens`` tokens: it keeps its activations (and can run a shared prompt once), and one
+        whose prompt beginning is frozen (``frozen_prompt_above``): the rest runs on the beginning's keys and
+        values, which checkpointed layers would drop, and is short (its replies)."""
+        if self.config.gradient_checkpointing and (uses_frozen_prompt(batch, self._policy_kv) or
                 forwarded_tokens(batch, self.config.shared_prefix) <= self.config.checkpoint_above_tokens):
             return checkpointing_off(self.model)
         return nullcontext()
@@ -383,14 +399,15 @@ class TorchTrainer:
         """The initial weights' log-probs of the sampled tokens: a constant of the KL term, built without a graph."""
         with self._initial_weights() as reference, checkpointing_off(reference):
             return gather_logprobs(response_logits(reference, batch, self.config.temperature,
-                                                   self.config.shared_prefix), batch.targets)
+                                                   self.config.shared_prefix, self._initial_kv), batch.targets)
 
     @torch.no_grad()
     def _teacher_full_logprobs(self, part: Sequence[Sample], depth: int) -> torch.Tensor:
         prompts = [teacher_prompt_ids(self.tokenizer, s, self.config.hint_format) for s in part]
         batch = collate(prompts, [s.response_ids for s in part], self.pad_id, self.device)
         with self._teacher() as teacher, checkpointing_off(teacher):
-            logits = response_logits(teacher, batch, self.config.temperature, self.config.shared_prefix)
+            logits = response_logits(teacher, batch, self.config.temperature, self.config.shared_prefix,
+                                     self._teacher_kv())
             return torch.log_softmax(logits, -1)[:, :depth]
 
     # ---- publishing weights --------------------------------------------------------------------
