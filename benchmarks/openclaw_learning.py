@@ -141,9 +141,9 @@ def landed(message: Message, result: dict[str, bool]) -> bool:
 def openclaw_config(eval_gateway: bool) -> dict:
     """The README's openclaw.json without its trimming (OpenClaw's default tools and bootstrap files); the
     evaluation gateway's provider also marks its requests side turns and asks for greedy replies."""
-    from openclaw_turns import openclaw_config as readme_untrimmed
+    from tests.openclaw_harness import default_profile_config
 
-    config = readme_untrimmed("default")
+    config = default_profile_config()
     if eval_gateway:
         provider = config["models"]["providers"]["clawgym"]
         provider["headers"] = {"X-Turn-Type": "side"}

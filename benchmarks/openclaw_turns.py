@@ -27,16 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from clawgym.inference.catalog import DEFAULT_MODEL  # noqa: E402
-from tests.openclaw_harness import openclaw_gateway, readme_config  # noqa: E402
+from tests.openclaw_harness import default_profile_config, openclaw_gateway, readme_config  # noqa: E402
 
 
 def openclaw_config(profile: str) -> dict:
     """The README's openclaw.json, or the same without its trimming (OpenClaw's default tools, bootstrap)."""
-    config = readme_config()
-    if profile == "default":
-        config.pop("tools", None)
-        config["agents"]["defaults"].pop("skipBootstrap", None)
-    return config
+    return default_profile_config() if profile == "default" else readme_config()
 
 MESSAGES = [
     "Hi! Can you suggest a name for my new cat?",

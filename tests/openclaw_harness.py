@@ -84,6 +84,15 @@ def readme_config(readme: Path = Path(__file__).resolve().parent.parent / "READM
     return json.loads(block[block.index("```json") + 7:block.rindex("```")])
 
 
+def default_profile_config() -> dict:
+    """The README's openclaw.json without its trimming: OpenClaw's default tool profile and bootstrap files
+    (~12.5k-token requests, 12 tools), what a user who skips the README's two trimming lines sends."""
+    config = readme_config()
+    config.pop("tools", None)
+    config["agents"]["defaults"].pop("skipBootstrap", None)
+    return config
+
+
 def write_config(root: Path, base_url: str, api_key: str, port: int, prompt_cache_key: bool,
                  template: dict | None = None) -> Path:
     """openclaw.json: ``template`` adapted, or a minimal one (one provider, the HTTP endpoint on)."""

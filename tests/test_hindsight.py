@@ -209,6 +209,7 @@ def test_a_batch_never_splits_a_group(tmp_path):
     ({"hindsight_k": 4, "adapters": "per_user"}, "adapters: shared"),
     ({"hindsight_k": 3, "hindsight_prompted": 3}, r"within \[0, k - 1 = 2\]"),
     ({"hindsight_k": 3, "hindsight_prompted": 1, "hindsight_answered": 2}, r"prompted \+ answered .* got 1 \+ 2"),
+    ({"hindsight_k": 3, "hindsight_answered": 1, "hindsight_plain": 2}, r"answered \+ plain .* got 0 \+ 1 \+ 2"),
 ])
 def test_serve_settings_validate_hindsight(tmp_path, overrides, message):
     lora = {"lr": 1e-3, "micro_batch_size": 2, "lora": {"enabled": True}}
@@ -480,3 +481,52 @@ def test_the_signal_script_says_which_wishes_the_cues_decided_and_which_a_model_
     assert row.split()[-5:] == ["4", "0.50", "0.00", "0.50", "0.50"]
     (row,) = [line for line in script.decided_table(counts).splitlines() if line.startswith(SHORT_WISH)]
     assert row.split()[-5:] == ["3", "1.00", "0.33", "0.00", "-"]
+
+
+def openclaw_turn():
+    """A turn as the real OpenClaw sends it: its system prompt and tools, the person's words with a timestamp and
+    Runtime suffix, then its internal-context block as a last user message."""
+    turn = judged_turn(reply='{"name": "apply_patch", "arguments": {"input": "x"}}')
+    turn.context = [
+        {"role": "system", "content": "You are a personal assistant running inside OpenClaw. (12k tokens of it)"},
+        {"role": "user", "content": "[Wed 2026-12-02 07:27 UTC] what is 2+2?\n\nRuntime: agent=main | sessionId=s1"},
+        {"role": "user", "content": [{"type": "text", "text": "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nnone\n"
+                                                              "<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"}]}]
+    turn.info["tools"] = [{"type": "function", "function": {"name": "apply_patch", "parameters": {}}}]
+    return turn
+
+
+def test_answered_siblings_see_openclaws_internal_block_after_the_persons_words_as_its_next_request_has_it():
+    from clawgym.inference.models import load_tokenizer
+    from clawgym.rl.trainer.samples import render_prompt_ids
+
+    tokenizer = load_tokenizer("tiny-random")
+    builder = groups(["four", "five six"], tokenizer=tokenizer, answered=1)
+    turn = openclaw_turn()
+    asyncio.run(builder.build(turn, verdict=-1.0))
+    (answered_ids, _), _ = builder.policy.asked
+    system, words, internal = turn.context
+    expected = [system, words, turn.action, *turn.next_state, internal]  # not the old block mid-conversation
+    assert answered_ids == render_prompt_ids(tokenizer, expected, turn.info["tools"])
+
+
+def test_plain_siblings_answer_the_conversation_alone_with_the_wishes_and_train_on_the_clients_prompt():
+    from clawgym.inference.models import load_tokenizer
+    from clawgym.rl.trainer.samples import render_prompt_ids
+
+    tokenizer = load_tokenizer("tiny-random")
+    builder = groups(["four", "a reply of far too many words"], tokenizer=tokenizer, plain=1)
+    samples, reason = asyncio.run(builder.build(openclaw_turn(), verdict=-1.0))
+    assert reason is None and [s.metadata["hindsight"] for s in samples] == ["real", "plain", "sibling"]
+    (plain_ids, _), (own_ids, _) = builder.policy.asked
+    # no system prompt, no tools, no internal block, no timestamp or Runtime suffix; the wish beside the words
+    alone = [{"role": "user", "content": "what is 2+2? Keep it under 5 words."}]
+    assert plain_ids == render_prompt_ids(tokenizer, alone) and own_ids == [1, 2, 3]
+    real, plain, own = samples
+    assert plain.prompt_ids == [1, 2, 3] and plain.off_policy  # trained as a reply to OpenClaw's own prompt
+    assert plain.reward == 1.0 and plain.advantage > 0 > own.advantage
+    assert builder.stats["plain_siblings"] == 1
+    with pytest.raises(ValueError, match=r"prompted \+ answered \+ plain siblings .* got 0 \+ 1 \+ 2"):
+        HindsightSettings(k=3, answered=1, plain=2)
+    with pytest.raises(ValueError, match="policy's tokenizer"):
+        groups(["four", "five"], plain=1)

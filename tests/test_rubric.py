@@ -42,6 +42,13 @@ PROSE = "Great work, Ava! The correct result is 48. Your working is clear and ev
     ("give a score out of 10", "Score: 10/10.", True),
     ("give a score out of 10 and be kind", PROSE, False),  # the violation decides ...
     ("give a score out of 10 and be kind", LISTED, None),  # ... the rest is the model's
+    ("answer me in plain words, not JSON or code", '{"name": "apply_patch", "arguments": {"input": "x"}}', False),
+    ("answer me in plain words, not JSON or code", "```json\n{\"name\": \"read\"}\n```", False),
+    ("answer me in plain words, not JSON or code", PROSE, True),
+    ("tell me in normal sentences", '[{"name": "conversation_data", "arguments": "{{data}}"}]', False),
+    ("tell me in normal sentences", PROSE, True),
+    ("no JSON, just write the answer for me", "<tool_call>{\"name\": \"write\"}</tool_call>", False),
+    ("no JSON, just write the answer for me", PROSE, None),  # "write the answer" is the model's
     ("address the student by name", PROSE, None),  # not measurable: the model's
     ("make it friendlier and more encouraging", PROSE, None),
 ])

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import torch
 
-from clawgym.core.chat_protocol import conversation
+from clawgym.core.chat_protocol import conversation, is_internal_context, user_text
 from clawgym.core.messages import text_of
 from clawgym.core.policy import SamplingParams
 from clawgym.personal.rubric import RubricJudge, WishCheck, reward_of
@@ -75,7 +75,7 @@ class HindsightSettings:
     did not record its own (a sibling gets the real reply's limit); ``max_queued``:
     judged turns waiting for their group before new ones are refused; ``prompted``: how many of the
     ``k - 1`` siblings read the wishes in their prompt; ``answered``: how many answer the person's next
-    message (the rest are sampled from the turn's own prompt)."""
+    message; ``plain``: how many answer the conversation alone (the rest are sampled from the turn's own prompt)."""
 
     k: int = 4
     verdict_weight: float = 0.5
@@ -83,6 +83,7 @@ class HindsightSettings:
     max_queued: int = 8
     prompted: int = 0
     answered: int = 0
+    plain: int = 0
 
     def __post_init__(self) -> None:
         if self.k < 2:
@@ -96,6 +97,9 @@ class HindsightSettings:
         if self.answered < 0 or self.prompted + self.answered > self.k - 1:
             raise ValueError(f"prompted + answered siblings must be within [0, k - 1 = {self.k - 1}], "
                              f"got {self.prompted} + {self.answered}")
+        if self.plain < 0 or self.prompted + self.answered + self.plain > self.k - 1:
+            raise ValueError(f"prompted + answered + plain siblings must be within [0, k - 1 = {self.k - 1}], "
+                             f"got {self.prompted} + {self.answered} + {self.plain}")
 
 
 def hindsight_settings(serve: ServeSection) -> HindsightSettings | None:
@@ -105,7 +109,8 @@ def hindsight_settings(serve: ServeSection) -> HindsightSettings | None:
         return None
     return HindsightSettings(k=serve.hindsight_k, verdict_weight=serve.hindsight_verdict_weight,
                              max_tokens=serve.max_tokens, max_queued=serve.hindsight_max_queued,
-                             prompted=serve.hindsight_prompted, answered=serve.hindsight_answered)
+                             prompted=serve.hindsight_prompted, answered=serve.hindsight_answered,
+                             plain=serve.hindsight_plain)
 
 
 def user_of(turn: Turn) -> str:
@@ -134,7 +139,7 @@ class HindsightGroups:
         if settings.prompted and getattr(self.sampler, "tokenizer", None) is None:
             raise ValueError("prompted siblings render the teacher's prompt with the sampler's tokenizer, "
                              f"and {type(self.sampler).__name__} has none")
-        if settings.answered and getattr(policy, "tokenizer", None) is None:
+        if (settings.answered or settings.plain) and getattr(policy, "tokenizer", None) is None:
             raise ValueError("answered siblings render the continued conversation with the policy's tokenizer, "
                              f"and {type(policy).__name__} has none")
         self.owns_sampler = owns_sampler  # closed with the groups
@@ -165,18 +170,22 @@ class HindsightGroups:
         where = teacher_context(turn)  # the tools the student saw and where the person's words are
         teacher_prompt = self._prompted_ids(turn, hint, where) if prompted else []
         answered_prompt = self._answered_ids(turn, where) if answered else []
+        plain = self.settings.plain
+        plain_prompt = self._plain_ids(turn, hint) if plain else []
         siblings = await asyncio.gather(
             *(self.sampler.generate_ids(teacher_prompt, sampling) for _ in range(prompted)),
             *(self.policy.generate_ids(answered_prompt, sampling) for _ in range(answered)),
+            *(self.policy.generate_ids(plain_prompt, sampling) for _ in range(plain)),
             *(self.policy.generate_ids(list(turn.prompt_ids), sampling)
-              for _ in range(self.settings.k - 1 - prompted - answered)))
+              for _ in range(self.settings.k - 1 - prompted - answered - plain)))
         self.stats["siblings"] += len(siblings)
         self.stats["prompted_siblings"] += prompted
         self.stats["answered_siblings"] += answered
+        self.stats["plain_siblings"] += plain
         context = conversation(list(turn.context))
         replies = [text_of(turn.action)] + [g.text for g in siblings]
-        own = len(siblings) - prompted - answered
-        kinds = ["real"] + ["prompted"] * prompted + ["answered"] * answered + ["sibling"] * own
+        own = len(siblings) - prompted - answered - plain
+        kinds = ["real"] + ["prompted"] * prompted + ["answered"] * answered + ["plain"] * plain + ["sibling"] * own
         checks = await asyncio.to_thread(self.rubric.check_many, [(wishes, context, r) for r in replies])
         rubric = [reward_of(c) for c in checks]
         if rubric[0] is None:
@@ -226,9 +235,20 @@ class HindsightGroups:
 
     def _answered_ids(self, turn: Turn, where: dict[str, Any]) -> list[int]:
         """The prompt of the person's next turn: the turn's context, the served reply and the next state,
-        rendered as the policy renders any prompt (with the tools the student saw)."""
-        messages = [*turn.context, dict(turn.action), *turn.next_state]
+        rendered as the policy renders any prompt (with the tools the student saw). OpenClaw's next request
+        does not replay the turn's internal-context block where it was but sends one after the person's
+        words: so does this prompt."""
+        internal = [m for m in turn.context if is_internal_context(m)][-1:]
+        messages = [*conversation(list(turn.context)), dict(turn.action), *turn.next_state, *internal]
         return render_prompt_ids(self.policy.tokenizer, messages, where.get("tools"))
+
+    def _plain_ids(self, turn: Turn, hint: str) -> list[int]:
+        """The conversation alone: its user, assistant and tool messages, the person's words without a client's
+        timestamp or Runtime suffix, no system prompt, no tool schemas, no internal-context block; the wishes
+        placed as the OPD hint is. What the policy writes to the person outside the client's harness."""
+        messages = [dict(m, content=user_text(m)) if m.get("role") == "user" else m
+                    for m in conversation(list(turn.context)) if m.get("role") != "system"]
+        return render_prompt_ids(self.policy.tokenizer, hinted_messages(messages, hint, self.hint_format), None)
 
     async def close(self) -> None:
         if self.owns_sampler:

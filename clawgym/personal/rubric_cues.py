@@ -1,6 +1,7 @@
 """The rubric judge's shortcut for clear cases: wishes that state something code can measure.
 
-A wish that forbids or asks for a format (lists, bold or headings, LaTeX, emoji), sets a count
+A wish that forbids or asks for a format (lists, bold or headings, LaTeX, emoji, code or JSON: "plain words,
+not JSON" is missed by a reply that is a JSON object, a tool call written as text or a fenced block), sets a count
 ("under 80 words", "at least two sentences", "two sentences max") or names a scale ("give a score out
 of 10": a "7/10" or "7 out of 10" in the reply) is decided by looking at the reply:
 a model reading "keep it under 80 words" cannot count words, code can. Everything else ("address the
@@ -39,6 +40,9 @@ LIST_LINE = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s+", re.MULTILINE)
 MARKDOWN = re.compile(r"\*\*|__|^\s*#+\s", re.MULTILINE)
 LATEX = re.compile(r"\\\(|\\\[|\\frac|\\boxed|\\times|\\cdot|\$[^$\n]+\$")
 EMOJI = re.compile("[\U0001F300-\U0001FAFF\u2600-\u27BF]")
+# code or a JSON value in a reply: a fenced block, a reply that opens with a JSON object or array (a tool call
+# written as text), a <tool_call> block
+CODE = re.compile(r"```|\A\s*[\[{]|<tool_call>")
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
                 "ten": 10, "a couple of": 2, "a few": 3}
 _N = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few)"
@@ -49,14 +53,14 @@ MAX_SENTENCES = re.compile(rf"(?i)\b(?:at most|no more than|max(?:imum)?(?: of)?
 MIN_SENTENCES = re.compile(rf"(?i)\bat least\s+{_N}\s+sentences?\b")
 SCALE = re.compile(r"(?i)\b(?:score|grade|mark|rating|rate it)\s+(?:it\s+)?"
                    r"(?:out of|on a scale of|from 0 to|from 1 to)\s+(\d+)\b")
-_FORMATS = {"list": LIST_LINE, "markdown": MARKDOWN, "latex": LATEX, "emoji": EMOJI}
+_FORMATS = {"list": LIST_LINE, "markdown": MARKDOWN, "latex": LATEX, "emoji": EMOJI, "code": CODE}
 # words of a wish that the cues measure; a wish with other content words also has a part for the model
 _MEASURED = re.compile(r"(?i)\b(?:no|not|don'?t|do not|use|without|avoid|skip|drop|remove|lose|stop|any|just|only|"
                        r"plain|text|symbols?|numbered|bullet(?:ed)?|bullet points|points?|lists?|bold|headings?|"
                        r"headers?|markdown|formatting|latex|emojis?|write|rewrite|it|as|normal|prose|paragraph|"
                        r"sentences?|keep|under|at most|at least|no more than|max(?:imum)?|words?|a|an|the|in|"
                        r"of|make|shorter|short|please|and|or|with|put|give|score|grade|mark|rating|rate|out of|"
-                       r"scale|from|to|like)\b|\d+")
+                       r"scale|from|to|like|json|code|snippets?|tell|answer|me)\b|\d+")
 
 
 UNCHECKABLE = re.compile(r"(?i)\b(?:faster|quicker|sooner|quickly|right away|immediately|remind(?:er)?|remember|"

@@ -216,6 +216,9 @@ ASPECTS: dict[str, tuple[str, int]] = {  # word stem -> (aspect, sign); a negato
     **{w: ("markdown", +1) for w in ("bold", "heading", "markdown", "italic", "header")},
     **{w: ("latex", +1) for w in ("latex", "tex")},
     **{w: ("emoji", +1) for w in ("emoji", "emojis", "emoticon")},
+    # code or JSON in the reply ("no JSON", "not code"); "plain words", "normal sentences": none
+    **{w: ("code", +1) for w in ("code", "json", "snippet")},
+    **{w: ("code", -1) for w in ("plain", "normal")},
 }
 LANGUAGES = frozenset("english french german spanish italian chinese japanese portuguese dutch hindi arabic russian "
                       "korean polish turkish swedish greek".split())

@@ -58,6 +58,7 @@ def hindsight_problem(config: Any) -> str | None:
 def hindsight_size_problem(serve: Any) -> str | None:
     """What of the group's sizes ``HindsightSettings`` (clawgym.personal.hindsight) would refuse, or None."""
     k, prompted, answered = serve.hindsight_k, serve.hindsight_prompted, serve.hindsight_answered
+    plain = serve.hindsight_plain
     if k < 2:
         return f"hindsight groups need k >= 2 replies (the person's and a sibling), got {k}"
     if not 0.0 <= serve.hindsight_verdict_weight <= 1.0:
@@ -68,4 +69,7 @@ def hindsight_size_problem(serve: Any) -> str | None:
         return f"prompted siblings must be within [0, k - 1 = {k - 1}], got {prompted}"
     if answered < 0 or prompted + answered > k - 1:
         return f"prompted + answered siblings must be within [0, k - 1 = {k - 1}], got {prompted} + {answered}"
+    if plain < 0 or prompted + answered + plain > k - 1:
+        return (f"prompted + answered + plain siblings must be within [0, k - 1 = {k - 1}], "
+                f"got {prompted} + {answered} + {plain}")
     return None

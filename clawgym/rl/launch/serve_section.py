@@ -81,6 +81,9 @@ class ServeSection(Section):
     hindsight_prompted_model: str = ""
     # siblings the policy writes once the user's next message is in its context (of hindsight_k - 1 - prompted)
     hindsight_answered: int = 0
+    # siblings the policy writes to the conversation alone, the user's wishes in it: without the client's system
+    # prompt, tool schemas and internal blocks (of hindsight_k - 1 - prompted - answered); see personal/hindsight.py
+    hindsight_plain: int = 0
     # the rubric meets no wish with a reply that declines the request ("I'm sorry, but I can't assist with that.")
     hindsight_refusals_fail: bool = False
     # the OPD teacher reads every remembered wish of the user (clawgym.personal.wish_memory), not only the turn's hint

@@ -207,6 +207,7 @@ class TorchTrainer:
         cfg = self.config
         start_time = time.perf_counter()
         self.model.train()
+        frozen_before = self._frozen_prompt_counts()
         if self._policy_kv is not None:
             self._policy_kv.clear()  # the weights may have been loaded since the last step
         if method in ("opd", "hybrid"):
@@ -242,7 +243,14 @@ class TorchTrainer:
             version=float(self.version),
             lr=float(cfg.lr),
         )
+        if self._policy_kv is not None:  # prompt tokens run without gradients for this step, and served from cache
+            run, reused = (after - before for after, before in zip(self._frozen_prompt_counts(), frozen_before))
+            out.update(frozen_prompt_tokens=float(run), frozen_prompt_reused_tokens=float(reused))
         return out
+
+    def _frozen_prompt_counts(self) -> tuple[int, int]:
+        caches = [kv for kv in (self._policy_kv, self._initial_kv, self._judge_kv) if kv is not None]
+        return sum(kv.run_tokens for kv in caches), sum(kv.reused_tokens for kv in caches)
 
     def _behavior(self, logprobs: torch.Tensor, sampled: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(the old logprobs of the PPO ratio, a per-token importance weight or None).
