@@ -38,6 +38,14 @@ conversation as the next request will hold it), trained as replies to the turn's
 once told becomes a candidate for what it should have written before, off-policy like a prompted one.
 A turn whose next state holds no words of the person gets own siblings instead.
 
+A client's harness can hide from a small model what it would write to the person. Under OpenClaw's default
+profile (a ~12.5k-token system prompt and 12 tools) Qwen2.5-Coder-0.5B answers "how do I keep basil alive?"
+with a tool call written as JSON, every time, and its siblings and its reply to the correction do the same:
+no member of the group meets "answer in plain words". ``plain`` of the ``k - 1`` siblings are therefore the
+policy's reply to the conversation alone (its user, assistant and tool messages, the person's wishes placed as
+the OPD hint is, no client system prompt, tool schemas or internal-context block), trained as replies to the
+turn's own prompt, off-policy like a prompted one: the rubric decides whether it meets the wishes better.
+
 With ``method: hybrid`` (``teacher_hint``) every member of a group also carries the OPD term: the
 teacher reads the person's remembered wishes as its hint, so the trainer adds
 ``w_opd * (log pi_teacher - log pi_old)`` per token to the group's advantage. The rubric's reward holds

@@ -23,6 +23,7 @@ import hashlib
 import json
 import re
 
+from clawgym.core.chat_protocol import user_text
 from clawgym.core.messages import Message, text_of
 from clawgym.core.policy import Policy
 from clawgym.rl.types import JudgeResult, Turn
@@ -57,8 +58,10 @@ DONE_TOKEN = re.compile(r"\b[A-Z]+_DONE\b")
 
 
 def next_user_text(turn: Turn) -> str:
-    """The user's message that followed the action (empty when the episode ended without one)."""
-    return "\n".join(text_of(m) for m in turn.next_state if m.get("role") == "user").strip()
+    """The user's message that followed the action (empty when the episode ended without one), in their own
+    words: a client's timestamp prefix and Runtime suffix (OpenClaw's) removed, so the cues anchored at the start
+    of a message read it."""
+    return "\n".join(user_text(m) for m in turn.next_state if m.get("role") == "user").strip()
 
 
 def threshold_for(model: str) -> float:
