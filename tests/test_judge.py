@@ -356,6 +356,10 @@ def tool(content: str) -> Message:
 async def test_rule_judges() -> None:
     assert (await ToolErrorRule().judge(make_turn([tool("Error: unknown tool 'pyhton'")]))).score == -1.0
     assert await ToolErrorRule().judge(make_turn([tool("42")])) is None
+    openclaw_failure = '{\n  "status": "error",\n  "tool": "apply_patch",\n  "error": "The first line of the patch"\n}'
+    assert (await ToolErrorRule().judge(make_turn([tool(openclaw_failure)]))).score == -1.0  # OpenClaw's shape
+    assert await ToolErrorRule().judge(make_turn([tool('{"status": "ok", "path": "a.txt"}')])) is None
+    assert await ToolErrorRule().judge(make_turn([tool('{"status": "error", broken')])) is None  # not JSON: no rule
     assert await ToolErrorRule().judge(
         make_turn([{"role": "user", "content": "Error: that is not what I asked"}])) is None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from typing import Sequence
 
@@ -37,15 +38,30 @@ class RuleJudge:
 
 
 class ToolErrorRule(RuleJudge):
-    """-1 when a tool result in the next state starts with ``Error:`` (the env contract's tool errors)."""
+    """-1 when a tool result in the next state is an error: it starts with ``Error:`` (the env contract's tool
+    errors) or is a JSON object whose ``status`` is ``"error"`` (what OpenClaw sends back for a failed call:
+    ``{"status": "error", "tool": "apply_patch", "error": "..."}``)."""
 
     name = "tool_error"
 
     def verdict(self, turn: Turn) -> tuple[float, str] | None:
         for text in _tool_texts(turn):
-            if text.lstrip().startswith("Error:"):
+            if text.lstrip().startswith("Error:") or _json_status(text) == "error":
                 return -1.0, f"tool error: {clip(text.strip(), 200)}"
         return None
+
+
+def _json_status(text: str) -> str | None:
+    """The ``status`` of a tool result that is a JSON object, else None."""
+    body = text.strip()
+    if not body.startswith("{"):
+        return None
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    status = value.get("status") if isinstance(value, dict) else None
+    return status.lower() if isinstance(status, str) else None
 
 
 class ExitCodeRule(RuleJudge):
