@@ -24,7 +24,7 @@ import json
 import re
 
 from clawgym.core.chat_protocol import user_text
-from clawgym.core.messages import Message, text_of
+from clawgym.core.messages import Message
 from clawgym.core.policy import Policy
 from clawgym.rl.types import JudgeResult, Turn
 

@@ -8,13 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-if TYPE_CHECKING:
-    from clawgym.rl.trainer.frozen_prompt import PromptKV
+from clawgym.rl.trainer.frozen_prompt import PromptKV, as_cache
 
 
 @dataclass
@@ -109,12 +107,12 @@ def frozen_length(batch: Batch) -> int:
     return shared_prefix_length(batch)
 
 
-def uses_frozen_prompt(batch: Batch, prompt_kv: "PromptKV | None") -> bool:
+def uses_frozen_prompt(batch: Batch, prompt_kv: PromptKV | None) -> bool:
     return prompt_kv is not None and frozen_length(batch) >= prompt_kv.min_tokens
 
 
 def response_logits(model: nn.Module, batch: Batch, temperature: float = 1.0,
-                    share_prefix: bool = True, prompt_kv: "PromptKV | None" = None) -> torch.Tensor:
+                    share_prefix: bool = True, prompt_kv: PromptKV | None = None) -> torch.Tensor:
     """Float32 logits ``[B, T, V]`` (fp64 for an fp64 model) at the response positions only, divided by the
     sampling temperature.
 
@@ -173,11 +171,10 @@ def _hidden_after_prefix(decoder: nn.Module, input_ids: torch.Tensor, shared: in
 
 
 def _hidden_after_frozen(decoder: nn.Module, input_ids: torch.Tensor, frozen: int,
-                         prompt_kv: "PromptKV") -> torch.Tensor:
+                         prompt_kv: PromptKV) -> torch.Tensor:
     """Last hidden states ``[B, L - frozen, H]`` after the first ``frozen`` tokens, whose keys and values
     ``prompt_kv`` holds (or runs now, without gradients)."""
     from clawgym.inference.kv_buffer import CACHE_KWARG
-    from clawgym.rl.trainer.frozen_prompt import as_cache
 
     if _checkpointed_layers(decoder):
         raise RuntimeError("a frozen prompt needs the KV cache: run the rest with checkpointing off")

@@ -53,9 +53,8 @@ class PromptKV:
             else DynamicCache()
         positions = torch.arange(start, len(key), device=ids.device)[None]
         from clawgym.inference.kv_buffer import CACHE_KWARG
-        from clawgym.rl.trainer.batching import checkpointing_off
 
-        with torch.no_grad(), checkpointing_off(decoder):
+        with torch.no_grad():  # the caller runs it with checkpointing off (checkpointed layers drop the cache)
             out = decoder(input_ids=ids[None, start:], position_ids=positions, use_cache=True,
                           **{CACHE_KWARG: cache})
         layers = [(layer.keys, layer.values) for layer in getattr(out, CACHE_KWARG).layers]
@@ -74,6 +73,12 @@ def common_length(a: tuple[int, ...], b: tuple[int, ...]) -> int:
         return 0
     differs = (torch.tensor(a[:limit]) != torch.tensor(b[:limit])).nonzero()
     return int(differs[0]) if len(differs) else limit
+
+
+def token_counts(*caches: PromptKV | None) -> tuple[int, int]:
+    """(tokens run, tokens reused) over the given caches (None: a cache that is off)."""
+    present = [kv for kv in caches if kv is not None]
+    return sum(kv.run_tokens for kv in present), sum(kv.reused_tokens for kv in present)
 
 
 def as_cache(keys_values: KeysValues, rows: int) -> DynamicCache:

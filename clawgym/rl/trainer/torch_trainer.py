@@ -49,17 +49,17 @@ from clawgym.rl.trainer.batching import (
     checkpointing_off,
     collate,
     forwarded_tokens,
-    uses_frozen_prompt,
     gather_logprobs,
     micro_batches,
     pad_rows,
     response_logits,
+    uses_frozen_prompt,
 )
 from clawgym.rl.trainer.config import (  # noqa: F401  (re-exported: importers of the trainer's config)
     LoraSettings,
     TrainerConfig,
 )
-from clawgym.rl.trainer.frozen_prompt import PromptKV
+from clawgym.rl.trainer.frozen_prompt import PromptKV, token_counts
 from clawgym.rl.trainer.lora import merged_lora_state_dict, wrap_lora
 from clawgym.rl.trainer.samples import (  # noqa: F401  (re-exported: the trainers' shared sample code)
     HINT_HEADER,
@@ -116,8 +116,7 @@ class TorchTrainer:
         # long prompt beginnings run without gradients, once per set of weights (frozen_prompt.py): the trained
         # weights' (cleared when they change), the initial weights' and the judge's (kept)
         above = self.config.frozen_prompt_above
-        self._policy_kv, self._initial_kv, self._judge_kv = (
-            (PromptKV(above), PromptKV(above), PromptKV(above)) if above > 0 else (None, None, None))
+        self._policy_kv, self._initial_kv, self._judge_kv = (PromptKV(above) if above else None for _ in range(3))
 
         needs_frozen = self.config.teacher == "initial" and (
             self.config.kl_coef > 0 or self.config.method in ("opd", "hybrid", "opd_topk")
@@ -170,11 +169,6 @@ class TorchTrainer:
             raise RuntimeError("teacher='judge' but no teacher_model (the judge's model) was given")
         return nullcontext(self.teacher_model)
 
-    # ---- validation ----------------------------------------------------------------------------
-
-    def _validate(self, samples: Sequence[Sample], method: str) -> None:
-        validate_samples(samples, self.vocab_size, method)
-
     # ---- advantages ----------------------------------------------------------------------------
 
     def rl_advantages(self, samples: Sequence[Sample]) -> torch.Tensor:
@@ -203,11 +197,11 @@ class TorchTrainer:
 
         ``method`` (default: the configured one) is ``"sft"`` for the warm start's steps before RL."""
         method = method or self.config.method
-        self._validate(samples, method)
+        validate_samples(samples, self.vocab_size, method)
         cfg = self.config
         start_time = time.perf_counter()
         self.model.train()
-        frozen_before = self._frozen_prompt_counts()
+        frozen_before = token_counts(self._policy_kv, self._initial_kv, self._judge_kv)
         if self._policy_kv is not None:
             self._policy_kv.clear()  # the weights may have been loaded since the last step
         if method in ("opd", "hybrid"):
@@ -244,13 +238,10 @@ class TorchTrainer:
             lr=float(cfg.lr),
         )
         if self._policy_kv is not None:  # prompt tokens run without gradients for this step, and served from cache
-            run, reused = (after - before for after, before in zip(self._frozen_prompt_counts(), frozen_before))
-            out.update(frozen_prompt_tokens=float(run), frozen_prompt_reused_tokens=float(reused))
+            now = token_counts(self._policy_kv, self._initial_kv, self._judge_kv)
+            out.update(frozen_prompt_tokens=float(now[0] - frozen_before[0]),
+                       frozen_prompt_reused_tokens=float(now[1] - frozen_before[1]))
         return out
-
-    def _frozen_prompt_counts(self) -> tuple[int, int]:
-        caches = [kv for kv in (self._policy_kv, self._initial_kv, self._judge_kv) if kv is not None]
-        return sum(kv.run_tokens for kv in caches), sum(kv.reused_tokens for kv in caches)
 
     def _behavior(self, logprobs: torch.Tensor, sampled: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(the old logprobs of the PPO ratio, a per-token importance weight or None).
