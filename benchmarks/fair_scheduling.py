@@ -5,7 +5,7 @@ over HTTP on a local port; ``serve.train=false``, and every request opens a conv
 judged and only the serving engine works), and measures, side by side:
 
 - *alone*: ``--short`` short requests (``max_tokens`` ``--short-tokens``, greedy, each a new conversation), one
-  after another, with nothing else running;
+  after another, with no other request in the server;
 - *while one user streams*: the same requests while another user streams a reply asking for ``max_tokens`` 10^8,
   which the gateway clamps to its advertised ``max_output_tokens`` (``serve.max_tokens``: 512); when one long
   reply ends before the short requests are done, the user asks for the next.
@@ -181,23 +181,23 @@ def markdown(path: Path = RESULTS) -> str:
              generated_by("fair_scheduling.py", PAGE, "benchmarks/results/fair_scheduling.jsonl"), "",
              "Each row: `clawgym serve`'s app built from the chat launcher (serving only: "
              f"`{' '.join('--set ' + s for s in SETS)}`), in one process, over HTTP on a local port. *alone*: "
-             "short greedy requests (each a new conversation), one after another, with nothing else running; "
+             "short greedy requests (each a new conversation), one after another, with no other request in the server "
+             "(other jobs on the machine show in the load average); "
              "*while streaming*: the same while another user streams a reply that asks for `max_tokens` 10^8, "
              "clamped by the gateway to its advertised `max_output_tokens`. Latency: from sending a request to its "
              "whole reply, in seconds. The continuous batch decodes the short requests' rows next to the long "
              "reply's, so a short request waits for no other reply to finish; what it pays is the slower decoding "
              "step of a bigger batch.", "",
              "| model | short requests (max_tokens) | alone p50 / p95 | while streaming p50 / p95 | long reply: "
-             "asked → got tokens, tokens/s | CPU | load before → after | command | commit |",
+             "asked → got tokens | CPU | load before → after | command | commit |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         longs = r["long_replies"]
-        got = "/".join(str(x["tokens"]) for x in longs)
-        speed = "/".join(f"{x['tokens_per_s']:.1f}" for x in longs if x["tokens_per_s"] is not None)
+        got = "; ".join(f"{x['tokens']} in {x['seconds']:.0f} s ({x['tokens_per_s']:.2f} tok/s)" for x in longs)
         lines.append(f"| {r['model']} | {r['short_requests']} + {r['short_requests']} ({r['short_max_tokens']}) "
                      f"| {r['alone_p50']:.2f} / {r['alone_p95']:.2f} s "
                      f"| {r['with_long_p50']:.2f} / {r['with_long_p95']:.2f} s "
-                     f"| {r['long_asked']:.0e} → {got}, {speed} | {r['cpu']} "
+                     f"| {r['long_asked']:.0e} → {got} | {r['cpu']} "
                      f"| {r['load_before'][0]:.2f} → {r['load_after'][0]:.2f} | `{r['command']}` | {r['commit']} |")
     notes = [f"- {r['model']} at {r['commit']}: {r['note']}" for r in rows if r.get("note")]
     if notes:
