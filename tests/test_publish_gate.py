@@ -231,7 +231,7 @@ def test_a_served_gate_needs_the_in_process_shared_policy(tmp_path):
         load_config(config_file(tmp_path, gate={"enabled": True}), ["policy.backend=sglang"], serving=True)
     per_user = load_config(config_file(tmp_path, gate={"enabled": True}, adapters="per_user",
                                        trainer={"lora": {"enabled": True}}), serving=True)
-    assert per_user.serve.gate.enabled  # per-user adapters are not gated: the server builds no gate for them
+    assert per_user.serve.gate.enabled  # per-user adapters are gated per user (tests/test_per_user_gate.py)
     with pytest.raises(ConfigError, match="serve.gate.every"):
         load_config(config_file(tmp_path, gate={"every": 0}), serving=True)
 

@@ -43,8 +43,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         gate = ""
         if serve.train and serve.gate.enabled:
             gate = (f"; publish gate on ({serve.gate.requests} held-back requests a person, one more copy of the "
-                    "served model)" if serve.adapters == "shared" else "; no publish gate (per-user adapters are not "
-                    "gated)")
+                    "served model)" if serve.adapters == "shared" else
+                    f"; publish gate on per user (each person's adapter judged on their own {serve.gate.requests} "
+                    "held-back requests, decoded on one spare adapter slot; versions, rollback and alarms per user)")
         print(f"serve: {serve.host}:{serve.port}, adapters {serve.adapters}, "
               f"{len(serve.users)} keyed users, training {'on' if serve.train else 'off'}{gate}")
         return 0

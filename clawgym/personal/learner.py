@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from clawgym.rl.launch import ConfigError, RunConfig
 from clawgym.rl.launch.placement import serves_in_process
@@ -26,12 +26,16 @@ if TYPE_CHECKING:
     from clawgym.personal.trainer import OnError, OnStep
     from clawgym.personal.user_adapters import UserAdapters
     from clawgym.rl.launch import Stack
+    from clawgym.rl.launch.serve_section import ServeSection
     from clawgym.rl.trainer import Trainer
     from clawgym.rl.types import JSONObject, Turn
 
 
 class Learner(Protocol):
-    """What the server drives: turns in (never blocking), a restart's recovery, forget-me, shutdown."""
+    """What the server drives: turns in (never blocking), a restart's recovery, forget-me, shutdown, and the
+    controls a person (or an admin) has over what serves them: the status, resume, rollback."""
+
+    per_user: bool  # each person has weights of their own (their key controls them), or one set serves everyone
 
     def add(self, turn: Turn) -> None:
         """A judged turn (the gateway's ``on_judged``): keep its sample if trainable; train in the background."""
@@ -42,15 +46,16 @@ class Learner(Protocol):
     def forget(self, user: str) -> int:
         """Forget-me: drop everything pending of ``user``; returns how many samples or turns were dropped."""
 
-    def status(self) -> JSONObject:
-        """The served version, the kept versions, the publish gate's last verdict, alarms, whether paused."""
+    def status(self, user: str | None = None) -> JSONObject:
+        """The served version, the kept versions, the publish gate's last verdict, alarms, whether paused (of
+        ``user``'s weights; without ``user``, of everyone's)."""
 
-    def resume(self) -> JSONObject:
-        """Train again after an alarm paused training; returns the status."""
+    def resume(self, user: str | None = None) -> JSONObject:
+        """Train (``user``'s weights) again after an alarm paused training; returns the status."""
 
-    async def rollback(self, version: int) -> JSONObject:
-        """Serve the kept version ``version`` again (:class:`~clawgym.personal.publishing.UnknownVersion` if it
-        is not kept); returns the status."""
+    async def rollback(self, version: int, user: str | None = None) -> JSONObject:
+        """Serve the kept version ``version`` (of ``user``'s weights) again
+        (:class:`~clawgym.personal.publishing.UnknownVersion` if it is not kept); returns the status."""
 
     async def stop(self) -> None:
         """Train no more: the step in flight finishes, the served weights stay fixed from here on."""
@@ -137,20 +142,47 @@ def _publisher(config: RunConfig, trainer: Trainer, policy: Policy, rubric: Rubr
                      on_change=hooks.on_training)
 
 
+def adapter_slots(serve: ServeSection) -> int:
+    """The served model's adapter slots with ``serve.adapters: per_user``: the base model's (0), one a user, and
+    the publish gate's candidate's when it gates; 0 with shared weights."""
+    if serve.adapters != "per_user":
+        return 0
+    return serve.max_users + 1 + int(serve.train and serve.gate.enabled)
+
+
 def _per_user(config: RunConfig, stack: Stack, out: Path, hooks: LearnerHooks) -> PersonalLearning:
     """One adapter per user on one base model (the stack's multi-adapter policy; the judges read its base
-    model, slot 0); the adapters saved before a restart are restored."""
-    from clawgym.personal.user_adapters import UserAdapters, UserAdapterTrainer
+    model, slot 0); the adapters saved before a restart are restored. Each user's steps pass their own publish
+    gate (``serve.gate``: decoded on the spare slot :func:`adapter_slots` counts) and alarms."""
+    from clawgym.personal.user_adapters import UserAdapters, UserAdapterTrainer, UserGating
 
     serve, trainer = config.serve, stack.trainer
     assert trainer is not None  # the stack keeps a trainer for per-user adapters
-    adapters = UserAdapters(stack.policy, out / "adapters")
+    gated = serve.train and serve.gate.enabled
+    adapters = UserAdapters(stack.policy, out / "adapters", candidate=gated)
+    rubric = _rubric(config, _base_judge(stack, trainer), hooks) if gated else None
+    if gated:
+        assert hooks.wishes_of is not None  # the gate scores replies against the wishes
+    gating = UserGating(serve.gate if gated else None, rubric, hooks.wishes_of, serve.alarms, serve.keep_versions)
     learner = UserAdapterTrainer(trainer, adapters, batch_size=serve.batch_size, max_staleness=serve.max_staleness,
-                                 output_dir=out, baseline=serve.baseline, on_step=hooks.on_step,
-                                 on_error=hooks.on_error)
+                                 output_dir=out, baseline=serve.baseline, gating=gating, on_step=hooks.on_step,
+                                 on_error=hooks.on_error, on_training=hooks.on_training)
     for user, outcome in adapters.restore(trainer).items():
         print(f"  adapter of {user}: {outcome}")
     return PersonalLearning(learner if serve.train else None, adapters)
+
+
+def _base_judge(stack: Stack, trainer: Trainer) -> Any:
+    """What the per-user gate's wish judge reads: a judge model of its own, else the base model on the trainer's
+    copy (the served model's slot 0 cannot be read outside its engine: see
+    :class:`~clawgym.personal.user_adapters.TrainerBase`)."""
+    from clawgym.inference.multi_adapter import AdapterPolicy
+    from clawgym.personal.user_adapters import TrainerBase
+
+    judge = stack.judge_policy
+    if judge is None or isinstance(judge, AdapterPolicy):
+        return TrainerBase(trainer)  # type: ignore[arg-type]  # per-user adapters train with the torch trainer
+    return judge
 
 
 def _rubric(config: RunConfig, judge_policy: Policy, hooks: LearnerHooks) -> RubricJudge:

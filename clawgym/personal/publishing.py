@@ -10,6 +10,11 @@ old weights keep serving and the trainer goes back to them (``<out>/checkpoint``
 from the weights the people have; an alarm also pauses training until :meth:`Publisher.resume`.
 :meth:`Publisher.rollback` serves an earlier kept version again. The pause, its reason and the refusals in a
 row live in ``<out>/training_state.json`` and survive a restart, like the served weights.
+
+One publisher serves one set of weights: the shared weights (``<out>`` is the run directory), or one person's
+adapter (:class:`~clawgym.personal.user_adapters.UserAdapterTrainer` keeps a publisher a person, ``<out>`` their
+adapter directory, ``policy`` their adapter slot, ``export`` the trainer's adapter weights, ``lock`` the trainer's
+own, since all of them share one trainer).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 OnChange = Callable[["JSONObject"], object]  # the training status after every change (the dashboard)
+Export = Callable[[], "Mapping[str, torch.Tensor]"]  # the trainer's weights to serve (called off the event loop)
 
 
 class UnknownVersion(KeyError):
@@ -57,7 +63,8 @@ class Decision:
 
 class Publisher:
     def __init__(self, trainer: Trainer, policy: UpdatablePolicy, out: Path, *, gate: PublishGate | None = None,
-                 alarms: AlarmSection | None = None, keep_versions: int = 8, on_change: OnChange | None = None) -> None:
+                 alarms: AlarmSection | None = None, keep_versions: int = 8, on_change: OnChange | None = None,
+                 export: Export | None = None, lock: asyncio.Lock | None = None) -> None:
         self.trainer = trainer
         self.policy = policy
         self.gate = gate
@@ -65,7 +72,8 @@ class Publisher:
         self.on_change = on_change
         self.checkpoint = out / "checkpoint"
         self.versions = VersionStore(out / "versions", keep_versions)
-        self.lock = asyncio.Lock()  # one step or rollback at a time
+        self.lock = lock or asyncio.Lock()  # one step or rollback at a time (of every publisher sharing the trainer)
+        self._export = export  # the trainer's weights as the policy takes them (None: what its transport takes)
         self._state_path = out / "training_state.json"
         state = json.loads(self._state_path.read_text(encoding="utf-8")) if self._state_path.exists() else {}
         self.paused: bool = bool(state.get("paused", False))
@@ -133,9 +141,7 @@ class Publisher:
             await asyncio.to_thread(self.trainer.load_checkpoint, self.versions.path(version))
             new = max(self.versions.latest(), int(self.policy.version)) + 1
             self.trainer.version = new
-            from clawgym.rl.trainer.transport import served_weights
-
-            weights = await asyncio.to_thread(served_weights(self.trainer, self.policy))
+            weights = await asyncio.to_thread(self.export())
             served = await self.policy.update_weights(weights, version=new)
             await asyncio.to_thread(self.trainer.save_checkpoint, self.checkpoint)
             await asyncio.to_thread(self.versions.add, self.checkpoint, served, f"rollback to v{version}")
@@ -148,6 +154,14 @@ class Publisher:
         return {"version": serving, "paused": self.paused, "reason": self.reason, "alarms": self.fired,
                 "refusals": self.refusals, "gate": self.gate is not None, "last": self.last,
                 "versions": self.versions.listing(serving)}
+
+    def export(self) -> Export:
+        """What turns the trainer's weights into the policy's: ``export``, else what the policy's transport takes."""
+        if self._export is not None:
+            return self._export
+        from clawgym.rl.trainer.transport import served_weights
+
+        return served_weights(self.trainer, self.policy)
 
     def forget(self, user: str) -> int:
         return self.gate.forget(user) if self.gate is not None else 0

@@ -228,6 +228,7 @@ class PersonalTrainer(BackgroundTrainer):
     steps are recorded (a benchmark's exact step budget)."""
 
     task_name = "clawgym-personal-trainer"
+    per_user = False  # one set of weights serves everyone: the controls below take no user
 
     def __init__(self, trainer: Trainer, policy: UpdatablePolicy, *, batch_size: int = 8, max_staleness: int = 2,
                  output_dir: str | Path = "runs/chat", baseline: str = "batch", max_steps: int | None = None,
@@ -342,18 +343,18 @@ class PersonalTrainer(BackgroundTrainer):
         return dropped + self.publisher.forget(user)
 
     # ------------------------------------------------------------------ versions, pause, resume
-    def status(self) -> JSONObject:
+    def status(self, user: str | None = None) -> JSONObject:
         """The served version, the kept versions, the last gate verdict and alarms, whether training is paused."""
         return {**self.publisher.status(), "steps": self.steps, "pending": len(self.pending)}
 
-    def resume(self) -> JSONObject:
+    def resume(self, user: str | None = None) -> JSONObject:
         """Train again after an alarm paused training."""
         self.publisher.resume()
         if len(self.pending) >= self.batch_size:
             self._wake_up()
         return self.status()
 
-    async def rollback(self, version: int) -> JSONObject:
+    async def rollback(self, version: int, user: str | None = None) -> JSONObject:
         """Serve kept version ``version`` again; what was waiting to train on the later weights is dropped."""
         status = await self.publisher.rollback(version)
         self.refused["rolled_back"] += len(self.pending)

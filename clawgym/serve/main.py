@@ -66,7 +66,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     :func:`~clawgym.rl.launch.build.build_stack`; a trainer only when serve trains or keeps per-user adapters).
     """
     from clawgym.inference.chat_template import encode_prompt
-    from clawgym.personal.learner import LearnerHooks, build_learner
+    from clawgym.personal.learner import LearnerHooks, adapter_slots, build_learner
     from clawgym.personal.wish_memory import WishMemory
     from clawgym.rl.judge import JudgeStage
     from clawgym.rl.launch.build import StackOptions, build_stack
@@ -92,7 +92,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     out = Path(config.loop.output_dir)
     per_user = serve.adapters == "per_user"
     stack = build_stack(config, device=device, options=StackOptions(
-        trainer=serve.train or per_user, adapter_slots=serve.max_users + 1 if per_user else 0,
+        trainer=serve.train or per_user, adapter_slots=adapter_slots(serve),  # per_user: the gate's spare one too
         siblings=serve.train and not per_user and serve.hindsight_k > 0))  # the learner's hindsight groups
     policy, tokenizer, max_positions = stack.policy, stack.tokenizer, stack.max_positions
     dashboard = Dashboard()

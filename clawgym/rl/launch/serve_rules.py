@@ -30,7 +30,7 @@ def serve_problem(config: Any) -> str | None:
         sizes = hindsight_size_problem(serve)
         if sizes:
             return f"serve.hindsight_*: {sizes}"
-    # (per-user adapters are not gated yet: each step publishes to its user, as docs/serving.md says)
+    # (per-user adapters are in-process only, sglang_problems says: each person's gate decodes on a spare slot)
     if serve.gate.enabled and serve.adapters == "shared" and (config.policy.backend != "hf" or config.gpu.enabled):
         return ("serve.gate decodes each step's weights on a copy of the in-process hf model: set "
                 "policy.backend: hf and gpu.enabled: false, or serve.gate.enabled: false")
