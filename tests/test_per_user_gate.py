@@ -261,3 +261,32 @@ def test_serve_check_says_per_user_adapters_are_gated_per_user(capsys):
     assert main(["serve", "--config", "chat", "--check", "--set", "serve.adapters=per_user",
                  "--set", "serve.hindsight_k=0"]) == 0
     assert "publish gate on per user" in capsys.readouterr().out
+
+
+def test_prob_judges_with_per_user_adapters_need_a_judge_model_of_their_own(tmp_path):
+    """The served base model is shared by every user's adapter, so the prob judges cannot read it directly: the
+    config says so at load time, and with a judge model of its own they judge."""
+    import asyncio
+
+    import yaml
+
+    from clawgym.rl.launch import ConfigError, load_config
+    from clawgym.rl.types import Turn
+    from clawgym.serve.main import build_serving
+
+    data = {"method": "grpo", "env": {"id": "clawgym/OpenClawChat-v0"},
+            "policy": {"backend": "hf", "model": "tiny-random", "device": "cpu"},
+            "judge": {"type": "prob"}, "trainer": {"lr": 1e-3, "micro_batch_size": 2, "lora": {"enabled": True}},
+            "loop": {"output_dir": str(tmp_path / "run")},
+            "serve": {"api_key": "k", "batch_size": 2, "max_tokens": 8, "adapters": "per_user"}}
+    path = tmp_path / "per_user.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match="judge a model of its own"):
+        load_config(path, serving=True)
+    serving = build_serving(load_config(path, ["judge.model=tiny-random"], serving=True))
+    turn = Turn(episode_id="s", turn_index=0, context=[{"role": "user", "content": "hi"}],
+                action={"role": "assistant", "content": "x"},
+                next_state=[{"role": "user", "content": "hmm, tell me about the weather"}],
+                prompt_ids=[1], response_ids=[2], response_logprobs=[-1.0])
+    (judge,) = serving.gateway.judge_stage.judges
+    assert asyncio.run(judge.judge(turn)).source == "prob"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawgym.rl.methods import USES_HINTS
+from clawgym.rl.methods import PROB_JUDGES, USES_HINTS
 
 # ``config`` is a RunConfig and ``serve`` its ServeSection (the schema imports this module, as it does teacher.py)
 
@@ -23,6 +23,11 @@ def serve_problem(config: Any) -> str | None:
     if serve.adapters == "per_user" and config.policy.quantize != "none":
         return ("serve.adapters: per_user serves LoRA adapters on the full-precision base: "
                 "set policy.quantize: none")
+    if serve.adapters == "per_user" and config.judge.model == "policy" and any(
+            part.strip() in PROB_JUDGES for part in config.judge.type.split(",")):
+        return ("the prob judges read label probabilities from an in-process model, and with serve.adapters: per_user "
+                "the served base model is shared by every user's adapter: give the judge a model of its own "
+                "(judge.model: qwen2.5-coder-0.5b) or use judge.type: rules")
     if serve.hindsight_k:
         why = hindsight_problem(config)
         if why:
