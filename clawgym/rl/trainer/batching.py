@@ -133,15 +133,12 @@ def response_logits(model: nn.Module, batch: Batch, temperature: float = 1.0,
     """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     decoder, head = base.get_decoder(), base.get_output_embeddings()
+    shared = shared_prefix_length(batch) if share_prefix and not _checkpointed_layers(decoder) else 0
     if uses_frozen_prompt(batch, prompt_kv):
         frozen = frozen_length(batch)
         hidden = _hidden_after_frozen(decoder, batch.input_ids, frozen, prompt_kv)
-        index = (batch.positions - frozen).clamp(min=0)[..., None].expand(-1, -1, hidden.shape[-1])
-        logits = head(hidden.gather(1, index))
-        logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
-        return logits / temperature if temperature != 1.0 else logits
-    shared = shared_prefix_length(batch) if share_prefix and not _checkpointed_layers(decoder) else 0
-    if shared >= MIN_SHARED_PREFIX:
+        positions = (batch.positions - frozen).clamp(min=0)
+    elif shared >= MIN_SHARED_PREFIX:
         hidden = _hidden_after_prefix(decoder, batch.input_ids, shared)
         positions = (batch.positions - shared).clamp(min=0)  # padded response slots point anywhere; masked later
     else:
