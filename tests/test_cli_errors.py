@@ -129,4 +129,12 @@ def test_the_chat_launcher_serves_with_hindsight_groups_and_says_how_to_turn_the
         assert main(["serve", "--config", "chat", "--check", *sets]) == 2
         assert "serve.hindsight_k: 0" in capsys.readouterr().err
     assert main(["serve", "--config", "chat", "--check", "--set", "serve.adapters=per_user",
-                 "--set", "serve.hindsight_k=0"]) == 0
+                 "--set", "serve.hindsight_k=0", "--set", "judge.model=qwen2.5-coder-0.5b"]) == 0
+
+
+def test_serve_check_names_every_broken_rule_in_one_error(capsys):
+    """Per-user adapters on the chat launcher break two rules (its prob judges read the shared base, its hindsight
+    groups need shared adapters): one --check names both keys, instead of one per try."""
+    assert main(["serve", "--config", "chat", "--check", "--set", "serve.adapters=per_user"]) == 2
+    err = capsys.readouterr().err
+    assert "judge.model: qwen2.5-coder-0.5b" in err and "serve.hindsight_k: 0" in err

@@ -259,7 +259,7 @@ def test_serve_check_says_per_user_adapters_are_gated_per_user(capsys):
     from clawgym.cli import main
 
     assert main(["serve", "--config", "chat", "--check", "--set", "serve.adapters=per_user",
-                 "--set", "serve.hindsight_k=0"]) == 0
+                 "--set", "serve.hindsight_k=0", "--set", "judge.model=qwen2.5-coder-0.5b"]) == 0
     assert "publish gate on per user" in capsys.readouterr().out
 
 

@@ -185,7 +185,8 @@ class RunConfig(Section):
     @model_validator(mode="after")
     def _serve_rules(self, info: ValidationInfo) -> "RunConfig":
         """Validated for ``clawgym serve`` (context ``{"serving": True}``; train uses none of the section): the serve
-        section against the others (:func:`~clawgym.rl.launch.serve_rules.serve_problem`), the first rule broken."""
+        section against the others (:func:`~clawgym.rl.launch.serve_rules.serve_problem`): every rule broken, in
+        one error."""
         if (info.context or {}).get("serving"):
             problem = serve_problem(self)
             if problem:

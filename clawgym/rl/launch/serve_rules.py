@@ -3,7 +3,7 @@
 A rule of one serve key alone is the section's own (:class:`~clawgym.rl.launch.schema.ServeSection`); these
 read other sections too: per-user adapters are LoRA adapters on a full-precision base, hindsight groups need a
 GRPO method, shared adapters and the in-process hf model, and the wishes reach a teacher only where the method
-has one. They are checked in the order ``clawgym serve`` has always told them, and the first broken is the error.
+has one. They are checked in the order ``clawgym serve`` has always told them, and every broken one is in the error.
 """
 
 from __future__ import annotations
@@ -16,35 +16,40 @@ from clawgym.rl.methods import PROB_JUDGES, USES_HINTS
 
 
 def serve_problem(config: Any) -> str | None:
-    """The first rule of the serve section that another section breaks (None: it can serve)."""
+    """Every rule of the serve section that another section breaks, in one message (None: it can serve)."""
+    problems = list(serve_problems(config))
+    return "; and ".join(problems) if problems else None
+
+
+def serve_problems(config: Any):
+    """Yield each broken rule, so that one ``--check`` names every key to change instead of one per try."""
     serve, method = config.serve, config.method
     if serve.adapters == "per_user" and not config.trainer.lora.enabled:
-        return "serve.adapters: per_user trains one LoRA adapter per user: set trainer.lora.enabled: true"
+        yield "serve.adapters: per_user trains one LoRA adapter per user: set trainer.lora.enabled: true"
     if serve.adapters == "per_user" and config.policy.quantize != "none":
-        return ("serve.adapters: per_user serves LoRA adapters on the full-precision base: "
-                "set policy.quantize: none")
+        yield ("serve.adapters: per_user serves LoRA adapters on the full-precision base: "
+               "set policy.quantize: none")
     if serve.adapters == "per_user" and config.judge.model == "policy" and any(
             part.strip() in PROB_JUDGES for part in config.judge.type.split(",")):
-        return ("the prob judges read label probabilities from an in-process model, and with serve.adapters: per_user "
-                "the served base model is shared by every user's adapter: give the judge a model of its own "
-                "(judge.model: qwen2.5-coder-0.5b) or use judge.type: rules")
+        yield ("the prob judges read label probabilities from an in-process model, and with serve.adapters: per_user "
+               "the served base model is shared by every user's adapter: give the judge a model of its own "
+               "(judge.model: qwen2.5-coder-0.5b) or use judge.type: rules")
     if serve.hindsight_k:
         why = hindsight_problem(config)
         if why:
-            return f"serve.hindsight_k {why}; or turn the groups off with serve.hindsight_k: 0"
+            yield f"serve.hindsight_k {why}; or turn the groups off with serve.hindsight_k: 0"
         sizes = hindsight_size_problem(serve)
         if sizes:
-            return f"serve.hindsight_*: {sizes}"
+            yield f"serve.hindsight_*: {sizes}"
     # (per-user adapters are in-process only, sglang_problems says: each person's gate decodes on a spare slot)
     if serve.gate.enabled and serve.adapters == "shared" and (config.policy.backend != "hf" or config.gpu.enabled):
-        return ("serve.gate decodes each step's weights on a copy of the in-process hf model: set "
-                "policy.backend: hf and gpu.enabled: false, or serve.gate.enabled: false")
+        yield ("serve.gate decodes each step's weights on a copy of the in-process hf model: set "
+               "policy.backend: hf and gpu.enabled: false, or serve.gate.enabled: false")
     if serve.teacher_wishes and method not in USES_HINTS:
-        return ("serve.teacher_wishes puts the wishes in the OPD teacher's context: "
-                f"method {method!r} has no teacher (use one of {sorted(USES_HINTS)})")
+        yield ("serve.teacher_wishes puts the wishes in the OPD teacher's context: "
+               f"method {method!r} has no teacher (use one of {sorted(USES_HINTS)})")
     if serve.teacher_wishes and serve.adapters != "shared":
-        return "serve.teacher_wishes works with serve.adapters: shared"
-    return None
+        yield "serve.teacher_wishes works with serve.adapters: shared"
 
 
 def hindsight_problem(config: Any) -> str | None:
