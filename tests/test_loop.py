@@ -254,6 +254,10 @@ async def test_loop_trains_publishes_and_logs(tmp_path):
     evals = [r for r in records if r["kind"] == "eval"]
     assert [r["label"] for r in evals] == ["before", "after"] and evals[0]["eval_episodes"] == 3
     assert result.eval_after["eval_version"] == 3.0
+    transcripts = [json.loads(line) for line in (out / "eval_transcripts.jsonl").read_text().splitlines()]
+    assert [(t["label"], t["version"]) for t in transcripts] == [("before", 0)] * 3 + [("after", 3)] * 3
+    assert all(t["task"] and t["turns"] and "action" in t["turns"][0] and "next_state" in t["turns"][0]
+               and "prompt_ids" not in t["turns"][0] for t in transcripts)
     assert result.curve_path == out / "learning_curve.png" and result.curve_path.stat().st_size > 5000
     assert list((out / "tensorboard").glob("events.out.tfevents.*"))
     trained = [i for line in (out / TRAINED_FILE).read_text().splitlines() for i in json.loads(line)["trained"]]

@@ -12,6 +12,7 @@ TRAINED_FILE = "trained_ids.jsonl"
 CHECKPOINT_DIR = "checkpoint"
 LOOP_STATE = "loop_state.json"
 CURRICULUM_FILE = "curriculum.json"
+EVAL_TRANSCRIPTS_FILE = "eval_transcripts.jsonl"  # every held-out episode: what the policy did and what it saw
 
 
 @dataclass

@@ -34,7 +34,7 @@ from clawgym.rl.groups import apply_staleness
 from clawgym.rl.judge import Judge, JudgeStage
 from clawgym.rl.loop import state as loop_state
 from clawgym.rl.loop.collector import BatchCollector
-from clawgym.rl.loop.config import CURRICULUM_FILE, PENDING_FILE, LoopConfig, LoopResult
+from clawgym.rl.loop.config import CURRICULUM_FILE, EVAL_TRANSCRIPTS_FILE, PENDING_FILE, LoopConfig, LoopResult
 from clawgym.rl.loop.evaluation import evaluate_policy, export_hf
 from clawgym.rl.loop.training import publish_weights, step_row
 from clawgym.rl.methods import USES_HINTS
@@ -254,7 +254,8 @@ class AsyncRLLoop:
         """Play every held-out task once (``eval_temperature``, fixed seeds) with the current weights."""
         version = self.version
         result = await evaluate_policy(self.env, self.policy, self.config, version=version,
-                                       task_ids=self.eval_task_ids, env_kwargs=self.eval_env_kwargs)
+                                       task_ids=self.eval_task_ids, env_kwargs=self.eval_env_kwargs,
+                                       transcripts=self.out / EVAL_TRANSCRIPTS_FILE, label=label)
         self.metrics.log(self.step, {**result, "label": label}, kind="eval")
         logger.info("%s at step %d (v%d): reward %.3f success %.3f over %d tasks",
                     label, self.step, version, result["eval_reward"], result["eval_success"],
