@@ -364,8 +364,8 @@ async def run_cell(env: str, method: str, seed: int, budget: str, model: str, se
         "launcher": ENV_SETUP[env][0], "env_id": config.env.id, "held_out": held_out,
         "judge": config.judge.type if method.endswith("outcome_prm") else "none", "reward": config.loop.reward,
         "prm_coef": config.loop.prm_coef if method.endswith("outcome_prm") else None,
-        "warm_start": ({k.split(".", 1)[1]: v for k, v in WARM_START[budget].items()}
-                       if method in WARM_STARTED else None),
+        "warm_start": ({k.split(".", 1)[1]: getattr(config.warm_start, k.split(".", 1)[1])
+                        for k in WARM_START[budget]} if method in WARM_STARTED else None),  # as run: --set included
         "curriculum": config.loop.curriculum, "max_draws_per_batch": config.loop.max_draws_per_batch,
         "knobs": {**BUDGETS[budget], **({"env.kwargs.max_turns": config.env.kwargs.get("max_turns")}
                                         if "max_turns" in config.env.kwargs else {})},
