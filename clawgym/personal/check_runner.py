@@ -107,7 +107,8 @@ def refusal(code: str) -> str | None:
                 return f"line {line}: the name {node.id} starts with an underscore (dunder access is not allowed)"
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("_"):
-                return f"line {line}: the attribute .{node.attr} starts with an underscore (dunder access is not allowed)"
+                return (f"line {line}: the attribute .{node.attr} starts with an underscore "
+                        "(dunder access is not allowed)")
             if node.attr in FORBIDDEN_ATTRIBUTES:
                 return f"line {line}: .{node.attr} is not allowed in a check (use an f-string)"
         elif isinstance(node, (ast.FunctionDef, ast.Lambda)) or isinstance(node, ast.arg):
@@ -213,7 +214,8 @@ class CheckRunner:
 
     def __init__(self, time_s: float = 1.0, memory_mb: int = 256, start_s: float = 10.0, max_restarts: int = 3):
         self.bwrap = bwrap_path()
-        self.time_s, self.memory_mb, self.start_s, self.max_restarts = float(time_s), int(memory_mb), start_s, max_restarts
+        self.time_s, self.memory_mb = float(time_s), int(memory_mb)
+        self.start_s, self.max_restarts = start_s, max_restarts
         self.python = os.path.realpath(sys.executable)  # the base interpreter: a venv may sit in a hidden checkout
         self.starts = 0  # processes started (one a batch, plus one per pair that hung or was killed)
 
@@ -268,7 +270,8 @@ class CheckRunner:
         codes = list(dict.fromkeys(code for code, _, _ in jobs))
         index = {code: i for i, code in enumerate(codes)}
         batch = {"checks": codes, "modules": list(MODULES), "builtins": list(SAFE_BUILTINS),
-                 "memory_mb": self.memory_mb, "time_s": self.time_s, "cpu_s": self.time_s * (len(jobs) + len(codes)) + 2,
+                 "memory_mb": self.memory_mb, "time_s": self.time_s,
+                 "cpu_s": self.time_s * (len(jobs) + len(codes)) + 2,
                  "pairs": [[index[c], q[:MAX_TEXT_CHARS], r[:MAX_TEXT_CHARS]] for c, q, r in jobs]}
         self.starts += 1
         proc = subprocess.Popen(self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -196,9 +196,11 @@ class WishCompiler:
     Blocking and model-bound: call :meth:`compile` from a worker thread (see :class:`BackgroundCompiler`).
     """
 
-    def __init__(self, policy: Any, runner: CheckRunner | None = None, drafts: int = 3, temperature: float = 0.7):
+    def __init__(self, policy: Any, runner: CheckRunner | None = None, drafts: int = 3, temperature: float = 0.7,
+                 max_code_tokens: int = MAX_CODE_TOKENS, max_example_tokens: int = MAX_EXAMPLE_TOKENS):
         self.policy, self.runner = policy, runner or CheckRunner()
         self.drafts, self.temperature = max(1, int(drafts)), float(temperature)
+        self.max_code_tokens, self.max_example_tokens = max_code_tokens, max_example_tokens
 
     def compile(self, wish: str) -> Compiled:
         from clawgym.inference.completion import greedy_completion, sampled_completions
@@ -206,16 +208,16 @@ class WishCompiler:
         start = time.monotonic()
         if not checkable(wish):
             return Compiled(wish, None, "no reply can show this wish", 0.0)
-        answers = [greedy_completion(self.policy, code_prompt(wish), MAX_CODE_TOKENS)]
+        answers = [greedy_completion(self.policy, code_prompt(wish), self.max_code_tokens)]
         if self.drafts > 1:
-            answers += sampled_completions(self.policy, code_prompt(wish), self.drafts - 1, MAX_CODE_TOKENS,
+            answers += sampled_completions(self.policy, code_prompt(wish), self.drafts - 1, self.max_code_tokens,
                                            self.temperature)
         codes = [c for c in (parse_code(a) for a in answers) if c is not None]
         if not codes:
             cannot = sum(says_cannot(a) for a in answers)
             note = "the judge model says code cannot check it" if cannot else "the judge model wrote no check"
             return Compiled(wish, None, note, time.monotonic() - start)
-        examples = parse_examples(greedy_completion(self.policy, examples_prompt(wish), MAX_EXAMPLE_TOKENS))
+        examples = parse_examples(greedy_completion(self.policy, examples_prompt(wish), self.max_example_tokens))
         if examples is None:
             return Compiled(wish, None, "the judge model wrote no replies to test a check on", time.monotonic() - start)
         return self.test(wish, codes, examples, start)

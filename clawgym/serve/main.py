@@ -58,7 +58,7 @@ class Serving:
     adapters: UserAdapters | None = None  # per_user
     dashboard: Dashboard | None = None
     wishes: WishMemory | None = None  # what each user asked for (clawgym.personal.wish_memory)
-    compiler: BackgroundCompiler | None = None  # serve.wish_checks: compiles each new wish (clawgym.personal.wish_checks)
+    compiler: BackgroundCompiler | None = None  # serve.wish_checks: compiles new wishes (clawgym.personal.wish_checks)
 
 
 def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
