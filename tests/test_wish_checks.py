@@ -17,7 +17,7 @@ from clawgym.inference.server import BackgroundServer
 from clawgym.personal import wish_checks
 from clawgym.personal.check_runner import CheckRunner, refusal
 from clawgym.personal.rubric import RubricJudge
-from clawgym.personal.wish_checks import BackgroundCompiler, Examples, WishCompiler, choose, parse_code, parse_examples
+from clawgym.personal.wish_checks import BackgroundCompiler, Examples, WishCompiler, choose, examples_of, parse_code
 from clawgym.personal.wish_memory import WishMemory
 from clawgym.serve.app import build_gateway_app
 from clawgym.serve.dashboard import Dashboard
@@ -55,18 +55,18 @@ def test_the_check_is_read_out_of_a_fenced_answer_without_its_example_calls():
     assert parse_code("```python\nprint('no function here')\n```") is None
 
 
-def test_the_meet_and_miss_replies_are_read_off_their_lines_and_too_few_are_none():
-    answer = ("Request: Tell me about Paris.\nMeets: Paris is big.\n- Meets: Paris is old.\nMisses: **Paris** is a "
-              "city in France with many museums.\nMisses 2: Paris, the capital of France, has 2 million people.")
-    examples = parse_examples(answer)
+def test_the_examples_are_distinct_replies_on_one_side_each_and_too_few_are_none():
+    examples = examples_of("Tell me about Paris.", ["Paris is big.", "Paris is big.", " Paris is old. "],
+                           ["Paris is big.", "Paris, the capital of France, has 2 million people.", "Paris is a city."])
     assert examples == Examples("Tell me about Paris.", ["Paris is big.", "Paris is old."],
-                                ["**Paris** is a city in France with many museums.",
-                                 "Paris, the capital of France, has 2 million people."])
-    assert parse_examples("Request: hi\nMeets: a\nMisses: b") is None  # one of each cannot tell a check from a guess
+                                ["Paris, the capital of France, has 2 million people.", "Paris is a city."])
+    assert examples_of("hi", ["a", "b"], ["a", "c"]) is None  # one miss left cannot tell a check from a guess
+    assert examples_of("", ["a", "b"], ["c", "d"]) is None
 
 
 def test_the_prompts_are_general():
-    text = str(wish_checks.code_prompt("keep it under 50 words")) + str(wish_checks.examples_prompt("x"))
+    text = (str(wish_checks.code_prompt("keep it under 50 words")) + str(wish_checks.request_prompt("x"))
+            + str(wish_checks.reply_prompt("a request", "x", True)) + str(wish_checks.reply_prompt("a", "x", False)))
     assert "keep it under 50 words" in text and "def met(request: str, reply: str) -> bool" in text
     for persona_word in ("teacher", "student", "grade", "pencil"):
         assert persona_word not in text.lower()
@@ -159,19 +159,27 @@ def test_a_draft_that_does_not_separate_the_meet_and_miss_replies_is_refused(run
 def test_compiling_asks_for_drafts_and_examples_and_keeps_the_draft_that_passes(runner, monkeypatch):
     from clawgym.inference import completion
 
-    answers = {"code": f"```python\n{SHORT}```", "examples": (
-        f"Request: {EXAMPLES.request}\n" + "".join(f"Meets: {r}\n" for r in EXAMPLES.meet)
-        + "".join(f"Misses: {r}\n" for r in EXAMPLES.miss))}
+    asked = []
+    answers = {"code": f"```python\n{SHORT}```", "drafts": ["CANNOT CHECK", "def met(a, b):\n  x"]}
 
     def greedy(policy, messages, max_new_tokens):
-        return answers["examples"] if "realistic examples" in messages[0]["content"] else answers["code"]
+        asked.append(messages[-1]["content"])
+        return answers["code"] if "def met" in messages[-1]["content"] else "How do I boil an egg?"
+
+    def sampled(policy, messages, n, max_new_tokens, temperature=0.7):
+        if "def met" in messages[-1]["content"]:
+            return answers["drafts"][:n]
+        assert messages[-1]["content"] == EXAMPLES.request  # the replies answer the person's request
+        return EXAMPLES.meet if "Do exactly as they asked" in messages[0]["content"] else EXAMPLES.miss
 
     monkeypatch.setattr(completion, "greedy_completion", greedy)
-    monkeypatch.setattr(completion, "sampled_completions", lambda *a, **k: ["CANNOT CHECK", "def met(a, b):\n  x"])
-    outcome = WishCompiler(object(), runner, drafts=3).compile("keep it very short")
-    assert outcome.code == SHORT and len(outcome.drafts) == 2  # the unparsable draft never reached the test
-    answers["code"] = "CANNOT CHECK"
-    monkeypatch.setattr(completion, "sampled_completions", lambda *a, **k: ["CANNOT CHECK"])
+    monkeypatch.setattr(completion, "sampled_completions", sampled)
+    outcome = WishCompiler(object(), runner, drafts=3).compile("keep it very short", EXAMPLES.request)
+    assert outcome.code == SHORT and len(outcome.drafts) == 2  # "CANNOT CHECK" is no draft ...
+    assert "NameError" in outcome.drafts[1].error  # ... and one that crashes on the examples is not kept
+    assert WishCompiler(object(), runner).compile("keep it very short").code == SHORT  # the model wrote the request
+    assert any("Write one short message" in a for a in asked)
+    answers.update(code="CANNOT CHECK", drafts=["CANNOT CHECK"])
     cannot = WishCompiler(object(), runner, drafts=2).compile("be kinder")
     assert cannot.code is None and "cannot check" in cannot.note
     assert WishCompiler(object(), runner).compile("answer faster").note == "no reply can show this wish"
@@ -296,3 +304,43 @@ def test_the_rubric_decides_by_a_compiled_check_first_and_falls_back_when_it_err
     assert explicit[0][0].source == "unsure"
     empty = rubric.check_many([([wish], context, "")], users=["ann"])  # an empty reply meets no wish, as before
     assert (empty[0][0].met, empty[0][0].source) == (False, "cues")
+
+
+# ---- serve.wish_checks ----------------------------------------------------------------------------------
+
+
+def test_serve_wish_checks_is_off_by_default_and_compiles_a_new_wish_off_the_replys_path(tmp_path, runner):
+    from clawgym.rl.judge import RuleJudge
+    from clawgym.rl.launch import load_config
+    from clawgym.serve.main import build_serving
+    from tests.test_chat_serve import config_file
+
+    assert load_config(config_file(tmp_path, train=False)).serve.wish_checks is False
+    serving = build_serving(load_config(config_file(tmp_path, train=False, wish_checks=True)), device="cpu")
+    assert serving.compiler is not None
+    submitted = []
+    serving.compiler.submit = lambda *job: submitted.append(job) or True  # the tiny model's compile is not the point
+
+    class CorrectionIsBad(RuleJudge):
+        name = "prm"
+
+        def verdict(self, turn):
+            return -1.0, "a correction"
+
+    serving.gateway.judge_stage.judges = [CorrectionIsBad()]
+    headers = {"Authorization": "Bearer k", "X-Session-Id": "s1"}
+    messages = [{"role": "user", "content": "Write a note to my neighbour about the noise."}]
+    with BackgroundServer(serving.app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        first = client.post("/v1/chat/completions", headers=headers, json={"model": "m", "messages": messages})
+        messages += [{"role": "assistant", "content": first.json()["choices"][0]["message"]["content"]},
+                     {"role": "user", "content": "Keep it under 30 words."}]
+        started = time.monotonic()
+        client.post("/v1/chat/completions", headers={**headers, "X-Session-Done": "true"},
+                    json={"model": "m", "messages": messages})
+        assert time.monotonic() - started < 10
+        wait_for(lambda: submitted, timeout=20)
+    [(user, wish_id, text, request)] = submitted
+    assert text == "keep it under 30 words" and request == "Write a note to my neighbour about the noise."
+    assert serving.wishes.owner(wish_id) == user
+    serving.compiler.close()
+    serving.gateway.log.close()

@@ -4,8 +4,8 @@ Asked "Does the reply meet this wish?", a 0.5B judge is near chance on wishes no
 measurable in a wish ("keep it under 50 words", "no semicolons", "start with the total") a small coder model
 can often write as code, and code gives the same answer every time. So when a wish is new:
 
-1. the judge model writes a few short replies to a sample request, some meant to **meet** the wish and some
-   to **miss** it (:func:`examples_prompt`, read by :func:`parse_examples`);
+1. the judge model writes a few short replies to the person's own request (the one the wish was a correction
+   of; or one it writes), some told to **meet** the wish and some told to **miss** it (:func:`reply_prompt`);
 2. it drafts ``def met(request: str, reply: str) -> bool`` a few times (the first greedy, the rest sampled),
    or answers ``CANNOT CHECK`` when no code can tell (:func:`code_prompt`, read by :func:`parse_code`);
 3. every draft runs on every example in one sandboxed batch (:class:`~clawgym.personal.check_runner.CheckRunner`)
@@ -47,16 +47,20 @@ _ASK = ('A user told their AI assistant: "{wish}"\n\n'
 # two general examples (a measurable wish and one that is not) so the answer's form is clear; neither is a wish of
 # a bundled persona or of the wish benchmark
 FEW_SHOT: tuple[tuple[str, str], ...] = (
-    ("use no semicolons", '```python\ndef met(request: str, reply: str) -> bool:\n    return ";" not in reply\n```'),
     ("be more tactful", CANNOT),
+    ("use no semicolons", '```python\ndef met(request: str, reply: str) -> bool:\n    return ";" not in reply\n```'),
+    ("at most three sentences", '```python\nimport re\n\ndef met(request: str, reply: str) -> bool:\n'
+     '    sentences = [s for s in re.split(r"[.!?]+", reply) if s.strip()]\n    return len(sentences) <= 3\n```'),
 )
-EXAMPLES_ASK = ('A user told their AI assistant: "{wish}"\n\n'
-                "Write a short message the user might send where this wish matters, then {n} short replies the "
-                "assistant could give that do what the user asked, then {n} short replies that do not. One line "
-                "each, in exactly this form:\nRequest: <the message>\n" + "Meets: <a reply>\n" * 2
-                + "Misses: <a reply>\n" * 2)
+ASSISTANT = "You are a helpful assistant. "
+MEET = 'The user told you before: "{wish}". Do exactly as they asked.'
+MISS = ('The user once asked: "{wish}". Ignore that wish: write your reply so that it clearly does NOT do what they '
+        "asked (do the opposite).")
+REQUEST_ASK = ('A user told their AI assistant: "{wish}"\n\nWrite one short message this user might send to the '
+               "assistant next, where the wish matters. Reply with the message only.")
 MAX_CODE_TOKENS = 320
-MAX_EXAMPLE_TOKENS = 400
+MAX_EXAMPLE_TOKENS = 160  # each example reply: short, so drafts are tested on many cheaply
+EXAMPLES_EACH = 3
 
 
 def code_prompt(wish: str) -> list[Message]:
@@ -66,9 +70,14 @@ def code_prompt(wish: str) -> list[Message]:
     return messages + [{"role": "user", "content": _ASK.format(wish=wish)}]
 
 
-def examples_prompt(wish: str, n: int = 3) -> list[Message]:
-    return [{"role": "system", "content": "You write short realistic examples of chats with an AI assistant."},
-            {"role": "user", "content": EXAMPLES_ASK.format(wish=wish, n=n)}]
+def reply_prompt(request: str, wish: str, meet: bool) -> list[Message]:
+    """A reply to ``request`` written to meet the wish (``meet``) or to miss it: the examples a draft is tested on."""
+    return [{"role": "system", "content": ASSISTANT + (MEET if meet else MISS).format(wish=wish)},
+            {"role": "user", "content": request}]
+
+
+def request_prompt(wish: str) -> list[Message]:
+    return [{"role": "user", "content": REQUEST_ASK.format(wish=wish)}]
 
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)(?:```|$)", re.S | re.I)
@@ -109,28 +118,14 @@ class Examples:
     miss: list[str]
 
 
-_LINE = re.compile(r"^\s*[-*\d.)\s]*\**(request|meets?|misses?|miss)\**\s*\d*\s*[:\-]\s*(.+?)\s*$", re.I)
-
-
-def parse_examples(answer: str) -> Examples | None:
-    """The ``Request:`` / ``Meets:`` / ``Misses:`` lines of an answer; None without a request and at least two
-    replies of each kind (too few to tell a check that works from one that guesses)."""
-    request, meet, miss = "", [], []
-    for line in answer.splitlines():
-        match = _LINE.match(line)
-        if not match:
-            continue
-        kind, text = match.group(1).lower(), match.group(2).strip().strip('"')
-        if kind == "request":
-            request = request or text
-        elif kind.startswith("meet"):
-            meet.append(text)
-        else:
-            miss.append(text)
-    meet, miss = list(dict.fromkeys(meet)), [m for m in dict.fromkeys(miss) if m not in meet]
-    if not request or len(meet) < 2 or len(miss) < 2:
+def examples_of(request: str, meet: Sequence[str], miss: Sequence[str]) -> Examples | None:
+    """The examples from the replies written to meet and to miss the wish: distinct, none on both sides; None
+    with fewer than two of each (too few to tell a check that works from one that guesses)."""
+    meet = [r.strip() for r in dict.fromkeys(meet) if r.strip()]
+    miss = [r.strip() for r in dict.fromkeys(miss) if r.strip() and r.strip() not in meet]
+    if not request.strip() or len(meet) < 2 or len(miss) < 2:
         return None
-    return Examples(request, meet[:4], miss[:4])
+    return Examples(request.strip(), meet, miss)
 
 
 @dataclass
@@ -202,7 +197,9 @@ class WishCompiler:
         self.drafts, self.temperature = max(1, int(drafts)), float(temperature)
         self.max_code_tokens, self.max_example_tokens = max_code_tokens, max_example_tokens
 
-    def compile(self, wish: str) -> Compiled:
+    def compile(self, wish: str, request: str = "") -> Compiled:
+        """Compile ``wish``; ``request``: a message of the person's where it mattered (the examples answer it; the
+        model writes one when it is empty)."""
         from clawgym.inference.completion import greedy_completion, sampled_completions
 
         start = time.monotonic()
@@ -217,7 +214,10 @@ class WishCompiler:
             cannot = sum(says_cannot(a) for a in answers)
             note = "the judge model says code cannot check it" if cannot else "the judge model wrote no check"
             return Compiled(wish, None, note, time.monotonic() - start)
-        examples = parse_examples(greedy_completion(self.policy, examples_prompt(wish), self.max_example_tokens))
+        request = request or greedy_completion(self.policy, request_prompt(wish), 64).strip().strip('"')
+        meet, miss = (sampled_completions(self.policy, reply_prompt(request, wish, side), EXAMPLES_EACH,
+                                          self.max_example_tokens, self.temperature) for side in (True, False))
+        examples = examples_of(request, meet, miss)
         if examples is None:
             return Compiled(wish, None, "the judge model wrote no replies to test a check on", time.monotonic() - start)
         return self.test(wish, codes, examples, start)
@@ -245,19 +245,19 @@ class BackgroundCompiler:
     def __init__(self, compiler: WishCompiler, on_compiled: Callable[[str, str, Compiled], object]) -> None:
         self.compiler, self.on_compiled = compiler, on_compiled
         self.stats: dict[str, int] = {"compiled": 0, "refused": 0, "errors": 0}
-        self._queue: queue.Queue[tuple[str, str, str] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[str, str, str, str] | None] = queue.Queue()
         self._queued: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="clawgym-wish-checks", daemon=True)
         self._thread.start()
 
-    def submit(self, user: str, wish_id: str, text: str) -> bool:
-        """Queue a wish (once while it waits); False when it is already queued."""
+    def submit(self, user: str, wish_id: str, text: str, request: str = "") -> bool:
+        """Queue a wish (once while it waits; ``request``: where it mattered); False when it is already queued."""
         with self._lock:
             if (wish_id, text) in self._queued:
                 return False
             self._queued.add((wish_id, text))
-        self._queue.put((user, wish_id, text))
+        self._queue.put((user, wish_id, text, request))
         return True
 
     def idle(self) -> bool:
@@ -269,9 +269,9 @@ class BackgroundCompiler:
             job = self._queue.get()
             if job is None:
                 return
-            user, wish_id, text = job
+            user, wish_id, text, request = job
             try:
-                outcome = self.compiler.compile(text)
+                outcome = self.compiler.compile(text, request)
                 self.stats["compiled" if outcome.code else "refused"] += 1
                 self.on_compiled(user, wish_id, outcome)
             except Exception:  # a failed compile leaves the wish with the model's question

@@ -68,8 +68,10 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     from an SGLang server placed by the same builder as ``clawgym train`` (``device``: see
     :func:`~clawgym.rl.launch.build.build_stack`; a trainer only when serve trains or keeps per-user adapters).
     """
+    from clawgym.core.chat_protocol import conversation
     from clawgym.inference.chat_template import encode_prompt
     from clawgym.personal.learner import LearnerHooks, adapter_slots, build_learner
+    from clawgym.personal.rubric import first_request
     from clawgym.personal.wish_memory import WishMemory
     from clawgym.rl.judge import JudgeStage
     from clawgym.rl.launch.build import StackOptions, build_stack
@@ -121,8 +123,9 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     def on_judged(turn: Turn) -> None:
         dashboard.observe_judged(turn)
         for wish in wishes.observe_judged(turn):  # a correction (judged, or sent as feedback) becomes a wish
-            if compiler is not None and not wish.check_state:
-                compiler.submit(wish.user, wish.id, wish.text)  # compiled on its own thread, never on the reply's path
+            if compiler is not None and not wish.check_state:  # on its own thread, off the reply's path, with the
+                compiler.submit(  # request the wish corrected
+                    wish.user, wish.id, wish.text, first_request(conversation(list(turn.context))))
         if learner is not None:
             learner.add(turn)
 
