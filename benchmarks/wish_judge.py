@@ -75,6 +75,17 @@ def read_items(path: Path, split: str, limit: int | None = None) -> list[dict[st
     return items
 
 
+def few_wishes(items: list[dict[str, Any]], wishes: int, limit: int | None) -> list[dict[str, Any]]:
+    """The items of ``wishes`` wishes spread over the split's (in order of first appearance), then ``limit`` of
+    them spread evenly, as :func:`read_items` does."""
+    ids = list(dict.fromkeys(item["wish_id"] for item in items))
+    keep = {ids[i * len(ids) // wishes] for i in range(min(wishes, len(ids)))}
+    items = [item for item in items if item["wish_id"] in keep]
+    if limit is not None and 0 <= limit < len(items):
+        items = [items[i * len(items) // limit] for i in range(limit)]
+    return items
+
+
 def file_digest(path: Path) -> str:
     """A short hash of the items file: rows measured on different items files are told apart."""
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
@@ -128,17 +139,18 @@ def judge_items(judge: Any, items: Sequence[dict[str, Any]], batch: int = 32,
     return checks, time.perf_counter() - started
 
 
-def compile_wishes(policy: Any, wishes: Sequence[str], drafts: int = 3,
+def compile_wishes(policy: Any, wishes: Sequence[tuple[str, str]], drafts: int = 3,
                    progress: Callable[[str], None] | None = print) -> tuple[dict[str, str], dict[str, Any]]:
-    """Each wish compiled once (as ``serve.wish_checks`` does): the kept checks by wish text, and the figures."""
+    """Each ``(wish, request)`` compiled once, as ``serve.wish_checks`` does with the request the wish corrected
+    (here the first of its items' requests): the kept checks by wish text, and the figures."""
     from clawgym.personal.wish_checks import WishCompiler
 
     compiler = WishCompiler(policy, drafts=drafts)
     kept: dict[str, str] = {}
     outcomes = []
-    for n, wish in enumerate(wishes, 1):
+    for n, (wish, request) in enumerate(wishes, 1):
         started = time.perf_counter()
-        outcome = compiler.compile(wish)
+        outcome = compiler.compile(wish, request)
         seconds = time.perf_counter() - started
         if outcome.code:
             kept[wish] = outcome.code
@@ -303,6 +315,8 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
     parser.add_argument("--wish-checks", action="store_true",
                         help="compile each wish into a tested check first and judge with and without them (dev only)")
     parser.add_argument("--drafts", type=int, default=3, help="--wish-checks: drafts of each check to test")
+    parser.add_argument("--max-wishes", type=int, default=None,
+                        help="keep only the items of this many wishes, spread over the split's (before --limit)")
     args = parser.parse_args(argv)
     if args.wish_checks and args.split != "dev":
         parser.error("--wish-checks is measured on the dev split only")
@@ -315,7 +329,9 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
         parser.error("--batch must be at least 1")
 
     wall = time.perf_counter()
-    items = read_items(args.items, args.split, args.limit)
+    items = read_items(args.items, args.split, None if args.max_wishes else args.limit)
+    if args.max_wishes:
+        items = few_wishes(items, args.max_wishes, args.limit)
     if not items:
         raise SystemExit(f"no {args.split}-split items in {args.items}")
     import torch
@@ -331,7 +347,7 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
     compiled: dict[str, Any] = {}
     try:
         if args.wish_checks:
-            wishes = list(dict.fromkeys(item["wish"] for item in items))
+            wishes = list({item["wish"]: item["request"] for item in reversed(items)}.items())[::-1]
             print(f"compiling {len(wishes)} wishes with {args.judge_model}, {args.drafts} drafts each", flush=True)
             kept, compiled = compile_wishes(policy, wishes, args.drafts, lambda line: print(line, flush=True))
             without, _ = judge_items(judge, items, args.batch, lambda line: print(line, flush=True))
@@ -351,7 +367,8 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
     row = {"judge_model": args.judge_model, "split": args.split, "cues": not args.no_cues,
            "read_facts": judge.facts is not None, "refusals_fail": judge.refusals_fail,
            "threshold": judge.threshold, "band": judge.band, "few_shot": judge.few_shot, "style": judge.style,
-           "limit": args.limit, "batch": args.batch, "seed": args.seed, "threads": torch.get_num_threads(),
+           "limit": args.limit, "max_wishes": args.max_wishes, "batch": args.batch, "seed": args.seed,
+           "threads": torch.get_num_threads(),
            "items_file": shown(args.items),
            "items_sha": file_digest(args.items), "reply_models": sorted({i.get("model", "?") for i in items}),
            **summarise(items, checks),
