@@ -140,12 +140,13 @@ def judge_items(judge: Any, items: Sequence[dict[str, Any]], batch: int = 32,
 
 
 def compile_wishes(policy: Any, wishes: Sequence[tuple[str, str]], drafts: int = 3,
-                   progress: Callable[[str], None] | None = print) -> tuple[dict[str, str], dict[str, Any]]:
+                   progress: Callable[[str], None] | None = print,
+                   accept: str = "majority") -> tuple[dict[str, str], dict[str, Any]]:
     """Each ``(wish, request)`` compiled once, as ``serve.wish_checks`` does with the request the wish corrected
     (here the first of its items' requests): the kept checks by wish text, and the figures."""
     from clawgym.personal.wish_checks import WishCompiler
 
-    compiler = WishCompiler(policy, drafts=drafts)
+    compiler = WishCompiler(policy, drafts=drafts, accept=accept)
     kept: dict[str, str] = {}
     outcomes = []
     for n, (wish, request) in enumerate(wishes, 1):
@@ -160,7 +161,7 @@ def compile_wishes(policy: Any, wishes: Sequence[tuple[str, str]], drafts: int =
             progress(f"  compiled {n}/{len(wishes)} ({seconds:.0f} s): {'kept' if outcome.code else 'refused'} "
                      f"{wish[:50]!r}: {outcome.note[:100]}")
     seconds = [o["seconds"] for o in outcomes]
-    return kept, {"wishes": len(wishes), "compiled": len(kept), "drafts": drafts,
+    return kept, {"wishes": len(wishes), "compiled": len(kept), "drafts": drafts, "accept": accept,
                   "s_per_compile": round(sum(seconds) / len(seconds), 1) if seconds else 0.0,
                   "runner_starts": compiler.runner.starts, "outcomes": outcomes}
 
@@ -315,6 +316,8 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
     parser.add_argument("--wish-checks", action="store_true",
                         help="compile each wish into a tested check first and judge with and without them (dev only)")
     parser.add_argument("--drafts", type=int, default=3, help="--wish-checks: drafts of each check to test")
+    parser.add_argument("--accept", default="majority", choices=("majority", "separates"),
+                        help="--wish-checks: the test a draft must pass (clawgym.personal.wish_checks.passes)")
     parser.add_argument("--max-wishes", type=int, default=None,
                         help="keep only the items of this many wishes, spread over the split's (before --limit)")
     args = parser.parse_args(argv)
@@ -349,7 +352,8 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
         if args.wish_checks:
             wishes = list({item["wish"]: item["request"] for item in reversed(items)}.items())[::-1]
             print(f"compiling {len(wishes)} wishes with {args.judge_model}, {args.drafts} drafts each", flush=True)
-            kept, compiled = compile_wishes(policy, wishes, args.drafts, lambda line: print(line, flush=True))
+            kept, compiled = compile_wishes(policy, wishes, args.drafts, lambda line: print(line, flush=True),
+                                            args.accept)
             without, _ = judge_items(judge, items, args.batch, lambda line: print(line, flush=True))
             judge = make_judge(policy, cues=not args.no_cues)
             judge.checks_of = lambda wish: {wish: kept[wish]} if wish in kept else {}

@@ -344,3 +344,17 @@ def test_serve_wish_checks_is_off_by_default_and_compiles_a_new_wish_off_the_rep
     assert serving.wishes.owner(wish_id) == user
     serving.compiler.close()
     serving.gateway.log.close()
+
+
+def test_the_separates_rule_keeps_a_draft_that_tells_the_sides_apart_when_some_examples_took_the_wrong_side():
+    from clawgym.personal.wish_checks import Draft, passes
+
+    examples = Examples("q", ["a", "b", "c"], ["d", "e", "f"])
+    noisy = Draft("code", meet_hits=1, miss_hits=3)  # two "meet" replies did not meet the wish
+    assert not passes(noisy, examples) and passes(noisy, examples, "separates")
+    assert not passes(Draft("code", meet_hits=0, miss_hits=3), examples, "separates")  # never met: no evidence
+    assert not passes(Draft("code", meet_hits=3, miss_hits=0), examples, "separates")  # always met
+    assert not passes(Draft("code", meet_hits=2, miss_hits=1), examples, "separates")  # 2/3 met on both sides
+    assert not passes(Draft("code", meet_hits=3, miss_hits=3, error="timeout"), examples, "separates")
+    with pytest.raises(ValueError, match="accept"):
+        WishCompiler(None, object(), accept="vibes")

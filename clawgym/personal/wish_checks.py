@@ -142,13 +142,26 @@ class Draft:
         return self.meet_hits + self.miss_hits
 
 
-def passes(draft: Draft, examples: Examples) -> bool:
-    """A draft is trusted when it never crashed, met most meet-replies and missed most miss-replies."""
-    return (not draft.error and 2 * draft.meet_hits > len(examples.meet)
-            and 2 * draft.miss_hits > len(examples.miss))
+ACCEPT = ("majority", "separates")
 
 
-def choose(drafts: Sequence[str], examples: Examples, runner: CheckRunner) -> tuple[str | None, list[Draft]]:
+def passes(draft: Draft, examples: Examples, accept: str = "majority") -> bool:
+    """A draft is trusted when it never crashed and, with ``accept="majority"``, met most meet-replies and missed
+    most miss-replies; with ``"separates"`` (for a judge model whose replies often fail the side they were told
+    to take), when it met a larger share of the meet-replies than of the miss-replies, each side at least once."""
+    if draft.error:
+        return False
+    meet, miss = len(examples.meet), len(examples.miss)
+    if accept == "separates":
+        met_miss = miss - draft.miss_hits
+        return draft.meet_hits >= 1 and draft.miss_hits >= 1 and draft.meet_hits * miss > met_miss * meet
+    if accept != "majority":
+        raise ValueError(f"accept must be one of {ACCEPT}, got {accept!r}")
+    return 2 * draft.meet_hits > meet and 2 * draft.miss_hits > miss
+
+
+def choose(drafts: Sequence[str], examples: Examples, runner: CheckRunner,
+           accept: str = "majority") -> tuple[str | None, list[Draft]]:
     """The best passing draft (highest score, then the earliest) and every draft's test; all drafts run on all
     examples in one sandboxed batch."""
     tests = [Draft(code) for code in dict.fromkeys(drafts)]
@@ -168,7 +181,7 @@ def choose(drafts: Sequence[str], examples: Examples, runner: CheckRunner) -> tu
             elif result.met == should:
                 draft.meet_hits += should
                 draft.miss_hits += not should
-    passing = [d for d in tests if passes(d, examples)]
+    passing = [d for d in tests if passes(d, examples, accept)]
     best = max(passing, key=lambda d: d.score, default=None)  # max keeps the first of equals
     return (best.code if best else None), tests
 
@@ -187,15 +200,20 @@ class Compiled:
 class WishCompiler:
     """Compiles wishes with a judge model (an in-process HF policy: ``.model``, ``.tokenizer``) and a runner.
 
-    ``drafts``: how many drafts of the check to test (the first greedy, the rest sampled at ``temperature``).
+    ``drafts``: how many drafts of the check to test (the first greedy, the rest sampled at ``temperature``);
+    ``accept``: the rule a draft's test must pass (:func:`passes`).
     Blocking and model-bound: call :meth:`compile` from a worker thread (see :class:`BackgroundCompiler`).
     """
 
     def __init__(self, policy: Any, runner: CheckRunner | None = None, drafts: int = 3, temperature: float = 0.7,
-                 max_code_tokens: int = MAX_CODE_TOKENS, max_example_tokens: int = MAX_EXAMPLE_TOKENS):
+                 max_code_tokens: int = MAX_CODE_TOKENS, max_example_tokens: int = MAX_EXAMPLE_TOKENS,
+                 accept: str = "majority"):
         self.policy, self.runner = policy, runner or CheckRunner()
         self.drafts, self.temperature = max(1, int(drafts)), float(temperature)
         self.max_code_tokens, self.max_example_tokens = max_code_tokens, max_example_tokens
+        if accept not in ACCEPT:
+            raise ValueError(f"accept must be one of {ACCEPT}, got {accept!r}")
+        self.accept = accept  # see passes()
 
     def compile(self, wish: str, request: str = "") -> Compiled:
         """Compile ``wish``; ``request``: a message of the person's where it mattered (the examples answer it; the
@@ -225,7 +243,7 @@ class WishCompiler:
     def test(self, wish: str, codes: Sequence[str], examples: Examples, start: float | None = None) -> Compiled:
         """The chosen draft of ``codes`` on ``examples`` (no model needed: tests feed hand-written drafts)."""
         start = time.monotonic() if start is None else start
-        code, tests = choose(codes, examples, self.runner)
+        code, tests = choose(codes, examples, self.runner, self.accept)
         if code is None:
             best = max(tests, key=lambda d: (not d.error, d.score))
             why = best.error or (f"met {best.meet_hits}/{len(examples.meet)} replies written to meet it and missed "
