@@ -272,14 +272,15 @@ class RubricJudge:
             conversation = self.conversation(context) if self.conversation else context
             for w, wish in enumerate(wishes):
                 if wish in codes and checkable(wish):
-                    pending.append(((j, w), (codes[wish], request_of(conversation), reply)))
+                    # the check sees the person's task, as the replies it was tested on answered it
+                    pending.append(((j, w), (codes[wish], first_request(conversation), reply)))
         if not pending:
             return {}
-        if self.runner is None:
-            from clawgym.personal.check_runner import CheckRunner
-
-            self.runner = CheckRunner()
         try:
+            if self.runner is None:
+                from clawgym.personal.check_runner import CheckRunner
+
+                self.runner = CheckRunner()
             results = self.runner.run([job for _, job in pending])
         except Exception as exc:  # no sandbox: the wishes go to the cues and the model, as without checks
             self.stats["compiled_unavailable"] += len(pending)
