@@ -156,7 +156,9 @@ def compile_wishes(policy: Any, wishes: Sequence[tuple[str, str]], drafts: int =
         if outcome.code:
             kept[wish] = outcome.code
         outcomes.append({"wish": wish, "compiled": bool(outcome.code), "note": outcome.note,
-                         "seconds": round(seconds, 1), "code": outcome.code or ""})
+                         "seconds": round(seconds, 1), "code": outcome.code or "",
+                         "drafts": [{"meet_hits": d.meet_hits, "miss_hits": d.miss_hits, "error": d.error[:200],
+                                     "code": d.code} for d in outcome.drafts]})
         if progress is not None:
             progress(f"  compiled {n}/{len(wishes)} ({seconds:.0f} s): {'kept' if outcome.code else 'refused'} "
                      f"{wish[:50]!r}: {outcome.note[:100]}")
