@@ -15,7 +15,7 @@ import pytest
 from clawgym.inference.scripted import ScriptedPolicy
 from clawgym.inference.server import BackgroundServer
 from clawgym.personal import wish_checks
-from clawgym.personal.check_runner import CheckRunner, refusal
+from clawgym.personal.check_runner import CheckRunner, SandboxFailed, refusal
 from clawgym.personal.rubric import RubricJudge
 from clawgym.personal.wish_checks import BackgroundCompiler, Examples, WishCompiler, choose, examples_of, parse_code
 from clawgym.personal.wish_memory import WishMemory
@@ -36,7 +36,12 @@ EXAMPLES = Examples("How do I boil an egg?", ["Boil it ten minutes.", "Eight min
 def runner():
     if not sys.platform.startswith("linux") or shutil.which("bwrap") is None:
         pytest.skip("bubblewrap not installed")
-    return CheckRunner(time_s=0.5)
+    made = CheckRunner(time_s=0.5)
+    try:
+        made.run([(SHORT, "q", "r")])
+    except SandboxFailed as exc:  # bwrap without user namespaces (an unprivileged container)
+        pytest.skip(str(exc))
+    return made
 
 
 # ---- reading the model's answer -------------------------------------------------------------------------
