@@ -26,6 +26,13 @@ generated page (docs/results/wish_judge.md) from the rows and runs nothing.
     .venv/bin/python benchmarks/wish_judge.py --split test                                # report only
     .venv/bin/python benchmarks/wish_judge.py --limit 200                                 # a quick look
     .venv/bin/python benchmarks/wish_judge.py --markdown                                  # the page; runs nothing
+    .venv/bin/python benchmarks/wish_judge.py --wish-checks --limit 60                    # compiled checks (dev)
+
+``--wish-checks`` compiles each distinct wish of the items once, as ``serve.wish_checks`` does
+(:class:`clawgym.personal.wish_checks.WishCompiler` on the judge model: drafts tested on replies the model wrote to
+meet and to miss the wish), then judges the items twice, with and without the compiled checks, and prints how
+many wishes compiled, the seconds per compile and the agreement of both on the items each decided (the row
+keeps both, ``wish_checks`` holding the compile's figures). Dev split only: nothing about it is measured on test.
 """
 
 from __future__ import annotations
@@ -68,6 +75,17 @@ def read_items(path: Path, split: str, limit: int | None = None) -> list[dict[st
     return items
 
 
+def few_wishes(items: list[dict[str, Any]], wishes: int, limit: int | None) -> list[dict[str, Any]]:
+    """The items of ``wishes`` wishes spread over the split's (in order of first appearance), then ``limit`` of
+    them spread evenly, as :func:`read_items` does."""
+    ids = list(dict.fromkeys(item["wish_id"] for item in items))
+    keep = {ids[i * len(ids) // wishes] for i in range(min(wishes, len(ids)))}
+    items = [item for item in items if item["wish_id"] in keep]
+    if limit is not None and 0 <= limit < len(items):
+        items = [items[i * len(items) // limit] for i in range(limit)]
+    return items
+
+
 def file_digest(path: Path) -> str:
     """A short hash of the items file: rows measured on different items files are told apart."""
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
@@ -105,17 +123,55 @@ def chat_refusals_fail() -> bool:
 
 def judge_items(judge: Any, items: Sequence[dict[str, Any]], batch: int = 32,
                 progress: Callable[[str], None] | None = print) -> tuple[list[Any], float]:
-    """One :class:`WishCheck` per item, ``batch`` items per ``check_many`` call; and the seconds spent judging."""
+    """One :class:`WishCheck` per item, ``batch`` items per ``check_many`` call; and the seconds spent judging.
+    With compiled checks (``judge.checks_of``) each item is its own "user", keyed by its wish."""
     checks: list[Any] = []
     started = time.perf_counter()
+    compiled = getattr(judge, "checks_of", None) is not None
     for start in range(0, len(items), batch):
         chunk = items[start:start + batch]
-        checks += [row[0] for row in judge.check_many([job_of(item) for item in chunk])]
+        users = [item["wish"] for item in chunk] if compiled else None
+        checks += [row[0] for row in judge.check_many([job_of(item) for item in chunk], users=users)]
         if progress is not None:
             elapsed = time.perf_counter() - started
             left = elapsed / len(checks) * (len(items) - len(checks))
             progress(f"  {len(checks)}/{len(items)} items judged, {elapsed:.0f} s, about {left:.0f} s left")
     return checks, time.perf_counter() - started
+
+
+def compile_wishes(policy: Any, wishes: Sequence[tuple[str, str]], drafts: int = 3,
+                   progress: Callable[[str], None] | None = print,
+                   accept: str = "majority") -> tuple[dict[str, str], dict[str, Any]]:
+    """Each ``(wish, request)`` compiled once, as ``serve.wish_checks`` does with the request the wish corrected
+    (here the first of its items' requests): the kept checks by wish text, and the figures."""
+    from clawgym.personal.wish_checks import WishCompiler
+
+    compiler = WishCompiler(policy, drafts=drafts, accept=accept)
+    kept: dict[str, str] = {}
+    outcomes = []
+    for n, (wish, request) in enumerate(wishes, 1):
+        started = time.perf_counter()
+        outcome = compiler.compile(wish, request)
+        seconds = time.perf_counter() - started
+        if outcome.code:
+            kept[wish] = outcome.code
+        outcomes.append({"wish": wish, "compiled": bool(outcome.code), "note": outcome.note,
+                         "seconds": round(seconds, 1), "code": outcome.code or "",
+                         "drafts": [{"meet_hits": d.meet_hits, "miss_hits": d.miss_hits, "error": d.error[:200],
+                                     "code": d.code} for d in outcome.drafts]})
+        if progress is not None:
+            progress(f"  compiled {n}/{len(wishes)} ({seconds:.0f} s): {'kept' if outcome.code else 'refused'} "
+                     f"{wish[:50]!r}: {outcome.note[:100]}")
+    seconds = [o["seconds"] for o in outcomes]
+    return kept, {"wishes": len(wishes), "compiled": len(kept), "drafts": drafts, "accept": accept,
+                  "s_per_compile": round(sum(seconds) / len(seconds), 1) if seconds else 0.0,
+                  "runner_starts": compiler.runner.starts, "outcomes": outcomes}
+
+
+def decided_agreement(items: Sequence[dict[str, Any]], checks: Sequence[Any]) -> dict[str, int]:
+    """How many items the judge decided, and on how many of those it agrees with the label."""
+    decided = [(i, c) for i, c in zip(items, checks) if c.met is not None]
+    return {"decided": len(decided), "agree": sum(c.met == bool(i["met"]) for i, c in decided)}
 
 
 # ------------------------------------------------------------------ the figures
@@ -259,7 +315,16 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
                         help=f"only write the results page from --results (default {PAGE_NAME}); runs nothing")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--wish-checks", action="store_true",
+                        help="compile each wish into a tested check first and judge with and without them (dev only)")
+    parser.add_argument("--drafts", type=int, default=3, help="--wish-checks: drafts of each check to test")
+    parser.add_argument("--accept", default="majority", choices=("majority", "separates"),
+                        help="--wish-checks: the test a draft must pass (clawgym.personal.wish_checks.passes)")
+    parser.add_argument("--max-wishes", type=int, default=None,
+                        help="keep only the items of this many wishes, spread over the split's (before --limit)")
     args = parser.parse_args(argv)
+    if args.wish_checks and args.split != "dev":
+        parser.error("--wish-checks is measured on the dev split only")
     if args.markdown is not None:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(markdown(args.results))
@@ -269,7 +334,9 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
         parser.error("--batch must be at least 1")
 
     wall = time.perf_counter()
-    items = read_items(args.items, args.split, args.limit)
+    items = read_items(args.items, args.split, None if args.max_wishes else args.limit)
+    if args.max_wishes:
+        items = few_wishes(items, args.max_wishes, args.limit)
     if not items:
         raise SystemExit(f"no {args.split}-split items in {args.items}")
     import torch
@@ -282,8 +349,22 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
     judge = make_judge(policy, cues=not args.no_cues)
     print(f"judging {len(items)} {args.split}-split items of {args.items} with {args.judge_model}"
           f"{' (model alone)' if args.no_cues else ''}, {args.batch} per call", flush=True)
+    compiled: dict[str, Any] = {}
     try:
+        if args.wish_checks:
+            wishes = list({item["wish"]: item["request"] for item in reversed(items)}.items())[::-1]
+            print(f"compiling {len(wishes)} wishes with {args.judge_model}, {args.drafts} drafts each", flush=True)
+            kept, compiled = compile_wishes(policy, wishes, args.drafts, lambda line: print(line, flush=True),
+                                            args.accept)
+            without, _ = judge_items(judge, items, args.batch, lambda line: print(line, flush=True))
+            judge = make_judge(policy, cues=not args.no_cues)
+            judge.checks_of = lambda wish: {wish: kept[wish]} if wish in kept else {}
+            compiled["without"] = decided_agreement(items, without)
         checks, judge_s = judge_items(judge, items, args.batch, lambda line: print(line, flush=True))
+        if args.wish_checks:
+            compiled["with"] = decided_agreement(items, checks)
+            compiled["by_compiled"] = int(judge.stats["by_compiled"])
+            compiled["compiled_errors"] = int(judge.stats["compiled_errors"])
     finally:
         if owned:
             import asyncio
@@ -292,7 +373,8 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
     row = {"judge_model": args.judge_model, "split": args.split, "cues": not args.no_cues,
            "read_facts": judge.facts is not None, "refusals_fail": judge.refusals_fail,
            "threshold": judge.threshold, "band": judge.band, "few_shot": judge.few_shot, "style": judge.style,
-           "limit": args.limit, "batch": args.batch, "seed": args.seed, "threads": torch.get_num_threads(),
+           "limit": args.limit, "max_wishes": args.max_wishes, "batch": args.batch, "seed": args.seed,
+           "threads": torch.get_num_threads(),
            "items_file": shown(args.items),
            "items_sha": file_digest(args.items), "reply_models": sorted({i.get("model", "?") for i in items}),
            **summarise(items, checks),
@@ -301,7 +383,16 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
            "facts_stats": dict(judge.facts.stats) if judge.facts is not None else {},
            "host": host(), "commit": git_commit(), "date": time.strftime("%Y-%m-%d"),
            "wall_s": round(time.perf_counter() - wall, 1)}
+    if compiled:
+        row["wish_checks"] = compiled
     print("\n" + report(row), flush=True)
+    if compiled:
+        w, wo = compiled["with"], compiled["without"]
+        print(f"\ncompiled checks: {compiled['compiled']}/{compiled['wishes']} wishes kept, "
+              f"{compiled['s_per_compile']:.1f} s per compile; {compiled['by_compiled']} items decided by them "
+              f"({compiled['compiled_errors']} check errors); agreement on decided items: with "
+              f"{share(w['agree'], w['decided'])} ({w['agree']}/{w['decided']}), without "
+              f"{share(wo['agree'], wo['decided'])} ({wo['agree']}/{wo['decided']})", flush=True)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     with args.results.open("a", encoding="utf-8") as out:
         out.write(json.dumps(row, ensure_ascii=False) + "\n")

@@ -149,3 +149,22 @@ def test_the_page_line_of_a_row(bench):
         "| 70.0%, 72.9% | 0.65 (140) | 0.432 | qwen2.5-coder-0.5b (abc123def456) | 1234567 | x86_64 2 cores |")
     assert "| 200 (limit 200) |" in bench.table_line({**row, "limit": 200, "cues": False})
     assert "| model alone |" in bench.table_line({**row, "cues": False})
+
+
+def test_wish_checks_take_a_few_wishes_of_the_dev_split_only(bench, items_file):
+    dev = bench.read_items(items_file, "dev")
+    two = bench.few_wishes(dev, 2, None)
+    assert {i["wish_id"] for i in two} == {"summaries.max_40", "work_email.no_exclamation"}  # spread over the four
+    assert len(bench.few_wishes(dev, 2, 1)) == 1
+    with pytest.raises(SystemExit):
+        bench.main(["--items", str(items_file), "--split", "test", "--wish-checks"])
+
+
+def test_a_cues_only_judge_with_compiled_checks_decides_by_them_first(bench, items_file):
+    pytest.importorskip("shutil").which("bwrap") or pytest.skip("bubblewrap not installed")
+    items = bench.read_items(items_file, "dev")[:2]  # "40 words max": met, then unmet
+    judge = RubricJudge(None, cues=True)
+    judge.checks_of = lambda wish: {wish: "def met(request, reply):\n    return len(reply.split()) > 40\n"}
+    checks, _ = bench.judge_items(judge, items, progress=None)  # a wrong check, to see that it decides
+    assert [(c.met, c.source) for c in checks] == [(False, "compiled"), (True, "compiled")]
+    assert bench.decided_agreement(items, checks) == {"decided": 2, "agree": 0}

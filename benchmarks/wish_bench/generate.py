@@ -16,6 +16,7 @@ wish, wish_id, split, met, model, seed, sample, prompted, finish_reason.
     .venv/bin/python benchmarks/wish_bench/generate.py --model qwen2.5-coder-1.5b
     .venv/bin/python benchmarks/wish_bench/generate.py --model tiny-random --kinds parent --plain 1 \\
         --prompted 0 --replies /tmp/r.jsonl --items /tmp/i.jsonl                            # a smoke run
+    .venv/bin/python benchmarks/wish_bench/generate.py --items-only          # the items of the replies written
 """
 
 from __future__ import annotations
@@ -176,8 +177,14 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
     parser.add_argument("--replies", type=Path, default=REPLIES)
     parser.add_argument("--items", type=Path, default=ITEMS)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--items-only", action="store_true",
+                        help="only rewrite --items from the replies already in --replies (loads no model)")
     args = parser.parse_args(argv)
     kinds = [kind(k) for k in args.kinds]
+    if args.items_only:
+        items = write_items(args.replies, args.items)
+        print(f"wrote {len(items)} items to {args.items}: {summary(items)}", flush=True)
+        return 0
 
     jobs = jobs_for(args.model, kinds, args.plain, args.prompted, args.seed)
     done = {row["key"] for row in read_jsonl(args.replies)}

@@ -30,3 +30,23 @@ def greedy_completion(policy: Any, messages: list[Message], max_new_tokens: int)
         out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
                              do_sample=False, temperature=None, top_p=None, top_k=None, pad_token_id=pad)
     return tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+
+
+def sampled_completions(policy: Any, messages: list[Message], n: int, max_new_tokens: int,
+                        temperature: float = 0.7) -> list[str]:
+    """``n`` sampled continuations of a chat prompt (several drafts to choose from; see greedy_completion)."""
+    model, tokenizer = getattr(policy, "model", None), getattr(policy, "tokenizer", None)
+    if model is None or tokenizer is None:
+        raise TypeError(f"policy {getattr(policy, 'name', policy)!r} has no HF model/tokenizer to generate with")
+    if n <= 0:
+        return []
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    device = next(model.parameters()).device
+    ids = torch.tensor([tokenizer.encode(text, add_special_tokens=False)], device=device)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    lock = getattr(policy, "_weights_lock", None) or contextlib.nullcontext()
+    with lock, torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                             do_sample=True, temperature=temperature, top_p=0.95, top_k=None,
+                             num_return_sequences=n, pad_token_id=pad)
+    return [tokenizer.decode(row[ids.shape[1]:], skip_special_tokens=True) for row in out]

@@ -204,7 +204,7 @@ class PublishGate:
         for turn, a, b in zip(turns, new, old):  # the candidate's reply, then the serving weights', per request
             context = conversation(list(turn.context))
             jobs += [(wishes[user_of(turn)], context, a.text), (wishes[user_of(turn)], context, b.text)]
-        checks = self.rubric.check_many(jobs)
+        checks = self.rubric.check_many(jobs, users=[user_of(t) for t in turns for _ in range(2)])
         per_user: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
         for i, turn in enumerate(turns):
             a, b = reward_of(checks[2 * i]), reward_of(checks[2 * i + 1])

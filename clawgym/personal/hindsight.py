@@ -194,7 +194,8 @@ class HindsightGroups:
         replies = [text_of(turn.action)] + [g.text for g in siblings]
         own = len(siblings) - prompted - answered - plain
         kinds = ["real"] + ["prompted"] * prompted + ["answered"] * answered + ["plain"] * plain + ["sibling"] * own
-        checks = await asyncio.to_thread(self.rubric.check_many, [(wishes, context, r) for r in replies])
+        checks = await asyncio.to_thread(self.rubric.check_many, [(wishes, context, r) for r in replies],
+                                         users=[user_of(turn)] * len(replies))
         rubric = [reward_of(c) for c in checks]
         if rubric[0] is None:
             unknown = [None] * len(replies)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from clawgym.rl.launch import ConfigError, RunConfig
 from clawgym.rl.launch.placement import serves_in_process
@@ -69,6 +69,7 @@ class LearnerHooks:
     """What the learner reads from and reports to the rest of the server (each optional)."""
 
     wishes_of: Callable[[str], list[str]] | None = None  # user -> remembered wishes (the wish memory)
+    checks_of: Callable[[str], Mapping[str, str]] | None = None  # user -> compiled checks by wish text (wish_checks)
     on_step: OnStep | None = None  # every recorded train step (the dashboard)
     on_error: OnError | None = None  # (user, message) of a failed step (the dashboard)
     on_scored: Callable[[str, float], object] | None = None  # (user, share of wishes a served reply met)
@@ -192,7 +193,16 @@ def _rubric(config: RunConfig, judge_policy: Policy, hooks: LearnerHooks) -> Rub
     if not hasattr(judge_policy, "model"):
         raise ConfigError("serve.hindsight_k and serve.gate: the rubric judge reads label probabilities from a "
                           f"local hf model, and the judge {config.judge.model!r} is not one")
-    return RubricJudge(judge_policy, hooks.wishes_of, refusals_fail=config.serve.hindsight_refusals_fail)
+    return RubricJudge(judge_policy, hooks.wishes_of, refusals_fail=config.serve.hindsight_refusals_fail,
+                       checks_of=hooks.checks_of)
+
+
+def judge_model(config: RunConfig, stack: Stack) -> Any:
+    """The model the wish judge reads (and that writes the wishes' compiled checks): the judge's own, else the
+    served policy (shared weights) or the base model on the trainer's copy (per-user adapters)."""
+    if config.serve.adapters == "per_user" and stack.trainer is not None:
+        return _base_judge(stack, stack.trainer)
+    return stack.judge_policy or stack.policy
 
 
 def _hindsight_groups(config: RunConfig, stack: Stack, judge_policy: Policy, rubric: RubricJudge,

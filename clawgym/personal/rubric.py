@@ -7,7 +7,11 @@ scores *any* reply to a context against the wishes the person expressed before (
     reward, checks = rubric.score(user, context_messages, reply)   # reward in [0, 1] or None
     results = rubric.score_many([(user, context, reply), ...])     # one batched forward pass
 
-Each wish is checked by a model: one short question per (reply, wish) whose answer is read as
+A wish with a compiled check (:mod:`clawgym.personal.wish_checks`: code the judge model wrote for it once and
+tested, ``checks_of(user)`` from the wish memory) is decided by that code first, run in the sandbox of
+:mod:`clawgym.personal.check_runner` (one process for every compiled check of a ``check_many`` call; source
+"compiled"); a check that errs on a reply leaves the wish to what follows. Otherwise each wish is checked by a
+model: one short question per (reply, wish) whose answer is read as
 ``log p("Yes") - log p("No")`` at the next token (like :class:`~clawgym.rl.judge.prob.ProbJudge`),
 cached by (model, version, wish, request, reply). The wish comes last in the question, so the wishes
 of one reply share everything before it: that part is read once and only the wishes run as a batch
@@ -33,15 +37,18 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
+import logging
 import threading
 from dataclasses import KW_ONLY, InitVar, asdict, dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from clawgym.core.chat_protocol import is_internal_context, user_text
 from clawgym.core.messages import Message
 from clawgym.personal.request_facts import RequestFacts
 from clawgym.personal.rubric_cues import checkable, cue_check, name_check, refuses, warmth_check
 from clawgym.personal.wishes import wish_question
+
+logger = logging.getLogger(__name__)
 
 SYSTEM = ("You check an AI assistant's reply against one wish of the user. Answer Yes if the reply does what the "
           "wish asks, No if it does not.")
@@ -66,7 +73,7 @@ class WishCheck:
 
     wish: str
     met: bool | None
-    source: str  # "cues", "facts", "model", "unsure", "uncheckable"
+    source: str  # "compiled", "cues", "facts", "model", "unsure", "uncheckable"
     margin: float | None = None  # the model's log p(Yes) - log p(No); None when the cues decided
 
     def to_dict(self) -> dict[str, Any]:
@@ -137,6 +144,8 @@ class RubricJudge:
     returns the person's current wishes (texts), e.g. :meth:`WishMemory.texts`. ``conversation``
     maps the context to the conversation proper (the gateway strips OpenClaw's internal blocks).
     ``refusals_fail``: a short refusal ("I'm sorry, but I can't assist with that.") meets no checkable wish.
+    ``checks_of(user)``: the person's compiled checks by wish text (:meth:`WishMemory.checks`), run by ``runner``
+    (default: a :class:`~clawgym.personal.check_runner.CheckRunner`, made on first use).
     Thread-safe; ``score``/``score_many`` block (call them from a worker thread, never the event loop).
     """
 
@@ -153,6 +162,8 @@ class RubricJudge:
     facts: RequestFacts | None = None
     conversation: Callable[[list[Message]], list[Message]] | None = None
     refusals_fail: bool = False
+    checks_of: Callable[[str], Mapping[str, str]] | None = None
+    runner: Any = None
 
     def __post_init__(self, read_facts: bool) -> None:
         if self.policy is None and not self.cues:
@@ -176,13 +187,17 @@ class RubricJudge:
         """Many replies (a GRPO group, several turns) in one batched pass; same order as ``items``."""
         if self.wishes_of is None:
             raise ValueError("score() needs wishes_of (the wish memory); use check_many() with explicit wishes")
+        items = list(items)
         jobs = [(list(self.wishes_of(user)), context, reply) for user, context, reply in items]
-        checks = self.check_many(jobs)
+        checks = self.check_many(jobs, users=[user for user, _, _ in items])
         return [(reward_of(c), c) for c in checks]
 
     # ------------------------------------------------------------------ explicit wishes
-    def check_many(self, jobs: Sequence[tuple[Sequence[str], list[Message], str]]) -> list[list[WishCheck]]:
-        """Per-wish checks for each ``(wishes, context, reply)``."""
+    def check_many(self, jobs: Sequence[tuple[Sequence[str], list[Message], str]],
+                   users: Sequence[str] | None = None) -> list[list[WishCheck]]:
+        """Per-wish checks for each ``(wishes, context, reply)``; ``users`` (one per job) says whose compiled
+        checks apply (none without it)."""
+        compiled = self._compiled(jobs, users)
         results: list[list[WishCheck | None]] = []
         pending: list[tuple[int, int, str, list[Message]]] = []  # (job, wish index, cache key, prompt)
         for j, (wishes, context, reply) in enumerate(jobs):
@@ -203,6 +218,11 @@ class RubricJudge:
                 if refused:
                     row.append(WishCheck(wish, False, "cues"))  # declining the request does none of it
                     self.stats["refusal"] += 1
+                    continue
+                met_by_code = compiled.get((j, w))
+                if met_by_code is not None:
+                    row.append(WishCheck(wish, met_by_code, "compiled"))
+                    self.stats["by_compiled"] += 1
                     continue
                 cue = None
                 if self.cues:  # the formats and counts, the names, warmth; a violation of any decides
@@ -232,6 +252,47 @@ class RubricJudge:
                     row[w] = WishCheck(jobs[j][0][w], None, "unsure")
                     self.stats["unsure"] += 1
         return results  # type: ignore[return-value]
+
+    def _compiled(self, jobs: Sequence[tuple[Sequence[str], list[Message], str]],
+                  users: Sequence[str] | None) -> dict[tuple[int, int], bool]:
+        """What the compiled checks say, by (job, wish index): every check of the call in one sandboxed batch;
+        a check that erred on its reply, or a sandbox that failed, says nothing (the cues and the model decide)."""
+        if self.checks_of is None or users is None:
+            return {}
+        if len(users) != len(jobs):
+            raise ValueError("check_many: one user per job")
+        pending: list[tuple[tuple[int, int], tuple[str, str, str]]] = []
+        codes_of: dict[str, Mapping[str, str]] = {}
+        for j, ((wishes, context, reply), user) in enumerate(zip(jobs, users)):
+            if user not in codes_of:
+                codes_of[user] = self.checks_of(user) or {}
+            codes = codes_of[user]
+            if not codes or not (reply or "").strip() or (self.refusals_fail and refuses(reply)):
+                continue
+            conversation = self.conversation(context) if self.conversation else context
+            for w, wish in enumerate(wishes):
+                if wish in codes and checkable(wish):
+                    # the check sees the person's task, as the replies it was tested on answered it
+                    pending.append(((j, w), (codes[wish], first_request(conversation), reply)))
+        if not pending:
+            return {}
+        try:
+            if self.runner is None:
+                from clawgym.personal.check_runner import CheckRunner
+
+                self.runner = CheckRunner()
+            results = self.runner.run([job for _, job in pending])
+        except Exception as exc:  # no sandbox: the wishes go to the cues and the model, as without checks
+            self.stats["compiled_unavailable"] += len(pending)
+            logger.warning("compiled wish checks could not run: %s", exc)
+            return {}
+        decided = {}
+        for (where, _), result in zip(pending, results):
+            if result.met is None:
+                self.stats["compiled_errors"] += 1
+            else:
+                decided[where] = result.met
+        return decided
 
     def _decide(self, wish: str, margin: float) -> WishCheck:
         if abs(margin - self.threshold) < self.band:

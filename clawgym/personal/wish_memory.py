@@ -19,7 +19,12 @@ The rules, in one place:
 - **durable**: every wish that was asked for is a ``wish`` event in the turn log, and a removal a
   ``wish_removed`` event; a restart replays them through the same rules;
 - **visible and removable**: ``GET /v1/wishes`` and ``DELETE /v1/wishes/{id}`` (the person's own key),
-  and the dashboard; **forget-me** (``DELETE /v1/users/{id}``) erases them with the rest.
+  and the dashboard; **forget-me** (``DELETE /v1/users/{id}``) erases them with the rest;
+- **a compiled check kept with its wish** (:mod:`clawgym.personal.wish_checks`, ``serve.wish_checks``): a
+  ``wish_check`` event holds the code (or why none was kept) for the wish's wording at the time; a rephrasing
+  drops it (the new words are compiled again), removing or forgetting the wish drops it, and the person can take
+  the check alone back (``DELETE /v1/wishes/{id}/check``: a ``wish_check_removed`` event; the wish then stays
+  with the model's question and is not compiled again).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import Callable, Iterator, Literal, Protocol, TypedDict
 from clawgym.core.chat_protocol import is_internal_context, user_text
 from clawgym.core.messages import text_of
 from clawgym.personal.wishes import relation, wishes_from_correction
-from clawgym.rl.types import JSONObject, Turn
+from clawgym.rl.types import JSONObject, Turn, new_id
 
 SOURCES = ("reply", "feedback")
 MAX_SAID_CHARS = 500
@@ -62,13 +67,40 @@ class WishRemovedEvent(TypedDict):
     at: float
 
 
+class WishCheckEvent(TypedDict):
+    """A ``wish_check`` event: wish ``wish_id``, worded ``wish``, was compiled into ``code`` ("": refused)."""
+
+    event: Literal["wish_check"]
+    id: str  # "wish_check:<wish id>:<a new id>"
+    user: str
+    wish_id: str
+    wish: str  # the wording the code was written for
+    code: str
+    note: str  # what its test showed, or why no code was kept
+    at: float
+
+
+class WishCheckRemovedEvent(TypedDict):
+    """A ``wish_check_removed`` event: the person took wish ``wish_id``'s compiled check back."""
+
+    event: Literal["wish_check_removed"]
+    id: str  # "wish_check_removed:<wish id>:<a new id>"
+    user: str
+    wish_id: str
+    at: float
+
+
+AnyWishEvent = WishEvent | WishRemovedEvent | WishCheckEvent | WishCheckRemovedEvent
+CHECK_STATES = ("", "compiled", "refused", "removed")  # "": not compiled yet
+
+
 class WishLog(Protocol):
     """Where wish events are kept (the gateway's :class:`~clawgym.serve.turn_log.TurnLog`): replayed at start,
     appended on every change, flushed before a removal is answered."""
 
     def events(self) -> Iterator[JSONObject]: ...
 
-    def record_wish(self, event: WishEvent | WishRemovedEvent) -> object: ...  # what it returns is not read
+    def record_wish(self, event: AnyWishEvent) -> object: ...  # what it returns is not read
 
     def flush(self) -> None: ...
 
@@ -84,6 +116,9 @@ class Wish:
     at: float
     times: int = 1  # how often the person asked for it
     replaced: list[str] = field(default_factory=list)  # wishes it contradicted and replaced (latest first)
+    check: str = ""  # its compiled check's code (clawgym.personal.wish_checks), when check_state is "compiled"
+    check_state: str = ""  # one of CHECK_STATES
+    check_note: str = ""  # what the check's test showed, or why none was kept
 
     def to_json(self) -> JSONObject:
         return asdict(self)
@@ -120,6 +155,8 @@ class WishMemory:
                     self._apply(event)
                 elif event["event"] == "wish_removed":
                     self._apply_removal(event)
+                elif event["event"] in ("wish_check", "wish_check_removed"):
+                    self._apply_check(event)
             for user in list(self._users):
                 self._changed(user)
 
@@ -131,6 +168,15 @@ class WishMemory:
     def texts(self, user: str) -> list[str]:
         """The wish texts a rubric judge scores ``user``'s replies against."""
         return [w.text for w in self.wishes(user)]
+
+    def checks(self, user: str) -> dict[str, str]:
+        """``user``'s compiled checks by wish text (what the rubric judge runs before the cues)."""
+        return {w.text: w.check for w in self.wishes(user) if w.check_state == "compiled" and w.check}
+
+    def uncompiled(self) -> list[Wish]:
+        """Every wish no compiler has looked at yet (after a restart: what is left to compile)."""
+        with self._lock:
+            return [w for wishes in self._users.values() for w in wishes.values() if not w.check_state]
 
     def users(self) -> list[str]:
         with self._lock:
@@ -188,6 +234,39 @@ class WishMemory:
         self._changed(user)
         return removed
 
+    def set_check(self, user: str, wish_id: str, text: str, code: str | None, note: str = "") -> Wish | None:
+        """Keep a compiled check (``code``; None: refused, with ``note`` saying why) for wish ``wish_id`` as worded
+        ``text``; None (nothing kept) when the wish is gone, was reworded meanwhile or its check was taken back."""
+        with self._lock:
+            wish = self._users.get(user, {}).get(wish_id)
+            if wish is None or wish.text != text or wish.check_state == "removed":
+                return None
+            event: WishCheckEvent = {"event": "wish_check", "id": f"wish_check:{wish_id}:{new_id()}",
+                                     "user": user, "wish_id": wish_id, "wish": text, "code": code or "",
+                                     "note": note, "at": time.time()}
+        if self.log is not None:
+            self.log.record_wish(event)
+        kept = self._apply_check(event)
+        if kept is not None:
+            self._changed(user)
+        return kept
+
+    def remove_check(self, user: str, wish_id: str) -> Wish:
+        """The person takes a wish's compiled check back (the wish stays); KeyError without one."""
+        with self._lock:
+            wish = self._users.get(user, {}).get(wish_id)
+            if wish is None or wish.check_state != "compiled":
+                raise KeyError(wish_id)
+            event: WishCheckRemovedEvent = {"event": "wish_check_removed",
+                                            "id": f"wish_check_removed:{wish_id}:{new_id()}",
+                                            "user": user, "wish_id": wish_id, "at": time.time()}
+        if self.log is not None:
+            self.log.record_wish(event)
+        removed = self._apply_check(event)
+        assert removed is not None
+        self._changed(user)
+        return removed
+
     def forget(self, user: str) -> int:
         """Drop everything about ``user`` from memory (the log is rewritten by ``TurnLog.forget_user``)."""
         with self._lock:
@@ -213,6 +292,8 @@ class WishMemory:
                     if kind == "contradicts":
                         replaced.append(old.text)
             if kept is not None:
+                if kept.text != text and kept.check_state != "removed":  # new words: compiled again
+                    kept.check, kept.check_state, kept.check_note = "", "", ""
                 kept.text, kept.said, kept.source, kept.turn_id = text, event["said"], event["source"], event["turn_id"]
                 kept.at, kept.times = event["at"], kept.times + 1
                 kept.replaced = (replaced + kept.replaced)[:MAX_REPLACED]
@@ -229,6 +310,24 @@ class WishMemory:
                 return None
             self._applied.add(event["id"])
             return self._users.get(event["user"], {}).pop(event["wish_id"], None)
+
+    def _apply_check(self, event: WishCheckEvent | WishCheckRemovedEvent) -> Wish | None:
+        with self._lock:
+            if event["id"] in self._applied:
+                return None
+            self._applied.add(event["id"])
+            wish = self._users.get(event["user"], {}).get(event["wish_id"])
+            if wish is None:
+                return None  # the wish went before its check came back
+            if event["event"] == "wish_check_removed":
+                wish.check, wish.check_state, wish.check_note = "", "removed", "you took this check back"
+                return wish
+            if event["wish"] != wish.text or wish.check_state == "removed":
+                return None  # compiled for words the wish no longer has, or taken back meanwhile
+            wish.check = event["code"]
+            wish.check_state = "compiled" if event["code"] else "refused"
+            wish.check_note = event["note"]
+            return wish
 
     def _changed(self, user: str) -> None:
         if self.on_change is not None:

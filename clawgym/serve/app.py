@@ -12,7 +12,8 @@ With a :class:`~clawgym.serve.users.UserDirectory` the request's user comes from
 key) forgets a user; ``/dashboard`` shows each user's agent learning (:mod:`clawgym.serve.dashboard`).
 ``GET /v1/wishes`` lists the caller's remembered wishes and ``DELETE /v1/wishes/{id}`` takes one back
 (:mod:`clawgym.personal.wish_memory`): the caller is identified like a chat request (the admin key may
-name anyone with ``?user=``), another user's wish is 403, an unknown id 404. With a learner,
+name anyone with ``?user=``), another user's wish is 403, an unknown id 404; ``DELETE /v1/wishes/{id}/check``
+takes back only the wish's compiled check (:mod:`clawgym.personal.wish_checks`; 404 when it has none). With a learner,
 ``GET /v1/training``, ``POST /v1/rollback`` and ``POST /v1/training/resume`` (:mod:`clawgym.serve.training_routes`)
 show and steer what it serves, and ``/health`` says whether training is paused and why.
 """
@@ -120,6 +121,28 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
         if wishes.log is not None:
             await asyncio.to_thread(wishes.log.flush)
         return JSONResponse({"user": user, "removed": removed.to_json()})
+
+    @app.delete("/v1/wishes/{wish_id}/check")
+    async def remove_wish_check(wish_id: str, request: Request) -> Response:
+        """The caller takes a wish's compiled check back: the wish stays, judged by the model's question again,
+        and is not compiled again (on disk before the answer)."""
+        user, error = wish_caller(request)
+        if error is not None:
+            return error
+        owner = wishes.owner(wish_id)
+        if owner is None:
+            return error_response(404, f"no remembered wish with id {wish_id!r}",
+                                  "invalid_request_error", param="wish_id")
+        if owner != user:
+            return error_response(403, "that wish belongs to another user", "invalid_request_error")
+        try:
+            wish = wishes.remove_check(user, wish_id)
+        except KeyError:
+            return error_response(404, f"the wish {wish_id!r} has no compiled check", "invalid_request_error",
+                                  param="wish_id")
+        if wishes.log is not None:
+            await asyncio.to_thread(wishes.log.flush)
+        return JSONResponse({"user": user, "wish": wish.to_json()})
 
     @app.delete("/v1/users/{user_id}")
     async def forget_user(user_id: str, request: Request) -> Response:

@@ -2,7 +2,9 @@
 
 The page is one static HTML document that polls ``GET /dashboard/data`` every two seconds and draws,
 per user: turns recorded and judged, the verdict mix, the latest hindsight hints, the remembered
-wishes (each with a button that takes it back through ``DELETE /v1/wishes/{id}``), explicit thumbs,
+wishes (each with a button that takes it back through ``DELETE /v1/wishes/{id}``, and, for a wish with a
+compiled check, "how I check this": its code, its test, and a button that takes the check alone back through
+``DELETE /v1/wishes/{id}/check``), explicit thumbs,
 train steps, failed train steps (with the last error) and the adapter version, a curve of the
 judge's verdicts (a running mean over the last 8 judged turns) with a mark at every published
 adapter version, and, with hindsight groups (``serve.hindsight_k``), a curve of the share of the
@@ -45,7 +47,9 @@ class WishView(TypedDict):
     times: int
     source: str
     replaced: list[str]
-    checkable: bool  # whether a compiled check can score it (else a model question does)
+    checkable: bool  # whether any reply can show it (else it is not scored)
+    check: str  # its compiled check's code ("": none; clawgym.personal.wish_checks)
+    check_note: str  # what the check's test showed, or why none was kept
 
 
 @dataclass
@@ -162,7 +166,9 @@ class Dashboard:
         """The user's wishes changed (:class:`~clawgym.personal.wish_memory.WishMemory`'s ``on_change``)."""
         with self._changing(user) as activity:
             activity.wishes = [{"id": w.id, "text": w.text, "times": w.times, "source": w.source,
-                                "replaced": list(w.replaced), "checkable": checkable(w.text)} for w in wishes]
+                                "replaced": list(w.replaced), "checkable": checkable(w.text),
+                                "check": w.check if w.check_state == "compiled" else "", "check_note": w.check_note}
+                               for w in wishes]
 
     def forget(self, user: str) -> None:
         with self._lock:
@@ -207,6 +213,7 @@ body{font-family:system-ui,sans-serif;margin:20px;background:#fafafa;color:#222}
 .error{font-size:13px;color:#b00}
 .wishes{font-size:14px;margin:6px 0}
 .wish button{font-size:11px;margin-left:8px}
+.wish pre{font-size:12px;background:#f4f4f4;padding:6px;white-space:pre-wrap}
 svg{background:#f4f7fb;border-radius:4px}
 </style></head>
 <body>
@@ -291,7 +298,12 @@ function draw(data) {
         + (w.checkable ? '' : ' (no reply can show this one: it is not scored)'));
       var button = el('button', {}, 'forget this wish');
       button.onclick = function () { removeWish(name, w.id); };
-      row.appendChild(button); wishes.appendChild(row); });
+      row.appendChild(button);
+      if (w.check) { var how = el('details', {'data-check': w.id}); how.appendChild(el('summary', {}, 'how I check this'));
+        how.appendChild(el('pre', {}, w.check)); how.appendChild(el('div', {'class': 'hints'}, w.check_note));
+        var stop = el('button', {}, 'stop checking it by code'); stop.onclick = function () { removeCheck(name, w.id); };
+        how.appendChild(stop); row.appendChild(how); }
+      wishes.appendChild(row); });
     card.appendChild(wishes);
     card.appendChild(curve(u.curve, u.marks, 'verdict curve', -1));
     if (u.wishes_met.length) {
@@ -308,6 +320,12 @@ function removeWish(user, id) {
     headers: window.DASHBOARD_KEY ? {'Authorization': 'Bearer ' + window.DASHBOARD_KEY} : {}})
     .then(function (r) { if (!r.ok) throw new Error('HTTP ' + r.status); seen = -1; })
     .catch(function (e) { document.getElementById('status').textContent = 'could not remove the wish: ' + e.message; });
+}
+function removeCheck(user, id) {
+  fetch('/v1/wishes/' + encodeURIComponent(id) + '/check?user=' + encodeURIComponent(user), {method: 'DELETE',
+    headers: window.DASHBOARD_KEY ? {'Authorization': 'Bearer ' + window.DASHBOARD_KEY} : {}})
+    .then(function (r) { if (!r.ok) throw new Error('HTTP ' + r.status); seen = -1; })
+    .catch(function (e) { document.getElementById('status').textContent = 'could not remove the check: ' + e.message; });
 }
 function poll() {
   fetch('/dashboard/data', {headers: window.DASHBOARD_KEY ? {'Authorization': 'Bearer ' + window.DASHBOARD_KEY} : {}})

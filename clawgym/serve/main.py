@@ -39,7 +39,9 @@ if TYPE_CHECKING:  # the builder imports torch, the judges, the app and the trai
     from clawgym.inference.streaming import StreamItem
     from clawgym.personal.learner import Learner
     from clawgym.personal.user_adapters import UserAdapters
+    from clawgym.personal.wish_checks import BackgroundCompiler
     from clawgym.personal.wish_memory import WishMemory
+    from clawgym.rl.launch import Stack
     from clawgym.rl.trainer import Trainer
     from clawgym.rl.types import JSONObject, Turn
     from clawgym.serve.dashboard import Dashboard
@@ -56,6 +58,7 @@ class Serving:
     adapters: UserAdapters | None = None  # per_user
     dashboard: Dashboard | None = None
     wishes: WishMemory | None = None  # what each user asked for (clawgym.personal.wish_memory)
+    compiler: BackgroundCompiler | None = None  # serve.wish_checks: compiles new wishes (clawgym.personal.wish_checks)
 
 
 def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
@@ -65,8 +68,10 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     from an SGLang server placed by the same builder as ``clawgym train`` (``device``: see
     :func:`~clawgym.rl.launch.build.build_stack`; a trainer only when serve trains or keeps per-user adapters).
     """
+    from clawgym.core.chat_protocol import conversation
     from clawgym.inference.chat_template import encode_prompt
     from clawgym.personal.learner import LearnerHooks, adapter_slots, build_learner
+    from clawgym.personal.rubric import first_request
     from clawgym.personal.wish_memory import WishMemory
     from clawgym.rl.judge import JudgeStage
     from clawgym.rl.launch.build import StackOptions, build_stack
@@ -100,8 +105,10 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     steps = out / "train_steps.jsonl"
     dashboard.rebuild(log.turns(), read_jsonl(steps) if steps.exists() else ())
     wishes = WishMemory(log, on_change=dashboard.observe_wishes)  # replays the log's wish events
+    compiler = _wish_compiler(config, stack, wishes) if serve.wish_checks else None
     hooks = LearnerHooks(
         wishes_of=wishes.texts,  # the rubric (and the teacher of serve.teacher_wishes) reads what each user asked
+        checks_of=wishes.checks if serve.wish_checks else None,  # and runs their compiled checks first
         on_step=dashboard.observe_step_record,
         on_error=dashboard.observe_train_error, on_scored=dashboard.observe_wishes_met,
         on_group=log.record_group,  # what each group showed the trainer, for reading later
@@ -115,7 +122,10 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
 
     def on_judged(turn: Turn) -> None:
         dashboard.observe_judged(turn)
-        wishes.observe_judged(turn)  # a correction (judged, or sent as feedback) becomes a wish
+        for wish in wishes.observe_judged(turn):  # a correction (judged, or sent as feedback) becomes a wish
+            if compiler is not None and not wish.check_state:  # on its own thread, off the reply's path, with the
+                compiler.submit(  # request the wish corrected
+                    wish.user, wish.id, wish.text, first_request(conversation(list(turn.context))))
         if learner is not None:
             learner.add(turn)
 
@@ -150,7 +160,30 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
                             learner=learner)
     if learner is not None:
         dashboard.observe_training(learner.status())
-    return Serving(app, gateway, policy, learner, adapters, dashboard, wishes)
+    return Serving(app, gateway, policy, learner, adapters, dashboard, wishes, compiler)
+
+
+def _wish_compiler(config: RunConfig, stack: Stack, wishes: WishMemory) -> BackgroundCompiler:
+    """``serve.wish_checks``: the judge model compiles each new wish on a thread of its own, and what a restart
+    left uncompiled is queued now. Needs an in-process model and bubblewrap (the install line, if missing)."""
+    from clawgym.personal.check_runner import CheckRunner
+    from clawgym.personal.learner import judge_model
+    from clawgym.personal.wish_checks import BackgroundCompiler, WishCompiler
+    from clawgym.sandbox import SandboxUnavailable
+
+    model = judge_model(config, stack)
+    if getattr(model, "model", None) is None or getattr(model, "tokenizer", None) is None:
+        raise ConfigError("serve.wish_checks: the judge model writes each wish's check in this process (an hf "
+                          f"model), and the judge {config.judge.model!r} is not one")
+    try:
+        runner = CheckRunner()
+    except SandboxUnavailable as exc:
+        raise ConfigError(f"serve.wish_checks runs each compiled check in a bubblewrap sandbox: {exc}") from None
+    compiler = BackgroundCompiler(WishCompiler(model, runner), on_compiled=lambda user, wish_id, outcome: (
+        wishes.set_check(user, wish_id, outcome.wish, outcome.code, outcome.note)))
+    for wish in wishes.uncompiled():
+        compiler.submit(wish.user, wish.id, wish.text)
+    return compiler
 
 
 def sglang_problems(config: RunConfig) -> list[str]:

@@ -10,6 +10,7 @@ the gateway moves on, never rewritten. Events:
 - ``feedback``: the person's explicit thumb and/or correction on a turn (once per turn);
 - ``session_closed``: a session ended (client said so, or it went idle);
 - ``wish`` / ``wish_removed``: a person's wish remembered or taken back (:mod:`clawgym.personal.wish_memory`);
+- ``wish_check`` / ``wish_check_removed``: a wish's compiled check kept (or refused) or taken back (same module);
 - ``hindsight_group``: a turn's group as the rubric scored it, each member's reply, wishes met, reward and
   advantage (:mod:`clawgym.personal.hindsight`), so what the trainer was pushed toward can be read back.
 
@@ -35,7 +36,10 @@ from clawgym.core.messages import Message
 from clawgym.rl.types import JSONObject, JudgeResult, Turn
 
 if TYPE_CHECKING:
-    from clawgym.personal.wish_memory import WishEvent, WishRemovedEvent
+    from clawgym.personal.wish_memory import AnyWishEvent
+
+
+WISH_EVENTS = ("wish", "wish_removed", "wish_check", "wish_check_removed")
 
 
 class TurnLog:
@@ -127,10 +131,11 @@ class TurnLog:
         return self._append({"event": "session_closed", "id": f"closed:{session_id}",
                              "session_id": session_id, "reason": reason})
 
-    def record_wish(self, event: WishEvent | WishRemovedEvent) -> Future:
-        """A ``wish`` or ``wish_removed`` event, as :class:`~clawgym.personal.wish_memory.WishMemory` builds it."""
-        if event.get("event") not in ("wish", "wish_removed") or not event.get("user"):
-            raise ValueError("a wish event is a 'wish' or 'wish_removed' event with a user")
+    def record_wish(self, event: AnyWishEvent) -> Future:
+        """A wish event (``wish``, ``wish_removed``, ``wish_check``, ``wish_check_removed``), as
+        :class:`~clawgym.personal.wish_memory.WishMemory` builds it."""
+        if event.get("event") not in WISH_EVENTS or not event.get("user"):
+            raise ValueError(f"a wish event is one of {', '.join(WISH_EVENTS)} with a user")
         return self._append(event)
 
     def record_group(self, event: Mapping[str, object]) -> Future:

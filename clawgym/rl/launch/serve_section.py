@@ -88,6 +88,9 @@ class ServeSection(Section):
     hindsight_refusals_fail: bool = False
     # the OPD teacher reads every remembered wish of the user (clawgym.personal.wish_memory), not only the turn's hint
     teacher_wishes: bool = False
+    # each new wish is compiled once, in the background, into a tested Python check the rubric judge runs in a
+    # bubblewrap sandbox before its cues and its model question (clawgym.personal.wish_checks)
+    wish_checks: bool = False
     gate: GateSection = Field(default_factory=GateSection)
     alarms: AlarmSection = Field(default_factory=AlarmSection)
     keep_versions: int = Field(8, ge=1)  # published weights kept for rollback (shared adapters)
