@@ -111,7 +111,7 @@ def test_a_person_with_no_wishes_reports_no_group():
 def test_the_wish_signal_says_which_wishes_the_groups_train_toward_and_which_none_could_teach():
     friendly = "make it friendlier"
     builder = groups(["four", "a reply of far too many words"], wishes=(SHORT_WISH, friendly))
-    builder.rubric.check_many = lambda jobs, users=None: [  # the short sibling is the unfriendly one; nobody is friendly
+    builder.rubric.check_many = lambda jobs, users=None: [  # the short one is unfriendly; nobody is friendly
         [WishCheck(SHORT_WISH, len(reply.split()) < 5, "cues"), WishCheck(friendly, False, "model")]
         for _, _, reply in jobs]
     reported = []
