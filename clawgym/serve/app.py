@@ -105,18 +105,25 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             return error
         return JSONResponse({"user": user, "wishes": [w.to_json() for w in wishes.wishes(user)]})
 
-    @app.delete("/v1/wishes/{wish_id}")
-    async def remove_wish(wish_id: str, request: Request) -> Response:
-        """The caller takes one of their wishes back (on disk before the answer)."""
-        user, error = wish_caller(request)
-        if error is not None:
-            return error
+    def not_own_wish(wish_id: str, user: str) -> Response | None:
+        """404 for an unknown wish, 403 for another user's, None when the caller owns it."""
         owner = wishes.owner(wish_id)
         if owner is None:
             return error_response(404, f"no remembered wish with id {wish_id!r}",
                                   "invalid_request_error", param="wish_id")
         if owner != user:
             return error_response(403, "that wish belongs to another user", "invalid_request_error")
+        return None
+
+    @app.delete("/v1/wishes/{wish_id}")
+    async def remove_wish(wish_id: str, request: Request) -> Response:
+        """The caller takes one of their wishes back (on disk before the answer)."""
+        user, error = wish_caller(request)
+        if error is not None:
+            return error
+        error = not_own_wish(wish_id, user)
+        if error is not None:
+            return error
         removed = wishes.remove(user, wish_id)
         if wishes.log is not None:
             await asyncio.to_thread(wishes.log.flush)
@@ -129,12 +136,9 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
         user, error = wish_caller(request)
         if error is not None:
             return error
-        owner = wishes.owner(wish_id)
-        if owner is None:
-            return error_response(404, f"no remembered wish with id {wish_id!r}",
-                                  "invalid_request_error", param="wish_id")
-        if owner != user:
-            return error_response(403, "that wish belongs to another user", "invalid_request_error")
+        error = not_own_wish(wish_id, user)
+        if error is not None:
+            return error
         try:
             wish = wishes.remove_check(user, wish_id)
         except KeyError:
