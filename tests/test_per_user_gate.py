@@ -290,3 +290,29 @@ def test_prob_judges_with_per_user_adapters_need_a_judge_model_of_their_own(tmp_
                 prompt_ids=[1], response_ids=[2], response_logprobs=[-1.0])
     (judge,) = serving.gateway.judge_stage.judges
     assert asyncio.run(judge.judge(turn)).source == "prob"
+
+
+def test_the_dashboard_draws_one_training_panel_per_person_and_its_buttons_act_on_that_persons_adapter(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    serving = serve_per_user(tmp_path, keep_versions=3)
+    with BackgroundServer(serving.app) as url, httpx.Client(base_url=url, timeout=60) as client, \
+            playwright.sync_playwright() as p:
+        conversation(client, "k-alice", "a1", ["thanks!", "no, shorter"])
+        conversation(client, "k-bob", "b1", ["thanks!", "no, shorter"])
+        wait_for(lambda: serving.trainer.steps["alice"] == 1 and serving.trainer.steps["bob"] == 1
+                 and not serving.trainer.busy, timeout=60.0)
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(f"{url}/dashboard?key={ADMIN}")
+            page.wait_for_selector("[data-training='alice'] h2:has-text('serving version 1')", timeout=15000)
+            assert "bob's adapter: serving version 1" in page.inner_text("[data-training='bob'] h2")
+            assert "last step published" in page.inner_text("[data-training='alice'] [data-gate]")
+            page.click("[data-training='bob'] [data-version='0'] button")  # bob's initial adapter, from his panel
+            page.wait_for_selector("[data-training='bob'] h2:has-text('serving version 2')", timeout=30000)
+            assert "rollback to v0" in page.inner_text("[data-training='bob'] [data-version='2']")
+            assert serving.adapters.version("bob") == 2 and serving.adapters.version("alice") == 1  # alice untouched
+            assert "serving version 1" in page.inner_text("[data-training='alice'] h2")
+        finally:
+            browser.close()
+    serving.gateway.log.close()

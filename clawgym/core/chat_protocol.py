@@ -4,7 +4,8 @@ A contract like the messages it reads: the gateway (``serve``) and the personal 
 read a conversation this way, so it sits below both.
 
 - The last user message of every request is OpenClaw's internal-context block
-  (``<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>``), not the person's text: it is never a next state.
+  (``<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>``), not the person's text: it is never a next state (and the
+  gateway has the model read it before the person's message: :func:`person_last`).
 - The session id reaches us only in the body (``prompt_cache_key: "<sessionId>:0"``) and in a
   ``Runtime: … sessionId=…`` suffix of the session's first user message; no header is sent.
 - Earlier turns are resent on the next request, with tool-call ids rewritten (``call_abc`` ->
@@ -32,6 +33,20 @@ def is_internal_context(message: Message) -> bool:
 def conversation(messages: list[Message]) -> list[Message]:
     """The messages of the conversation proper: OpenClaw's internal-context blocks removed."""
     return [m for m in messages if not is_internal_context(m)]
+
+
+def person_last(messages: list[Message]) -> list[Message]:
+    """``messages`` with a trailing internal-context block read before the person's message it follows.
+
+    OpenClaw sends its runtime state ("Active exec sessions: none", ...) as a user message *after* the person's;
+    a small model answers the last message it reads, so it answers the block (measured on the default model
+    under OpenClaw's default profile: "### Active Subagents\nNone" to a question about a cactus). The same
+    words in the other order leave the person's message last. Only a block that directly follows a user message
+    moves (after a tool result it stays: the result must follow its call)."""
+    if len(messages) >= 2 and is_internal_context(messages[-1]) and messages[-2].get("role") == "user" \
+            and not is_internal_context(messages[-2]):
+        return [*messages[:-2], messages[-1], messages[-2]]
+    return messages
 
 
 def runtime_session_id(messages: list[Message]) -> str | None:

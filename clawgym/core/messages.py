@@ -41,6 +41,7 @@ FENCED = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
 CALL_KEYS = ({"name", "arguments"}, {"name", "parameters"}, {"name"})
 LOOKS_LIKE_A_CALL = re.compile(r"""^\[?\s*\{\s*["']name["']\s*:""")  # a bare JSON call's first key
 CALL_FORM = '{"name": ..., "arguments": {...}}'
+CALL_OPENINGS = ("<tool_call>", "{", "[", "`")  # how a reply that is a call (tagged, bare or fenced JSON) begins
 TOOL_CALL_READINGS = ("lenient", "strict")
 
 
@@ -116,6 +117,11 @@ def _decode_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
             return {}, f"arguments must be a JSON object, got {type(value).__name__}"
         return value, None
     return {}, f"arguments must be a JSON object, got {type(raw).__name__}"
+
+
+def offered_tool_names(tools: list[dict[str, Any]] | None) -> set[str]:
+    """The names of a request's tools (OpenAI function objects, or bare function schemas)."""
+    return {str(tool.get("function", tool).get("name")) for tool in tools or [] if isinstance(tool, dict)}
 
 
 def parse_text_tool_calls(text: str) -> tuple[str, list[ToolCall]]:

@@ -55,7 +55,7 @@ from typing import Any, AsyncIterator, Mapping
 import torch
 from transformers import DynamicCache
 
-from clawgym.core.messages import Message, parse_action
+from clawgym.core.messages import CALL_OPENINGS, Message, parse_action
 from clawgym.core.policy import Generation, SamplingParams, VersionedPolicy
 from clawgym.inference.attention import use_gqa_decode
 from clawgym.inference.chat_template import encode_prompt, stop_token_ids
@@ -90,10 +90,13 @@ class _Request:
     finish_reason: str | None = None
     cancelled: bool = False
     reused_prefix: int = 0  # prompt tokens whose keys/values came from the prefix cache
+    opened: bool = False  # a visible (non-blank) character was sampled: prose_only masks no more
 
 
 class HFPolicy(VersionedPolicy):
     """A transformers causal LM served in-process; see the module docstring for the batching loop."""
+
+    supports_prose_only = True  # SamplingParams.prose_only is honoured
 
     def __init__(
         self,
@@ -124,6 +127,8 @@ class HFPolicy(VersionedPolicy):
         # running batch (touched only by the worker thread)
         self._rows: list[_Request] = []
         self._kv: KVBuffer | None = None  # the running rows' keys and values
+        self._openings: torch.Tensor | None = None  # prose_only: the token ids that open a call or JSON value
+        self._blank: torch.Tensor | None = None  # token ids that decode to whitespace only (or nothing)
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, device: str = "cpu", dtype: torch.dtype | None = None,
@@ -404,8 +409,23 @@ class HFPolicy(VersionedPolicy):
 
     # ------------------------------------------------------------------ sampling and stopping
 
+    def _opening_masks(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(openings, blank) over the vocabulary, built once: what prose_only masks, and what keeps it masking."""
+        if self._openings is None:
+            size = int(getattr(self.model.config, "vocab_size", 0) or len(self.tokenizer))
+            known = min(size, len(self.tokenizer))
+            texts = [self.tokenizer.decode([i], skip_special_tokens=False) for i in range(known)]
+            texts += [""] * (size - len(texts))
+            self._openings = torch.tensor([t.lstrip().startswith(CALL_OPENINGS) for t in texts], device=self.device)
+            self._blank = torch.tensor([not t.strip() for t in texts], device=self.device)
+        return self._openings, self._blank
+
     def _sample(self, request: _Request, logits: torch.Tensor, logprobs: torch.Tensor, version: int) -> None:
         sampling = request.sampling
+        if sampling.prose_only and not request.opened:  # the kept logprob is of the masked distribution drawn from
+            openings, _ = self._opening_masks()
+            logits = logits.masked_fill(openings, float("-inf"))
+            logprobs = torch.log_softmax(logits, dim=-1)
         if request.generator is None:
             token = int(torch.argmax(logits))
         else:
@@ -417,6 +437,8 @@ class HFPolicy(VersionedPolicy):
             token = _draw(probs, request.generator)
         request.response_ids.append(token)
         request.logprobs.append(float(logprobs[token]))
+        if sampling.prose_only and not request.opened:
+            request.opened = not bool(self._opening_masks()[1][token])
         request.versions.append(version)
         self.stats["generated_tokens"] += 1
 

@@ -33,7 +33,7 @@ from typing import Any, AsyncIterator
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from clawgym.core.messages import ROLES, ToolCall, parse_bare_json_calls
+from clawgym.core.messages import ROLES, ToolCall, offered_tool_names, parse_bare_json_calls
 from clawgym.core.policy import Generation, Policy, SamplingParams
 from clawgym.inference.streaming import TextDelta, stream_or_generate
 
@@ -169,10 +169,6 @@ def _tool_calls_json(calls: list[ToolCall]) -> list[dict[str, Any]]:
     return out
 
 
-def _offered(tools: list[dict[str, Any]] | None) -> set[str]:
-    return {str(tool.get("function", tool).get("name")) for tool in tools or [] if isinstance(tool, dict)}
-
-
 def _answer(generation: Generation,
             tools: list[dict[str, Any]] | None = None) -> tuple[str | None, list[ToolCall], str]:
     """(content, valid tool calls, finish_reason) for the response.
@@ -186,7 +182,7 @@ def _answer(generation: Generation,
     if calls and all(call.error is None for call in calls):
         content = generation.message.get("content") or None
         return content, calls, "tool_calls"
-    offered = _offered(tools)
+    offered = offered_tool_names(tools)
     bare = parse_bare_json_calls(generation.text) if offered else []
     if bare and all(call.name in offered for call in bare):
         return None, bare, "tool_calls"
@@ -292,7 +288,7 @@ class PolicyServer:
             return "data: " + json.dumps({**base, "choices": [choice], **extra}) + "\n\n"
 
         yield chunk({"role": "assistant", "content": ""})
-        filter_ = _ContentFilter(hold_json=bool(_offered(request.tools)))
+        filter_ = _ContentFilter(hold_json=bool(offered_tool_names(request.tools)))
         item = first
         try:
             while not isinstance(item, Generation):

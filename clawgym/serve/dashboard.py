@@ -12,6 +12,8 @@ user's wishes that the served replies met (the rubric judge's score of each real
 Above the users, the training panel: the version that serves, whether training is paused and why (with a
 button that resumes it, ``POST /v1/training/resume``), the publish gate's last verdict (both scores), the
 alarms that fired and the kept versions, each with a button that serves it again (``POST /v1/rollback``).
+With per-user adapters (``serve.adapters: per_user``) the panel is one card per person, for their adapter,
+and each button names them (``{"user": ...}``: the person's own key, or the admin key, may press it).
 
 :class:`Dashboard` keeps these numbers in memory, fed by the gateway (turn recorded, turn judged,
 feedback), the wish memory (a user's wishes changed) and the trainer (step published);
@@ -247,14 +249,14 @@ function post(path, body, what) {
       seen = -1; })
     .catch(function (e) { document.getElementById('status').textContent = 'could not ' + what + ': ' + e.message; });
 }
-function drawTraining(t) {
-  var box = document.getElementById('training'); box.innerHTML = '';
-  if (!t || t.version == null) return;
-  var card = el('div', {'class': 'user', 'data-training': '1'});
-  card.appendChild(el('h2', {}, 'training: serving version ' + t.version));
+function trainingCard(t, title, user) {
+  // one set of weights: the shared ones (user null) or one person's adapter (every control names them)
+  var named = user ? {user: user} : {};
+  var card = el('div', {'class': 'user', 'data-training': user || '1'});
+  card.appendChild(el('h2', {}, title + ': serving version ' + t.version));
   if (t.paused) {
     var p = el('div', {'class': 'error', 'data-paused': '1'}, 'training is paused: ' + t.reason + ' ');
-    var resume = el('button', {}, 'resume training'); resume.onclick = function () { post('/v1/training/resume', {}, 'resume'); };
+    var resume = el('button', {}, 'resume training'); resume.onclick = function () { post('/v1/training/resume', named, 'resume'); };
     p.appendChild(resume); card.appendChild(p);
   } else card.appendChild(el('div', {'class': 'hints'}, t.gate ? 'each step publishes only if the publish gate finds it not worse'
     : 'every step publishes (no publish gate)'));
@@ -266,13 +268,26 @@ function drawTraining(t) {
     card.appendChild(el('div', {'class': last.published ? 'hints' : 'error', 'data-gate': '1'}, words));
     (last.alarms || []).forEach(function (a) { card.appendChild(el('div', {'class': 'error', 'data-alarm': a.signal}, '⚠ ' + a.message)); });
   }
-  var list = el('div', {'class': 'wishes'}, 'kept versions:');
+  var list = el('div', {'class': 'wishes'}, (t.versions || []).length ? 'kept versions:' : 'no step trained yet');
   (t.versions || []).forEach(function (v) {
     var row = el('div', {'class': 'wish', 'data-version': v.version}, '• v' + v.version + ' (' + v.source + ')' + (v.serving ? ' — serving' : ''));
-    if (!v.serving) { var b = el('button', {}, 'serve this version'); b.onclick = function () { post('/v1/rollback', {version: v.version}, 'roll back'); };
+    if (!v.serving) { var b = el('button', {}, 'serve this version');
+      b.onclick = function () { post('/v1/rollback', Object.assign({version: v.version}, named), 'roll back'); };
       row.appendChild(b); }
     list.appendChild(row); });
-  card.appendChild(list); box.appendChild(card);
+  card.appendChild(list);
+  return card;
+}
+function drawTraining(t) {
+  var box = document.getElementById('training'); box.innerHTML = '';
+  if (!t) return;
+  if (t.per_user) {  // per-user adapters: one panel per person, each with their own gate, alarms and versions
+    Object.keys(t.users || {}).forEach(function (name) {
+      box.appendChild(trainingCard(t.users[name], 'training of ' + name + "'s adapter", name)); });
+    return;
+  }
+  if (t.version == null) return;
+  box.appendChild(trainingCard(t, 'training', null));
 }
 function draw(data) {
   drawTraining(data.training);

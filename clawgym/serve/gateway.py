@@ -5,7 +5,8 @@ Independent of HTTP (``app.py`` puts it behind FastAPI). For each request the ga
 1. finds the session and whether the turn is main-line (:mod:`.sessions`);
 2. records the next state of the session's previous turn, and hands that turn to the judge;
 3. streams the answer from a :class:`Responder` — the served policy (deployed mode) or an
-   ``OpenClawChat-v0`` env whose ``step(action)`` answers (research mode, :mod:`.live`);
+   ``OpenClawChat-v0`` env whose ``step(action)`` answers (research mode, :mod:`.live`); with ``call_guard``
+   a reply that calls a tool the request does not offer is answered again in words (:mod:`.call_guard`);
 4. only once the whole answer was delivered, records the turn (tokens, logprobs, policy version).
 
 A client that disconnects mid-stream leaves nothing half-recorded. Training is never in the path:
@@ -24,10 +25,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Protocol
 
-from clawgym.core.chat_protocol import conversation
+from clawgym.core.chat_protocol import conversation, person_last
 from clawgym.core.policy import Generation, Policy, SamplingParams
 from clawgym.inference.streaming import StreamItem, TextDelta, stream_or_generate
 from clawgym.rl.types import Turn
+from clawgym.serve.call_guard import guarded
 from clawgym.serve.feedback import Feedback, FeedbackError, apply_feedback, feedback_only
 from clawgym.serve.sessions import RequestView, SessionTracker
 from clawgym.serve.turn_log import TurnLog
@@ -96,6 +98,8 @@ class ChatGateway:
         on_recorded: Callable[[Turn], Any] | None = None,
         model_name: str = "clawgym-policy",
         fitter: ContextFitter | None = None,  # requests longer than the window
+        call_guard: bool = False,  # an unoffered tool call is answered again in words (the policy must support it)
+        person_last: bool = False,  # OpenClaw's trailing internal-context block is read before the person's words
     ) -> None:
         self.responder = responder
         self.log = log
@@ -105,6 +109,8 @@ class ChatGateway:
         self.on_recorded = on_recorded
         self.model_name = model_name
         self.fitter = fitter
+        self.call_guard = call_guard
+        self.person_last = person_last
         self.model_info: dict[str, int] = {}  # context_window, max_output_tokens: what /v1/models reports
         self.stats = GatewayStats()
         self._turns: dict[str, Turn] = {}  # recorded turns still waiting for a next state or a judge
@@ -213,12 +219,16 @@ class ChatGateway:
         if view.main and view.previous_turn_id:
             await self._attach_next_state(view)
         sent = list(body["messages"])
+        read = person_last(sent) if self.person_last else sent
+        if read is not sent:
+            body = {**body, "messages": read}
         if self.fitter is not None:  # raises ContextTooLong (a ValueError: HTTP 400) when nothing can make it fit
-            messages, tools, report = self.fitter.fit(sent, body.get("tools"), sampling.max_tokens)
+            messages, tools, report = self.fitter.fit(list(body["messages"]), body.get("tools"), sampling.max_tokens)
             if report.fitted:
                 body = {**body, "messages": messages, "tools": tools, "clawgym_fit": report.steps}
         generation: Generation | None = None
-        async for item in self.responder.respond(view, body, sampling):
+        answer = lambda params: self.responder.respond(view, body, params)  # noqa: E731
+        async for item in guarded(answer, body.get("tools"), sampling, enabled=self.call_guard):
             if isinstance(item, Generation):
                 generation = item
             yield item
@@ -265,6 +275,8 @@ class ChatGateway:
                   # the schemas the model read: the OPD teacher's prompt renders them like the student's
                   "tools": list(body.get("tools") or []),
                   **({"fitted": body["clawgym_fit"]} if "clawgym_fit" in body else {}),
+                  # the first reply called a tool the request does not offer: this one was asked for in words
+                  **({"call_guard": generation.metadata["call_guard"]} if "call_guard" in generation.metadata else {}),
                   "reused_prefix_tokens": generation.metadata.get("reused_prefix_tokens", 0),
                   # what the logprobs are of: the trainer takes only turns sampled as it trains
                   "sampling": {"temperature": sampling.temperature, "top_p": sampling.top_p,

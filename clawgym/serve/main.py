@@ -133,7 +133,9 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     judges = stack.judges
     gateway = ChatGateway(responder, log, tracker=SessionTracker(idle_timeout_s=serve.idle_timeout_s),
                           judge_stage=JudgeStage(judges) if judges else None, on_judged=on_judged,
-                          on_recorded=dashboard.observe_turn, model_name=config.policy.model, fitter=fitter)
+                          on_recorded=dashboard.observe_turn, model_name=config.policy.model, fitter=fitter,
+                          call_guard=serve.call_guard and bool(getattr(policy, "supports_prose_only", False)),
+                          person_last=serve.person_last)
     gateway.model_info = {"context_window": max_positions, "max_output_tokens": serve.max_tokens}
     if learner is not None:
         learner.recover(gateway.log.turns())  # judged before a restart, never trained: not lost

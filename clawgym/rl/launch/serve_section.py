@@ -68,6 +68,11 @@ class ServeSection(Section):
     max_staleness: int = 2
     baseline: Baseline = "batch"
     max_tokens: int = 512
+    # a reply that calls a tool the request does not offer is answered again in words (clawgym/serve/call_guard.py)
+    call_guard: bool = True
+    # OpenClaw's internal-context block, sent after the person's message, is read before it: the model answers
+    # the person (clawgym.core.chat_protocol.person_last)
+    person_last: bool = True
     adapters: Adapters = "shared"
     users: dict[str, str] = Field(default_factory=dict)  # API key -> user id
     admin_key: str | None = None
