@@ -342,7 +342,9 @@ def test_the_opd_hint_goes_next_to_the_persons_words_not_into_openclaws_internal
     teacher = tokenizer.decode(teacher_prompt_ids(tokenizer, sample, "inline"))
     assert "Summarise notes.txt Use bullet points." in teacher
     assert teacher.count("Use bullet points.") == 1
-    assert teacher.index("Use bullet points.") < teacher.index("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>")
+    block = teacher[teacher.index("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"):]
+    block = block[:block.index("<<<END_OPENCLAW_INTERNAL_CONTEXT>>>")]
+    assert "Use bullet points." not in block  # (the gateway has the block read before the person's message)
 
 
 def test_the_served_policy_samples_with_the_runs_seed(tmp_path):
