@@ -36,8 +36,12 @@ def test_a_call_to_a_tool_the_request_does_not_offer_is_named_and_prose_or_an_of
     assert unoffered_call('{"name": "read", "arguments": {"path": "a"}}', offered) is None
     assert unoffered_call("Water it every two weeks.", offered) is None
     assert unoffered_call('Here is JSON: {"name": "ghost"}', offered) is None  # prose first: not a call
+    wrapped = '<json>\n{\n  "name": "draft_note",\n  "arguments": {"data": "a note"}\n}'  # the default model's
+    assert "'draft_note'" in unoffered_call(wrapped, offered)  # escape from a masked "{" under OpenClaw's prompt
+    assert unoffered_call("<b>Water</b> it weekly.", offered) is None
     assert could_open_a_call("  ") and could_open_a_call("``") and could_open_a_call("<tool_")
-    assert not could_open_a_call("Water") and not could_open_a_call("<b>")
+    assert could_open_a_call("<json>")
+    assert not could_open_a_call("Water") and not could_open_a_call("Sure")
 
 
 def attempts(first: str, second: str = "Water it every two weeks."):

@@ -41,7 +41,9 @@ FENCED = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
 CALL_KEYS = ({"name", "arguments"}, {"name", "parameters"}, {"name"})
 LOOKS_LIKE_A_CALL = re.compile(r"""^\[?\s*\{\s*["']name["']\s*:""")  # a bare JSON call's first key
 CALL_FORM = '{"name": ..., "arguments": {...}}'
-CALL_OPENINGS = ("<tool_call>", "{", "[", "`")  # how a reply that is a call (tagged, bare or fenced JSON) begins
+# how a reply that may be a call begins: a tag (<tool_call>, or a wrapper such as <json>), a JSON value, a code fence
+CALL_OPENINGS = ("<", "{", "[", "`")
+WRAPPED = re.compile(r"^\s*<([A-Za-z_][\w-]*)>\s*(.*?)\s*(?:</\1>)?\s*$", re.DOTALL)  # <json>...</json>
 TOOL_CALL_READINGS = ("lenient", "strict")
 
 
@@ -168,6 +170,15 @@ def parse_bare_json_calls(text: str) -> list[ToolCall]:
         calls.append(ToolCall(name=item["name"], arguments=item.get("arguments", item.get("parameters")) or {},
                               id=f"call_{index}"))
     return calls
+
+
+def wrapped_json_calls(text: str) -> list[ToolCall]:
+    """The calls of a message that is JSON call objects inside one tag (``<json>{"name": ...}</json>``), else [].
+    Not read as an action (no model is taught this form); the serve gateway's call guard reads it as a call."""
+    match = WRAPPED.match(text)
+    if match is None or match.group(1) == "tool_call":
+        return []
+    return parse_bare_json_calls(match.group(2))
 
 
 def _unreadable_bare_call(text: str) -> list[ToolCall]:

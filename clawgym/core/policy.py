@@ -22,7 +22,7 @@ class SamplingParams:
     stop: list[str] = field(default_factory=list)
     seed: int | None = None
     # the reply may not open with a tool call or a JSON value: until its first visible character, tokens that
-    # would begin one (``{``, ``[``, a code fence, ``<tool_call>``) are masked (backends with
+    # would begin one (a tag such as ``<tool_call>``, ``{``, ``[``, a code fence) are masked (backends with
     # ``supports_prose_only``; the serve gateway's call guard asks for it, clawgym/serve/call_guard.py)
     prose_only: bool = False
 

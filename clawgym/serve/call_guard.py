@@ -4,11 +4,12 @@ A small model under a long agent prompt (OpenClaw's default profile: ~12.5k toke
 a plain question with a tool call to a tool that does not exist (``{"name": "water_cactus", ...}`` for "how
 often should I water a cactus?"), written as JSON. No client can run it, so the person gets JSON instead of
 an answer. OpenAI's API never returns a call to an undeclared function; this guard keeps the same promise
-for the models served here: when a reply is a call (tagged, or bare / fenced JSON, read as
-:func:`clawgym.core.messages.parse_action` reads it) naming a tool outside the request's ``tools``, or a call
-that cannot be read, and none of it has reached the client yet, the same request is answered once more with
-``SamplingParams.prose_only`` (tokens that would open a call or a JSON value are masked until the first
-visible character). A call to an offered tool, and any reply that begins in prose, pass untouched.
+for the models served here: when a reply is a call (tagged, bare or fenced JSON as
+:func:`clawgym.core.messages.parse_action` reads it, or JSON call objects inside one tag such as ``<json>``)
+naming a tool outside the request's ``tools``, or a call that cannot be read, and none of it has reached the
+client yet, the same request is answered once more with ``SamplingParams.prose_only`` (tokens that would open
+a tag, a JSON value or a code fence are masked until the first visible character). A call to an offered tool,
+and any reply that begins in prose, pass untouched.
 
 While a reply could still become a call (it begins with an opening, or nothing visible yet) its deltas are
 held back, as the HTTP layer holds a JSON call back from streaming clients anyway; then they are released
@@ -24,7 +25,7 @@ import dataclasses
 import logging
 from typing import Any, AsyncIterator, Callable
 
-from clawgym.core.messages import CALL_OPENINGS, offered_tool_names, parse_action
+from clawgym.core.messages import CALL_OPENINGS, offered_tool_names, parse_action, wrapped_json_calls
 from clawgym.core.policy import Generation, SamplingParams
 from clawgym.inference.streaming import StreamItem, TextDelta
 
@@ -36,7 +37,7 @@ Answer = Callable[[SamplingParams], AsyncIterator[StreamItem]]  # one attempt at
 def unoffered_call(text: str, offered: set[str]) -> str | None:
     """Why ``text`` is a call no client can run (a tool outside ``offered``, or unreadable), else None."""
     _, calls = parse_action(text, lenient=True)
-    for call in calls:
+    for call in calls or wrapped_json_calls(text):
         if call.error is not None:
             return f"a tool call that cannot be read ({call.error[:120]})"
         if call.name not in offered:
