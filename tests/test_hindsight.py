@@ -510,6 +510,23 @@ def test_answered_siblings_see_openclaws_internal_block_after_the_persons_words_
     assert answered_ids == render_prompt_ids(tokenizer, expected, turn.info["tools"])
 
 
+def test_with_person_last_an_answered_siblings_prompt_reads_the_block_before_the_persons_next_words():
+    from clawgym.inference.models import load_tokenizer
+    from clawgym.rl.trainer.samples import render_prompt_ids
+
+    tokenizer = load_tokenizer("tiny-random")
+    builder = groups(["four", "five six"], tokenizer=tokenizer, answered=1, person_last=True)
+    turn = openclaw_turn()
+    system, words, internal = turn.context
+    turn.context = [system, internal, words]  # as the gateway had the model read it (serve.person_last)
+    asyncio.run(builder.build(turn, verdict=-1.0))
+    (answered_ids, _), _ = builder.policy.asked
+    *earlier, said = [*turn.next_state]
+    assert said["role"] == "user"
+    expected = [system, words, turn.action, *earlier, internal, said]  # as the gateway will read the next request
+    assert answered_ids == render_prompt_ids(tokenizer, expected, turn.info["tools"])
+
+
 def test_plain_siblings_answer_the_conversation_alone_with_the_wishes_and_train_on_the_clients_prompt():
     from clawgym.inference.models import load_tokenizer
     from clawgym.rl.trainer.samples import render_prompt_ids

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import torch
 
-from clawgym.core.chat_protocol import conversation, is_internal_context, user_text
+from clawgym.core.chat_protocol import conversation, is_internal_context, person_last, user_text
 from clawgym.core.messages import text_of
 from clawgym.core.policy import SamplingParams
 from clawgym.personal.rubric import RubricJudge, WishCheck, reward_of
@@ -83,7 +83,9 @@ class HindsightSettings:
     did not record its own (a sibling gets the real reply's limit); ``max_queued``:
     judged turns waiting for their group before new ones are refused; ``prompted``: how many of the
     ``k - 1`` siblings read the wishes in their prompt; ``answered``: how many answer the person's next
-    message; ``plain``: how many answer the conversation alone (the rest are sampled from the turn's own prompt)."""
+    message; ``plain``: how many answer the conversation alone (the rest are sampled from the turn's own prompt);
+    ``person_last``: the gateway reads OpenClaw's internal-context block before the person's words
+    (``serve.person_last``), so an answered sibling's prompt does too."""
 
     k: int = 4
     verdict_weight: float = 0.5
@@ -92,6 +94,7 @@ class HindsightSettings:
     prompted: int = 0
     answered: int = 0
     plain: int = 0
+    person_last: bool = False
 
     def __post_init__(self) -> None:
         if self.k < 2:
@@ -118,7 +121,7 @@ def hindsight_settings(serve: ServeSection) -> HindsightSettings | None:
     return HindsightSettings(k=serve.hindsight_k, verdict_weight=serve.hindsight_verdict_weight,
                              max_tokens=serve.max_tokens, max_queued=serve.hindsight_max_queued,
                              prompted=serve.hindsight_prompted, answered=serve.hindsight_answered,
-                             plain=serve.hindsight_plain)
+                             plain=serve.hindsight_plain, person_last=serve.person_last)
 
 
 def user_of(turn: Turn) -> str:
@@ -246,9 +249,11 @@ class HindsightGroups:
         """The prompt of the person's next turn: the turn's context, the served reply and the next state,
         rendered as the policy renders any prompt (with the tools the student saw). OpenClaw's next request
         does not replay the turn's internal-context block where it was but sends one after the person's
-        words: so does this prompt."""
+        words: so does this prompt (read before them, as the gateway will, with ``person_last``)."""
         internal = [m for m in turn.context if is_internal_context(m)][-1:]
         messages = [*conversation(list(turn.context)), dict(turn.action), *turn.next_state, *internal]
+        if self.settings.person_last:
+            messages = person_last(messages)
         return render_prompt_ids(self.policy.tokenizer, messages, where.get("tools"))
 
     def _plain_ids(self, turn: Turn, hint: str) -> list[int]:
