@@ -216,3 +216,20 @@ def test_a_wish_no_reply_can_show_is_left_out_and_a_user_who_never_corrects_has_
         memory.observe_judged(turn)
     assert memory.texts("dee") == []
     assert RubricJudge(tiny_qwen, memory.texts).score_many([("dee", CONTEXT, PROSE)] * 4) == [(None, [])] * 4
+
+
+def test_label_margins_compute_the_last_positions_logits_only_and_the_same_margins(tiny_qwen):
+    """All positions' logits of a judge's batch are [rows, tokens, vocab]: GBs for OpenClaw-sized prompts."""
+    prompts = [prompt_for("req", PROSE, wish) for wish in ("be brief", "be warm")]
+    head_rows = []
+    hook = tiny_qwen.model.get_output_embeddings().register_forward_hook(
+        lambda module, args, out: head_rows.append(tuple(args[0].shape[:2])))
+    try:
+        margins = label_margins(tiny_qwen, prompts, ("Yes", "No"))
+    finally:
+        hook.remove()
+    assert head_rows == [(2, 1)]  # one position per row reaches the LM head
+    from clawgym.inference.scoring import grouped_label_margins
+
+    grouped = grouped_label_margins(tiny_qwen, [prompts], ("Yes", "No"), min_shared=1)[0]
+    assert margins == pytest.approx(grouped, abs=1e-3)  # the hidden-state path agrees

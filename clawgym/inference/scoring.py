@@ -42,7 +42,9 @@ def label_margins(policy: Any, prompts: Sequence[list[Message]], labels: tuple[s
         mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in encoded], device=device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         with lock, torch.no_grad():
-            logits = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[:, -1, :].float()
+            # the last position's logits only: all of them would be [rows, tokens, vocab] (GBs for a judge's prompt)
+            logits = model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                           logits_to_keep=1).logits[:, -1, :].float()
         logp = torch.log_softmax(logits, dim=-1)
         margins += (logp[:, first] - logp[:, second]).tolist()
     return margins
