@@ -100,3 +100,26 @@ def test_bad_threshold_is_refused():
         TrainerConfig(frozen_prompt_above=-1)
     with pytest.raises(ValueError, match="min_tokens"):
         PromptKV(0)
+
+
+def test_a_frozen_micro_batch_trains_a_row_at_a_time_with_the_same_update(tokenizer):
+    """Replies on a frozen prompt attend to all of it without checkpointing: batched, the attention weights kept for
+    the backward pass grow as rows x reply x prompt (GBs for OpenClaw's replies); a row at a time they do not."""
+    group = [Sample(prompt_ids=list(TURN_A), response_ids=r, old_logprobs=[-1.0] * len(r), loss_mask=[1] * len(r),
+                    reward=reward, group_id="a")
+             for r, reward in [([300, 301, 302], 1.0), ([310, 311], 0.0), ([320], 1.0), ([330, 331], 0.0)]]
+    batched = lora_trainer(tokenizer, frozen_prompt_above=32, micro_batch_size=4)
+    single = lora_trainer(tokenizer, frozen_prompt_above=32, micro_batch_size=1, grad_accum=4)
+    rows = []
+    decoder = batched.model.get_base_model().get_decoder()
+    hook = decoder.register_forward_hook(lambda module, args, kwargs, out: rows.append(kwargs["input_ids"].shape[0]),
+                                         with_kwargs=True)
+    try:
+        first = batched.train_step(group)
+    finally:
+        hook.remove()
+    assert rows and set(rows) == {1}  # the prompt ran once, then each row's reply alone
+    assert batched._policy_kv.run_tokens == len(TURN_A) - 1
+    assert first["loss"] == pytest.approx(single.train_step(group)["loss"], rel=1e-5, abs=1e-7)
+    for (name, a), (_, b) in zip(batched.model.named_parameters(), single.model.named_parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6, msg=name)
