@@ -93,6 +93,30 @@ def test_a_margin_lets_a_small_loss_through_and_a_published_candidates_replies_b
     assert g.served.decoded == 2 and again.serving == 0.0 and again.candidate == 1.0  # serving = the published ones
 
 
+def test_the_repetition_signal_is_the_rise_over_the_first_weights_reply_and_survives_a_restart(tmp_path):
+    """Under a client's long prompt the model may repeat itself from the start (the default model under OpenClaw's
+    default profile: 0.7 of its 3-grams): that is its way, not a collapse; a rise over it is."""
+    looping = "the answer is here the answer is here the answer is here the answer is here"
+    g = PublishGate(GateSection(enabled=True), RubricJudge(None, cues=True), lambda user: [WISH],
+                    candidate=Scripted(""), served=Scripted(looping), state_path=tmp_path / "gate_lengths.json")
+    g.held.hold(turn(0))
+    same = asyncio.run(g.judge({"reply": looping}, 0, 1))
+    assert same.candidate_repetition > 0.6 and same.repetition == 0.0
+    collapsed = asyncio.run(g.judge({"reply": "go " * 40}, 0, 2))
+    assert collapsed.repetition == pytest.approx(collapsed.candidate_repetition - same.candidate_repetition, abs=2e-3)
+    again = PublishGate(GateSection(enabled=True), RubricJudge(None, cues=True), lambda user: [WISH],
+                        candidate=Scripted(""), served=Scripted("other words now"),
+                        state_path=tmp_path / "gate_lengths.json")
+    again.held.hold(turn(0))
+    assert asyncio.run(again.judge({"reply": looping}, 5, 6)).repetition == 0.0  # the yardstick is the first weights'
+    (tmp_path / "old.json").write_text(json.dumps({"alice-0": 4}))  # a file of lengths alone, from before
+    old = PublishGate(GateSection(enabled=True), RubricJudge(None, cues=True), lambda user: [WISH],
+                      candidate=Scripted(""), served=Scripted(looping), state_path=tmp_path / "old.json")
+    old.held.hold(turn(0))
+    read = asyncio.run(old.judge({"reply": looping}, 0, 1))
+    assert read.initial_tokens == 4 and read.repetition == read.candidate_repetition  # no yardstick: the share itself
+
+
 def test_with_nothing_to_measure_the_gate_publishes_and_says_why():
     g = gate()
     assert asyncio.run(g.judge({"reply": "x"}, 0, 1)).reason == "no_held_back"

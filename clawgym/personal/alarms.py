@@ -9,7 +9,8 @@ entropy and KL rising and replies shortening under OPD). Each step the personal 
   alarm when it falls below ``min_entropy`` or rises above ``max_entropy``);
 - ``kl``: the k3 KL to the initial weights on the step's batch (``trainer.monitor_kl`` or ``kl_coef > 0``);
 - ``length_ratio``: the publish gate's replies' mean length over the first served weights' on the same requests;
-- ``repetition``: the largest share of repeated word 3-grams within one of the gate's replies;
+- ``repetition``: the most that the share of repeated word 3-grams within one of the gate's replies exceeds that
+  of the first served weights' reply to the same request;
 - ``similarity``: the mean 3-gram overlap between the gate's replies to *different* requests;
 - ``refusals``: how many steps in a row the gate refused.
 
@@ -69,7 +70,7 @@ CHECKS: dict[str, tuple[str, bool, str]] = {
     "kl": ("max_kl", False, "the weights drifted far from the initial ones"),
     "length_ratio": ("min_length_ratio", True, "replies shrank"),
     "length_ratio_high": ("max_length_ratio", False, "replies grew"),
-    "repetition": ("max_repetition", False, "a reply repeats itself"),
+    "repetition": ("max_repetition", False, "a reply repeats itself more than the first weights' did"),
     "similarity": ("max_similarity", False, "replies to different requests are alike"),
     "refusals": ("max_refusals", False, "the publish gate refused step after step"),
 }

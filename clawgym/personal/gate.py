@@ -16,7 +16,7 @@ With no held-back request yet, or no wish the judge can decide on them, there is
 step publishes and says why (``reason``), and the collapse alarms (:mod:`clawgym.personal.alarms`) still
 read its replies. The new weights are decoded on a copy of the served model (the candidate), never on the
 served policy, so nobody is answered by weights the gate has not passed; the replies' lengths and
-repetition feed the alarms.
+repetition, each against the first served weights' reply to the same request, feed the alarms.
 """
 
 from __future__ import annotations
@@ -100,7 +100,11 @@ class GateVerdict:
     candidate_tokens: float = 0.0
     serving_tokens: float = 0.0
     initial_tokens: float = 0.0  # the first served weights' replies (this server's): the length alarm's yardstick
+    # the repetition alarm's signal: the most a reply's share of repeated word 3-grams exceeds that of the first
+    # served weights' reply to the same request (a model that already repeats itself under a client's prompt,
+    # e.g. OpenClaw's, has not collapsed); candidate_repetition: the largest share itself
     repetition: float = 0.0
+    candidate_repetition: float = 0.0
     similarity: float = 0.0
     seconds: float = 0.0  # the whole verdict: loading the weights, decoding both replies, scoring them
     decode_seconds: float = 0.0
@@ -132,7 +136,7 @@ class PublishGate:
         self._serving: dict[str, Reply] = {}  # turn id -> the serving weights' reply
         self._serving_version: int | None = None
         self._pending: dict[str, Reply] = {}  # the last judged candidate's replies (accept() makes them serving's)
-        self._initial_tokens: dict[str, int] = self._load_initial()
+        self._initial: dict[str, tuple[int, float | None]] = self._load_initial()  # turn id -> (tokens, repetition)
 
     # ------------------------------------------------------------------ the trainer's entry points
     async def judge(self, weights: Mapping[str, torch.Tensor], served_version: int, version: int) -> GateVerdict:
@@ -147,14 +151,16 @@ class PublishGate:
         new, old = await asyncio.gather(self._replies(self.candidate, turns),
                                         self._serving_replies(turns, served_version))
         self._pending = {t.turn_id: r for t, r in zip(turns, new)}
-        new_yardsticks = [t for t in turns if t.turn_id not in self._initial_tokens]
+        new_yardsticks = [t for t in turns if t.turn_id not in self._initial]
         for turn, reply in zip(turns, old):
-            self._initial_tokens.setdefault(turn.turn_id, reply.tokens)
+            self._initial.setdefault(turn.turn_id, (reply.tokens, repetition_within(reply.text)))
         if new_yardsticks:  # written when it changes, not every step
             self._save_initial()
         scoring = time.perf_counter()
         verdict = await asyncio.to_thread(self._score, turns, new, old)
-        verdict.initial_tokens = _mean([self._initial_tokens[t.turn_id] for t in turns])
+        verdict.initial_tokens = _mean([self._initial[t.turn_id][0] for t in turns])
+        verdict.repetition = round(max(repetition_within(r.text) - (self._initial[t.turn_id][1] or 0.0)
+                                       for t, r in zip(turns, new)), 3)
         done = time.perf_counter()
         verdict.seconds, verdict.decode_seconds, verdict.score_seconds = (
             round(done - started, 3), round(scoring - decoding, 3), round(done - scoring, 3))
@@ -168,7 +174,7 @@ class PublishGate:
     def forget(self, user: str) -> int:
         """Forget-me: the person's held-back requests and every reply to them."""
         ids = {t.turn_id for t in self.held.turns.get(user, [])}
-        for table in (self._serving, self._pending, self._initial_tokens):
+        for table in (self._serving, self._pending, self._initial):
             for turn_id in ids:
                 table.pop(turn_id, None)
         self._save_initial()
@@ -214,7 +220,7 @@ class PublishGate:
                               scored=sum(len(v) for v in per_user.values()),
                               candidate_tokens=_mean([r.tokens for r in new]),
                               serving_tokens=_mean([r.tokens for r in old]),
-                              repetition=round(max(repetition_within(r.text) for r in new), 3),
+                              candidate_repetition=round(max(repetition_within(r.text) for r in new), 3),
                               similarity=round(similarity_across([r.text for r in new]), 3))
         if per_user:
             verdict.users = {u: [round(_mean([a for a, _ in v]), 4), round(_mean([b for _, b in v]), 4)]
@@ -225,16 +231,20 @@ class PublishGate:
             verdict.reason = "not_worse" if verdict.publish else "worse"
         return verdict
 
-    # ------------------------------------------------------------------ the length alarm's yardstick
-    def _load_initial(self) -> dict[str, int]:
+    # ------------------------------------------------------------------ the length and repetition alarms' yardstick
+    def _load_initial(self) -> dict[str, tuple[int, float | None]]:
+        """turn id -> the first served weights' reply (tokens, repetition); a file of tokens alone (written before
+        the repetition was kept) gives no repetition yardstick: the alarm reads those replies' own share."""
         if self.state_path is None or not self.state_path.exists():
             return {}
-        return {k: int(v) for k, v in json.loads(self.state_path.read_text(encoding="utf-8")).items()}
+        saved = json.loads(self.state_path.read_text(encoding="utf-8"))
+        return {k: (int(v), None) if isinstance(v, (int, float)) else (int(v[0]), None if v[1] is None else float(v[1]))
+                for k, v in saved.items()}
 
     def _save_initial(self) -> None:
         if self.state_path is not None:
             tmp = self.state_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(self._initial_tokens, sort_keys=True), encoding="utf-8")
+            tmp.write_text(json.dumps({k: list(v) for k, v in self._initial.items()}, sort_keys=True), encoding="utf-8")
             tmp.replace(self.state_path)
 
 

@@ -44,7 +44,9 @@ class AlarmSection(Section):
     max_kl: float | None = None  # k3 KL to the initial weights on the step's batch (trainer.monitor_kl)
     min_length_ratio: float | None = 0.25  # the gate's replies' mean length / the first served weights'
     max_length_ratio: float | None = 3.0
-    max_repetition: float | None = 0.5  # share of a reply's word 3-grams that repeat an earlier one in it
+    # how much a gate reply's share of repeated word 3-grams exceeds the first served weights' reply to the same
+    # request (under OpenClaw's default profile the default model's own replies repeat 0.7 of theirs)
+    max_repetition: float | None = 0.5
     max_similarity: float | None = 0.8  # mean 3-gram overlap between the gate's replies to different requests
     max_refusals: int | None = 3  # more gate refusals in a row than this
 
