@@ -14,32 +14,27 @@ the model. Each loop iteration:
 
 So requests join and leave between decoding steps; nobody waits for a whole batch to finish.
 
-Logprobs: ``response_logprobs[i]`` is ``log_softmax(logits / T)[token]`` at the request's sampling
-temperature T (T = 1 for greedy requests), with no top-p filtering — the log-probability of the
-sampled token under the distribution it was drawn from, as SGLang returns it, so the trainer computes
-PPO's ratio at the same temperature (``TrainerConfig.temperature``). They match a separate full
-forward pass over prompt + response to float32 round-off.
+Logprobs: ``response_logprobs[i]`` is ``log_softmax(logits / T)[token]`` at the request's temperature T
+(1 for greedy), no top-p filtering, with ``prose_only``'s mask if asked: the sampled token's log-probability
+under the distribution it was drawn from, as SGLang returns it (the trainer's ratio uses the same T). It
+matches a separate forward pass over prompt + response to float32 round-off.
 
-Tokens: ``response_ids`` are exactly the sampled tokens, including the end-of-turn token that stopped
-the answer (the trainer must learn to stop) and any tokens of a matched stop string; ``text`` is their
-decoding without that final end-of-turn token, cut before the first stop string.
+Tokens: ``response_ids`` are the sampled tokens, with the end-of-turn token that stopped the answer (the
+trainer must learn to stop) and any of a matched stop string; ``text`` is their decoding without that final
+end-of-turn token, cut before the first stop string.
 
-Seeds: a request's ``SamplingParams.seed`` seeds its own ``torch.Generator``; requests without one get
-a seed from the policy's own RNG. The same seed and the same batch composition give the same tokens;
-across different batch compositions results agree up to float round-off in the logits.
+Seeds: a request's ``SamplingParams.seed`` seeds its own ``torch.Generator`` (else the policy's RNG draws one):
+the same seed and batch give the same tokens; other batches agree up to float round-off in the logits.
 
 Prefix reuse: prompts of at least ``PrefixCache.min_prefix`` tokens keep their keys and values
-(:mod:`clawgym.inference.prefix_cache`); a later request that shares a long prefix with one of them
-(the next turn of a chat, or any request with the same system prompt) prefills only the tokens after
-it. Its logprobs are those of the tokens actually sampled, as always.
+(:mod:`clawgym.inference.prefix_cache`); a later request sharing a long prefix with one (a chat's next turn,
+the same system prompt) prefills only the tokens after it.
 
 Weight updates: :meth:`HFPolicy.load_weights` copies new weights in between two decoding steps (the
-worker holds ``_weights_lock`` during each forward pass) and bumps ``version``; requests in flight are
-not dropped. A request that spans a swap continues with the new weights on top of the KV cache the
-old ones built. Each token's logprob is taken under the weights that actually produced it (so they
-remain exact behaviour-policy logprobs); ``Generation.policy_version`` is the version that started the
-request (the oldest weights involved — conservative for staleness checks) and
-``metadata["policy_version_last"]`` the version that produced the last token.
+worker holds ``_weights_lock`` during each forward pass) and bumps ``version``; requests in flight go on
+with the new weights on top of the KV cache the old ones built, each token's logprob under the weights that
+produced it (exact behaviour-policy logprobs). ``Generation.policy_version`` is the version that started the
+request (the oldest weights involved: conservative for staleness), ``metadata["policy_version_last"]`` the last.
 """
 
 from __future__ import annotations
@@ -55,13 +50,14 @@ from typing import Any, AsyncIterator, Mapping
 import torch
 from transformers import DynamicCache
 
-from clawgym.core.messages import CALL_OPENINGS, Message, parse_action
+from clawgym.core.messages import Message, parse_action
 from clawgym.core.policy import Generation, SamplingParams, VersionedPolicy
 from clawgym.inference.attention import use_gqa_decode
 from clawgym.inference.chat_template import encode_prompt, stop_token_ids
 from clawgym.inference.kv_buffer import CACHE_KWARG, KVBuffer
 from clawgym.inference.models import load_model
 from clawgym.inference.prefix_cache import PrefixCache
+from clawgym.inference.prose_only import ProseOnlyMask
 from clawgym.inference.streaming import StreamItem, TextDelta, streamable_prefix
 
 logger = logging.getLogger(__name__)
@@ -127,8 +123,8 @@ class HFPolicy(VersionedPolicy):
         # running batch (touched only by the worker thread)
         self._rows: list[_Request] = []
         self._kv: KVBuffer | None = None  # the running rows' keys and values
-        self._openings: torch.Tensor | None = None  # prose_only: the token ids that open a call or JSON value
-        self._blank: torch.Tensor | None = None  # token ids that decode to whitespace only (or nothing)
+        vocab = int(getattr(model.config, "vocab_size", 0) or len(tokenizer))
+        self._prose = ProseOnlyMask(tokenizer, vocab, self.device)  # SamplingParams.prose_only
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, device: str = "cpu", dtype: torch.dtype | None = None,
@@ -137,9 +133,7 @@ class HFPolicy(VersionedPolicy):
         model, tokenizer = load_model(name_or_path, device=device, dtype=dtype)
         return cls(model, tokenizer, name=kwargs.pop("name", name_or_path), **kwargs)
 
-
     # ------------------------------------------------------------------ public API
-
     async def generate(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
                        sampling: SamplingParams | None = None) -> Generation:
         request = self._submit(encode_prompt(self.tokenizer, messages, tools), sampling, streaming=False)
@@ -408,24 +402,10 @@ class HFPolicy(VersionedPolicy):
         self._kv = self._kv.select(torch.tensor(keep, dtype=torch.long, device=self.device))
 
     # ------------------------------------------------------------------ sampling and stopping
-
-    def _opening_masks(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(openings, blank) over the vocabulary, built once: what prose_only masks, and what keeps it masking."""
-        if self._openings is None:
-            size = int(getattr(self.model.config, "vocab_size", 0) or len(self.tokenizer))
-            known = min(size, len(self.tokenizer))
-            texts = [self.tokenizer.decode([i], skip_special_tokens=False) for i in range(known)]
-            texts += [""] * (size - len(texts))
-            self._openings = torch.tensor([t.lstrip().startswith(CALL_OPENINGS) for t in texts], device=self.device)
-            self._blank = torch.tensor([not t.strip() for t in texts], device=self.device)
-        return self._openings, self._blank
-
     def _sample(self, request: _Request, logits: torch.Tensor, logprobs: torch.Tensor, version: int) -> None:
         sampling = request.sampling
         if sampling.prose_only and not request.opened:  # the kept logprob is of the masked distribution drawn from
-            openings, _ = self._opening_masks()
-            logits = logits.masked_fill(openings, float("-inf"))
-            logprobs = torch.log_softmax(logits, dim=-1)
+            logits, logprobs = self._prose.mask(logits)
         if request.generator is None:
             token = int(torch.argmax(logits))
         else:
@@ -438,7 +418,7 @@ class HFPolicy(VersionedPolicy):
         request.response_ids.append(token)
         request.logprobs.append(float(logprobs[token]))
         if sampling.prose_only and not request.opened:
-            request.opened = not bool(self._opening_masks()[1][token])
+            request.opened = self._prose.visible(token)
         request.versions.append(version)
         self.stats["generated_tokens"] += 1
 

@@ -53,6 +53,7 @@ from clawgym.rl.trainer.batching import (
     micro_batches,
     pad_rows,
     response_logits,
+    trained_micro_batches,
     uses_frozen_prompt,
 )
 from clawgym.rl.trainer.config import (  # noqa: F401  (re-exported: importers of the trainer's config)
@@ -266,7 +267,9 @@ class TorchTrainer:
                     opd_adv=0.0, abs_logprob_diff=0.0, nll=0.0, entropy=0.0)
         tokens = 0
         self.optimizer.zero_grad(set_to_none=True)
-        for indices, batch in self._micro_batches(samples):
+        for indices, batch in trained_micro_batches([s.prompt_ids for s in samples], [s.response_ids for s in samples],
+                                                    cfg.micro_batch_size, cfg.shared_prefix, self.pad_id,
+                                                    self.device, self._policy_kv):
             part = [samples[i] for i in indices]
             tokens += int(batch.attention_mask.sum())
             mask = pad_rows([s.loss_mask for s in part], batch.targets.shape[1], self.device)
@@ -303,26 +306,6 @@ class TorchTrainer:
             "skipped": float(skipped),
             "tokens": float(tokens),
         }
-
-    def _micro_batches(self, samples: list[Sample]) -> Iterator[tuple[list[int], Batch]]:
-        """The optimiser step's micro-batches, collated. One whose prompt beginning is frozen runs a row at a
-        time: its replies attend to the whole prompt without checkpointing, so the attention weights the
-        backward pass keeps grow as rows x reply x prompt tokens (a hindsight group of 8 OpenClaw replies on
-        its 12.5k-token prompt: ~17 GB on the 0.5B model, against ~2 GB a row). The rows share the beginning's
-        keys and values (run once) and the loss is normalised by the step's totals, so the loss is the
-        micro-batch's; the gradient too, unless the rows' prompts differ past their shared beginning (each row
-        then freezes its own prompt, leaving out the path through a little more of it)."""
-        cfg = self.config
-        for indices in micro_batches([s.prompt_ids for s in samples], cfg.micro_batch_size, cfg.shared_prefix):
-            batch = self._collate([samples[i] for i in indices])
-            if len(indices) > 1 and uses_frozen_prompt(batch, self._policy_kv):
-                for index in indices:
-                    yield [index], self._collate([samples[index]])
-            else:
-                yield list(indices), batch
-
-    def _collate(self, part: list[Sample]) -> Batch:
-        return collate([s.prompt_ids for s in part], [s.response_ids for s in part], self.pad_id, self.device)
 
     def _micro_batch_loss(self, part: list[Sample], batch: Batch, mask: torch.Tensor, adv_rl: torch.Tensor,
                           num_tokens: float, num_sequences: float, sums: dict[str, float],
