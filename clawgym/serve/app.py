@@ -105,23 +105,24 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
             return error
         return JSONResponse({"user": user, "wishes": [w.to_json() for w in wishes.wishes(user)]})
 
-    def not_own_wish(wish_id: str, user: str) -> Response | None:
-        """404 for an unknown wish, 403 for another user's, None when the caller owns it."""
+    def own_wish(request: Request, wish_id: str) -> tuple[str | None, Response | None]:
+        """(the caller's user id, None) when the caller owns the wish, else (None, the error: no wish memory or
+        access denied as :func:`wish_caller` says, 404 for an unknown wish, 403 for another user's)."""
+        user, error = wish_caller(request)
+        if error is not None:
+            return None, error
         owner = wishes.owner(wish_id)
         if owner is None:
-            return error_response(404, f"no remembered wish with id {wish_id!r}",
-                                  "invalid_request_error", param="wish_id")
+            return None, error_response(404, f"no remembered wish with id {wish_id!r}",
+                                        "invalid_request_error", param="wish_id")
         if owner != user:
-            return error_response(403, "that wish belongs to another user", "invalid_request_error")
-        return None
+            return None, error_response(403, "that wish belongs to another user", "invalid_request_error")
+        return user, None
 
     @app.delete("/v1/wishes/{wish_id}")
     async def remove_wish(wish_id: str, request: Request) -> Response:
         """The caller takes one of their wishes back (on disk before the answer)."""
-        user, error = wish_caller(request)
-        if error is not None:
-            return error
-        error = not_own_wish(wish_id, user)
+        user, error = own_wish(request, wish_id)
         if error is not None:
             return error
         removed = wishes.remove(user, wish_id)
@@ -133,10 +134,7 @@ def build_gateway_app(gateway: ChatGateway, api_key: str | None = None, max_body
     async def remove_wish_check(wish_id: str, request: Request) -> Response:
         """The caller takes a wish's compiled check back: the wish stays, judged by the model's question again,
         and is not compiled again (on disk before the answer)."""
-        user, error = wish_caller(request)
-        if error is not None:
-            return error
-        error = not_own_wish(wish_id, user)
+        user, error = own_wish(request, wish_id)
         if error is not None:
             return error
         try:
