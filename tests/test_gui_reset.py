@@ -131,7 +131,9 @@ def test_a_wipe_whose_session_detaches_is_retried_on_a_fresh_session(env, monkey
     dirty_episode(env)
     monkeypatch.setattr(browser_module, "wipe_page", detaching_once)
     seen = probe(env)
-    assert len(calls) == 2 and calls[1] is not calls[0], "the retry must use a newly attached session"
+    # (under load the retried wipe may also time out and be tried again as it is: a third call, same session)
+    assert len(calls) >= 2 and all(cdp is not calls[0] for cdp in calls[1:]), \
+        "every retry after the detach must use a newly attached session"
     assert env.browser.reused, env.browser.not_reused_because
     assert seen == clean and seen["session"] == [] and seen["name"] == ""
 
