@@ -48,7 +48,8 @@ from wish_judge import ITEMS, file_digest, load_policy, read_items, shown  # noq
 
 RESULTS = ROOT / "benchmarks" / "results" / "wish_check_drafts.jsonl"
 CACHE_DIR = ROOT / "benchmarks" / "results" / "wish_check_drafts"
-RULES = ("greedy", "examples", "vote", "examples+vote", "oracle")
+RULES = ("greedy", "greedy+examples", "first sound", "examples", "vote", "examples+vote", "examples+vote|greedy",
+         "examples+vote|varied greedy", "consensus", "oracle")
 
 
 # ------------------------------------------------------------------ the model's part (cached)
@@ -92,15 +93,26 @@ def agreement(a: Sequence[bool | None], b: Sequence[bool | None]) -> int:
     return sum(x is not None and x == y for x, y in zip(a, b))
 
 
+def not_inverted(test: Any, examples: Any) -> bool:
+    """The draft ran on every example and met no larger share of the miss-replies than of the meet-replies."""
+    met_miss = len(examples.miss) - test.miss_hits
+    return not test.error and test.meet_hits * len(examples.miss) >= met_miss * len(examples.meet)
+
+
 def pick(rule: str, runs: list[list[bool | None]], example_tests: list[Any], examples: Any,
-         labels: Sequence[bool]) -> int | None:
+         labels: Sequence[bool], greedy: bool) -> int | None:
     """The index of the draft ``rule`` picks, or None (the wish stays with the model). ``runs``: each draft's
-    verdicts on the wish's items; a draft that crashed on any item is never picked."""
+    verdicts on the wish's items; a draft that crashed on any item is never picked; ``greedy``: the first draft
+    is the greedy answer's (it parsed and was not refused)."""
     from clawgym.personal.wish_checks import passes
 
     ran = [k for k, run in enumerate(runs) if all(v is not None for v in run)]
     if rule == "greedy":
-        return 0 if 0 in ran else None
+        return 0 if greedy and 0 in ran else None
+    if rule == "greedy+examples":
+        return 0 if greedy and 0 in ran and not_inverted(example_tests[0], examples) else None
+    if rule == "first sound":
+        return next((k for k in ran if not_inverted(example_tests[k], examples)), None)
     if rule == "oracle":
         return max(ran, key=lambda k: (agreement(runs[k], labels), -k), default=None)
     if rule == "examples":
@@ -111,19 +123,29 @@ def pick(rule: str, runs: list[list[bool | None]], example_tests: list[Any], exa
              for i in range(len(labels))]
     if rule == "vote":
         return max(varied, key=lambda k: (agreement(runs[k], votes), -k), default=None)
-    if rule == "examples+vote":
+    if rule.startswith("examples+vote"):
         passing = [k for k in varied if passes(example_tests[k], examples, "separates")]
-        return max(passing, key=lambda k: (agreement(runs[k], votes), example_tests[k].score, -k), default=None)
+        best = max(passing, key=lambda k: (agreement(runs[k], votes), example_tests[k].score, -k), default=None)
+        if best is None and rule == "examples+vote|greedy":
+            return pick("greedy", runs, example_tests, examples, labels, greedy)
+        if best is None and rule == "examples+vote|varied greedy":  # not one verdict on every reply and example
+            k = pick("greedy", runs, example_tests, examples, labels, greedy)
+            said_both = k is not None and (len(set(runs[k])) > 1 or 0 < example_tests[k].meet_hits + len(
+                examples.miss) - example_tests[k].miss_hits < len(examples.meet) + len(examples.miss))
+            return k if said_both else None
+        return best
     raise ValueError(f"unknown rule {rule!r}; one of {RULES}")
 
 
 def score_wish(runner: Any, cached: dict[str, Any], items: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Every rule's pick for one wish and how its pick agrees with the labels of the wish's items."""
     from clawgym.personal.check_runner import refusal
-    from clawgym.personal.wish_checks import Draft, examples_of, parse_code
+    from clawgym.personal.wish_checks import Draft, choose, examples_of, parse_code
 
+    first = parse_code(cached["answers"][0]) if cached["answers"] else None
     codes = [c for c in dict.fromkeys(parse_code(a) for a in cached["answers"]) if c is not None]
     codes = [c for c in codes if refusal(c) is None]
+    greedy = bool(codes) and codes[0] == first
     labels = [bool(item["met"]) for item in items]
     out: dict[str, Any] = {"wish": cached["wish"], "wish_id": items[0]["wish_id"], "n": len(items),
                            "met": sum(labels), "drafts": len(cached["answers"]), "runnable": len(codes),
@@ -145,10 +167,16 @@ def score_wish(runner: Any, cached: dict[str, Any], items: Sequence[dict[str, An
                     test.miss_hits += not should
     out["draft_agree"] = [agreement(run, labels) for run in runs]
     for rule in RULES:
-        if rule in ("examples", "examples+vote") and examples is None:
+        if rule == "consensus":  # the product's rule itself, the wish's unlabelled replies as the person's
+            code = None if examples is None else choose(codes, examples, runner, "consensus",
+                                                         [(item["request"], item["reply"]) for item in items])[0]
+            out["rules"][rule] = None if code is None else {"draft": codes.index(code),
+                                                            "agree": agreement(runs[codes.index(code)], labels)}
+            continue
+        if rule not in ("greedy", "vote", "oracle") and examples is None:
             out["rules"][rule] = None
             continue
-        k = pick(rule, runs, tests, examples, labels)
+        k = pick(rule, runs, tests, examples, labels, greedy)
         out["rules"][rule] = None if k is None else {"draft": k, "agree": agreement(runs[k], labels)}
     return out
 

@@ -30,9 +30,15 @@ generated page (docs/results/wish_judge.md) from the rows and runs nothing.
 
 ``--wish-checks`` compiles each distinct wish of the items once, as ``serve.wish_checks`` does
 (:class:`clawgym.personal.wish_checks.WishCompiler` on the judge model: drafts tested on replies the model wrote to
-meet and to miss the wish), then judges the items twice, with and without the compiled checks, and prints how
-many wishes compiled, the seconds per compile and the agreement of both on the items each decided (the row
-keeps both, ``wish_checks`` holding the compile's figures). Dev split only: nothing about it is measured on test.
+meet and to miss the wish and on the person's replies, here the wish's items without their labels), then judges
+the items twice, with and without the compiled checks, and prints how many wishes compiled, the seconds per
+compile and the agreement of both on the items each decided (the row keeps both, ``wish_checks`` holding the
+compile's figures). ``--drafts-cache`` replays the model's answers that ``benchmarks/wish_check_drafts.py`` kept
+for the same prompts instead of asking the model again. The rule (``--accept``) is chosen on dev; a test-split
+row reports the chosen one.
+
+    .venv/bin/python benchmarks/wish_judge.py --wish-checks --no-cues --drafts 6 \
+        --drafts-cache benchmarks/results/wish_check_drafts/qwen2.5-coder-0.5b-dev-d6.jsonl
 """
 
 from __future__ import annotations
@@ -139,24 +145,32 @@ def judge_items(judge: Any, items: Sequence[dict[str, Any]], batch: int = 32,
     return checks, time.perf_counter() - started
 
 
-def compile_wishes(policy: Any, wishes: Sequence[tuple[str, str]], drafts: int = 3,
-                   progress: Callable[[str], None] | None = print,
-                   accept: str = "majority") -> tuple[dict[str, str], dict[str, Any]]:
-    """Each ``(wish, request)`` compiled once, as ``serve.wish_checks`` does with the request the wish corrected
-    (here the first of its items' requests): the kept checks by wish text, and the figures."""
+def compile_wishes(policy: Any, wishes: Sequence[tuple[str, str, list[tuple[str, str]]]], drafts: int = 3,
+                   progress: Callable[[str], None] | None = print, accept: str = "consensus",
+                   answers: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, str], dict[str, Any]]:
+    """Each ``(wish, request, replies)`` compiled once, as ``serve.wish_checks`` does with the request the wish
+    corrected (here the first of its items' requests) and the person's replies (the wish's items', unlabelled):
+    the kept checks by wish text, and the figures. ``answers``: the model's answers by wish, kept by
+    ``benchmarks/wish_check_drafts.py`` for the same prompts (then the model is not asked again)."""
     from clawgym.personal.wish_checks import WishCompiler
 
     compiler = WishCompiler(policy, drafts=drafts, accept=accept)
     kept: dict[str, str] = {}
     outcomes = []
-    for n, (wish, request) in enumerate(wishes, 1):
+    for n, (wish, request, replies) in enumerate(wishes, 1):
         started = time.perf_counter()
-        outcome = compiler.compile(wish, request)
-        seconds = time.perf_counter() - started
+        cached = (answers or {}).get(wish)
+        if cached is not None:
+            outcome = compiler.from_answers(wish, cached["answers"][:drafts], cached["request"], cached["meet"],
+                                            cached["miss"], replies)
+            seconds = float(cached["seconds"]) + time.perf_counter() - started  # the model's time, when it wrote them
+        else:
+            outcome = compiler.compile(wish, request, replies)
+            seconds = time.perf_counter() - started
         if outcome.code:
             kept[wish] = outcome.code
         outcomes.append({"wish": wish, "compiled": bool(outcome.code), "note": outcome.note,
-                         "seconds": round(seconds, 1), "code": outcome.code or "",
+                         "seconds": round(seconds, 1), "code": outcome.code or "", "cached": cached is not None,
                          "drafts": [{"meet_hits": d.meet_hits, "miss_hits": d.miss_hits, "error": d.error[:200],
                                      "code": d.code} for d in outcome.drafts]})
         if progress is not None:
@@ -241,6 +255,14 @@ def read_rows(path: Path = RESULTS) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
+def judged_by(row: dict[str, Any]) -> str:
+    checks = row.get("wish_checks")
+    rest = "cues and facts" if row["cues"] else "model"
+    if not checks:
+        return rest if row["cues"] else "model alone"
+    return f"compiled checks ({checks.get('accept', 'majority')}, {checks['drafts']} drafts), {rest}"
+
+
 def table_line(row: dict[str, Any]) -> str:
     """One row of the page's table."""
     n = row["n"]
@@ -252,9 +274,9 @@ def table_line(row: dict[str, Any]) -> str:
 
     area = "–" if row["model_auc"] is None else f"{row['model_auc']:.2f} ({row['model_auc_n']})"
     limit = f" (limit {row['limit']})" if row.get("limit") is not None else ""
-    return (f"| {row['judge_model']} | {'cues and facts' if row['cues'] else 'model alone'} | {row['split']} "
+    return (f"| {row['judge_model']} | {judged_by(row)} | {row['split']} "
             f"| {n}{limit} | {share(row['met'], n)} | {share(row['agree'], n)} | {share(row['undecided'], n)} "
-            f"| {decided('cues')} | {decided('facts')} | {decided('model')} | {area} "
+            f"| {decided('compiled')} | {decided('cues')} | {decided('facts')} | {decided('model')} | {area} "
             f"| {row['s_per_decision']:.3f} | {', '.join(row['reply_models'])} ({row['items_sha']}) "
             f"| {row.get('commit') or '–'} | {row.get('host', 'not recorded')} |")
 
@@ -271,22 +293,29 @@ def markdown(path: Path = RESULTS) -> str:
         "request and one wish of the person, labelled by a hand-written check) with the rubric judge: `cues and "
         "facts` as the chat launcher builds it (cues for measurable wishes, names and warmth; the request's facts "
         "for result and by-name wishes; the judge model for the rest), `model alone` with the model deciding "
-        "every wish. *agree*: the judge's verdict is the label; an unsure or uncheckable verdict counts as a "
-        "disagreement, and *undecided* is their share. *cues*, *facts*, *model*: the share of items each decided, "
+        "every wish, `compiled checks` with each wish's check that the judge model wrote and "
+        "`clawgym.personal.wish_checks.choose` kept (the rule and the drafts in brackets) deciding first, "
+        "written and chosen without the labels. *agree*: the judge's verdict is the label; an unsure or "
+        "uncheckable verdict counts as a disagreement, and *undecided* is their share. *compiled*, *cues*, "
+        "*facts*, *model*: the share of items each decided, "
         "and how often it agrees there. *AUC*: the model's margin `log p(Yes) − log p(No)` over the items the "
         "model decided (how many in brackets). *s / decision*: judging seconds per item. *replies*: the model "
         "that wrote the replies and the items file's hash. The dev split is for tuning; test-split rows only "
         "report.", "",
         "Hardware (each row's `host`): " + ("; ".join(f"{h} ({c} row{'s' * (c != 1)})" for h, c in sorted(
             hosts.items())) or "no rows yet") + "; one job at a time.", "",
-        "| judge | judged by | split | items | met | agree | undecided | cues: share, agree | facts: share, agree "
-        "| model: share, agree | model AUC | s / decision | replies | commit | ran on |",
-        "|---|---|---|---:|---:|---:|---:|---|---|---|---|---:|---|---|---|",
+        "| judge | judged by | split | items | met | agree | undecided | compiled: share, agree "
+        "| cues: share, agree | facts: share, agree | model: share, agree | model AUC | s / decision | replies "
+        "| commit | ran on |",
+        "|---|---|---|---:|---:|---:|---:|---|---|---|---|---|---:|---|---|---|",
         *(table_line(row) for row in rows), "",
         "    .venv/bin/python benchmarks/wish_judge.py                                     # 0.5B judge, dev",
         "    .venv/bin/python benchmarks/wish_judge.py --judge-model qwen2.5-coder-1.5b",
         "    .venv/bin/python benchmarks/wish_judge.py --split test                        # report only",
-        "    .venv/bin/python benchmarks/wish_judge.py --judge-model qwen2.5-coder-1.5b --split test", ""])
+        "    .venv/bin/python benchmarks/wish_judge.py --judge-model qwen2.5-coder-1.5b --split test",
+        "    .venv/bin/python benchmarks/wish_check_drafts.py --split SPLIT                # drafts, cached",
+        "    .venv/bin/python benchmarks/wish_judge.py --wish-checks --no-cues --drafts 6 --split SPLIT \\",
+        "        --drafts-cache benchmarks/results/wish_check_drafts/qwen2.5-coder-0.5b-SPLIT-d6.jsonl", ""])
 
 
 # ------------------------------------------------------------------ the run
@@ -316,15 +345,15 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--wish-checks", action="store_true",
-                        help="compile each wish into a tested check first and judge with and without them (dev only)")
+                        help="compile each wish into a tested check first and judge with and without them")
     parser.add_argument("--drafts", type=int, default=3, help="--wish-checks: drafts of each check to test")
-    parser.add_argument("--accept", default="majority", choices=("majority", "separates"),
-                        help="--wish-checks: the test a draft must pass (clawgym.personal.wish_checks.passes)")
+    parser.add_argument("--drafts-cache", type=Path, default=None,
+                        help="--wish-checks: the model's answers kept by benchmarks/wish_check_drafts.py")
+    parser.add_argument("--accept", default="consensus", choices=("majority", "separates", "consensus"),
+                        help="--wish-checks: the rule that keeps a draft (clawgym.personal.wish_checks.choose)")
     parser.add_argument("--max-wishes", type=int, default=None,
                         help="keep only the items of this many wishes, spread over the split's (before --limit)")
     args = parser.parse_args(argv)
-    if args.wish_checks and args.split != "dev":
-        parser.error("--wish-checks is measured on the dev split only")
     if args.markdown is not None:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(markdown(args.results))
@@ -352,10 +381,18 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
     compiled: dict[str, Any] = {}
     try:
         if args.wish_checks:
-            wishes = list({item["wish"]: item["request"] for item in reversed(items)}.items())[::-1]
+            first = {item["wish"]: item["request"] for item in reversed(items)}
+            wishes = [(wish, first[wish], [(i["request"], i["reply"]) for i in items if i["wish"] == wish])
+                      for wish in list(first)[::-1]]
+            answers = None
+            if args.drafts_cache is not None:
+                answers = {json.loads(line)["wish"]: json.loads(line)
+                           for line in args.drafts_cache.read_text(encoding="utf-8").splitlines() if line.strip()}
             print(f"compiling {len(wishes)} wishes with {args.judge_model}, {args.drafts} drafts each", flush=True)
             kept, compiled = compile_wishes(policy, wishes, args.drafts, lambda line: print(line, flush=True),
-                                            args.accept)
+                                            args.accept, answers)
+            if args.drafts_cache is not None:
+                compiled["drafts_cache"] = shown(args.drafts_cache)
             without, _ = judge_items(judge, items, args.batch, lambda line: print(line, flush=True))
             judge = make_judge(policy, cues=not args.no_cues)
             judge.checks_of = lambda wish: {wish: kept[wish]} if wish in kept else {}

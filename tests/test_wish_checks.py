@@ -154,11 +154,71 @@ def test_a_draft_that_does_not_separate_the_meet_and_miss_replies_is_refused(run
     assert tests[0].meet_hits == 2 and tests[0].miss_hits == 0
     assert "IndexError" in tests[1].error
     assert tests[2].score == 0
-    compiler = WishCompiler(None, runner)
+    compiler = WishCompiler(None, runner, accept="majority")
     refused = compiler.test("keep it short", [always, backwards], EXAMPLES)
     assert refused.code is None and "no draft passed its test" in refused.note
     kept = compiler.test("keep it short", [always, SHORT, backwards], EXAMPLES)
     assert kept.code == SHORT and "right on 4" in kept.note
+
+
+# the person's replies (unlabelled): short ones, long ones, and one with no words at all
+PERSON = [("q", "Fine."), ("q", "Yes, tomorrow at noon."), ("q", "Sure."), ("q", "!!"),
+          ("q", "I will send the whole report to the team by Friday, with the figures and the notes.")]
+SHORT_CHARS = "def met(request, reply):\n    return len(reply) < 40\n"
+FEW_WORDS = "def met(request, reply):\n    return len(reply.split()) <= 1\n"  # separates, but not their replies
+NO_WORD_CRASH = "import re\n\ndef met(request, reply):\n    return len(re.findall(r'\\w+', reply)[0]) < 9\n"
+
+
+def test_consensus_keeps_the_separating_draft_the_other_drafts_agree_with_on_the_persons_replies(runner):
+    examples = Examples("q", ["Done.", "Ok, noted."], ["Here is a long answer with many words in it, as asked.",
+                                                        "Another reply that goes on and on for a while here."])
+    always = "def met(request, reply):\n    return True\n"
+    code, tests = choose([FEW_WORDS, SHORT_CHARS, SHORT, always], examples, runner, "consensus", PERSON)
+    assert code == SHORT_CHARS  # SHORT_CHARS and SHORT agree with the drafts' majority on all five (the first of
+    # equals is kept), FEW_WORDS on four of them; `always` gives every reply one verdict
+    assert all(not t.error for t in tests)
+    # a draft that crashes on one of the person's replies (no word in "!!") is never kept, however it separates
+    code, tests = choose([NO_WORD_CRASH, FEW_WORDS], examples, runner, "consensus", PERSON)
+    assert code == FEW_WORDS and "IndexError" in tests[0].error
+    # none separates the examples: the first draft (the greedy one) is the model's best guess, unless it crashed
+    assert choose([always, FEW_WORDS[:-1] + " and False\n"], examples, runner, "consensus", PERSON)[0] == always
+    assert choose([NO_WORD_CRASH, always], examples, runner, "consensus", PERSON)[0] is None
+    # no replies of the person's yet: the drafts are told apart on the examples alone
+    assert choose([always, SHORT], examples, runner, "consensus")[0] == SHORT
+    with pytest.raises(ValueError, match="accept"):
+        choose([SHORT], examples, runner, "vibes")
+
+
+def test_the_persons_replies_are_their_own_answered_turns_with_the_request_a_check_sees():
+    from clawgym.rl.types import Turn
+
+    def turn(user, request, reply):
+        context = [{"role": "user", "content": request}, {"role": "assistant", "content": "earlier"},
+                   {"role": "user", "content": "and now?"}]
+        return Turn("e", 0, context, {"role": "assistant", "content": reply}, info={"user": user})
+
+    turns = [turn("ann", f"task {k}", f"reply {k}") for k in range(5)] + [turn("bob", "his", "his reply"),
+                                                                           turn("ann", "empty", "  ")]
+    assert wish_checks.person_replies(turns, "ann") == [(f"task {k}", f"reply {k}") for k in range(5)]
+    assert wish_checks.person_replies(turns, "ann", limit=2) == [("task 3", "reply 3"), ("task 4", "reply 4")]
+    assert wish_checks.person_replies(turns, "bob") == [("his", "his reply")]
+    assert wish_checks.person_replies(turns, "carol") == []
+
+
+def test_the_background_compiler_reads_the_persons_replies_when_it_compiles_their_wish():
+    seen, done = [], []
+
+    class Recording:
+        def compile(self, wish, request, replies):
+            seen.append((wish, request, list(replies)))
+            return wish_checks.Compiled(wish, None, "refused")
+
+    background = BackgroundCompiler(Recording(), on_compiled=lambda user, wish_id, outcome: done.append(user),
+                                    replies_of=lambda user: [("q", f"{user}'s reply")])
+    background.submit("ann", "w1", "keep it short", "the request")
+    wait_for(lambda: done, timeout=10)
+    background.close()
+    assert seen == [("keep it short", "the request", [("q", "ann's reply")])] and background.stats["refused"] == 1
 
 
 def test_compiling_asks_for_drafts_and_examples_and_keeps_the_draft_that_passes(runner, monkeypatch):

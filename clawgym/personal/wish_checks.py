@@ -8,10 +8,11 @@ can often write as code, and code gives the same answer every time. So when a wi
    of; or one it writes), some told to **meet** the wish and some told to **miss** it (:func:`reply_prompt`);
 2. it drafts ``def met(request: str, reply: str) -> bool`` a few times (the first greedy, the rest sampled),
    or answers ``CANNOT CHECK`` when no code can tell (:func:`code_prompt`, read by :func:`parse_code`);
-3. every draft runs on every example in one sandboxed batch (:class:`~clawgym.personal.check_runner.CheckRunner`)
-   and :func:`choose` keeps the draft that separates the examples best: met on most meet-replies, not met on
-   most miss-replies, and no crash on any. None passing: the wish is *refused* and stays with the model's
-   Yes/No question.
+3. every draft runs on every example and on the person's earlier replies in one sandboxed batch
+   (:class:`~clawgym.personal.check_runner.CheckRunner`) and :func:`choose` keeps one: by default
+   (``"consensus"``) the draft that tells the meet- from the miss-replies apart and agrees best with the other
+   drafts on the person's replies, else the greedy draft; a draft that crashes on any is never kept. None
+   kept: the wish is *refused* and stays with the model's Yes/No question.
 
 The prompts speak of wishes in general; nothing in them names a persona, a task or a benchmark item. The
 compiled code is kept with the wish (:meth:`WishMemory.set_check`), shown to the person on the dashboard, and
@@ -26,11 +27,14 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from clawgym.core.messages import Message
 from clawgym.personal.check_runner import MODULES, CheckRunner, refusal
 from clawgym.personal.rubric_cues import checkable
+
+if TYPE_CHECKING:
+    from clawgym.rl.types import Turn
 
 log = logging.getLogger(__name__)
 
@@ -142,17 +146,19 @@ class Draft:
         return self.meet_hits + self.miss_hits
 
 
-ACCEPT = ("majority", "separates")
+ACCEPT = ("majority", "separates", "consensus")
 
 
 def passes(draft: Draft, examples: Examples, accept: str = "majority") -> bool:
-    """A draft is trusted when it never crashed and, with ``accept="majority"``, met most meet-replies and missed
-    most miss-replies; with ``"separates"`` (for a judge model whose replies often fail the side they were told
-    to take), when it met a larger share of the meet-replies than of the miss-replies, each side at least once."""
+    """Whether a draft's test on the examples trusts it. It never crashed and, with ``accept="majority"``, met most
+    meet-replies and missed most miss-replies; with ``"separates"`` (for a judge model whose replies often fail the
+    side they were told to take), met a larger share of the meet-replies than of the miss-replies, each side at
+    least once. ``"consensus"`` asks ``"separates"`` of the examples and more of the person's replies
+    (:func:`choose`)."""
     if draft.error:
         return False
     meet, miss = len(examples.meet), len(examples.miss)
-    if accept == "separates":
+    if accept in ("separates", "consensus"):
         met_miss = miss - draft.miss_hits
         return draft.meet_hits >= 1 and draft.miss_hits >= 1 and draft.meet_hits * miss > met_miss * meet
     if accept != "majority":
@@ -160,10 +166,19 @@ def passes(draft: Draft, examples: Examples, accept: str = "majority") -> bool:
     return 2 * draft.meet_hits > meet and 2 * draft.miss_hits > miss
 
 
-def choose(drafts: Sequence[str], examples: Examples, runner: CheckRunner,
-           accept: str = "majority") -> tuple[str | None, list[Draft]]:
-    """The best passing draft (highest score, then the earliest) and every draft's test; all drafts run on all
-    examples in one sandboxed batch."""
+def choose(drafts: Sequence[str], examples: Examples, runner: CheckRunner, accept: str = "majority",
+           replies: Sequence[tuple[str, str]] = ()) -> tuple[str | None, list[Draft]]:
+    """The draft to keep (or None) and every draft's test; every draft runs on every example (and reply) in one
+    sandboxed batch.
+
+    ``"majority"`` / ``"separates"``: the passing draft right on most examples (then the earliest).
+    ``"consensus"``, for a small judge model whose sampled drafts and example replies are both noisy: among the
+    drafts that pass ``"separates"`` and do not give every one of the person's replies (``replies``: their
+    ``(request, reply)`` pairs, unlabelled; none: the examples) the same verdict, the one that agrees most there
+    with the majority verdict of all drafts that ran; none such, the first draft (the greedy one) when it ran on
+    every example and reply, for it is the model's best single guess. A draft that crashes on any is never kept."""
+    if accept not in ACCEPT:
+        raise ValueError(f"accept must be one of {ACCEPT}, got {accept!r}")
     tests = [Draft(code) for code in dict.fromkeys(drafts)]
     runnable = []
     for draft in tests:
@@ -172,18 +187,56 @@ def choose(drafts: Sequence[str], examples: Examples, runner: CheckRunner,
             draft.error = f"refused: {reason}"
         else:
             runnable.append(draft)
-    replies = [(r, True) for r in examples.meet] + [(r, False) for r in examples.miss]
-    results = runner.run([(d.code, examples.request, r) for d in runnable for r, _ in replies])
+    labelled = [(r, True) for r in examples.meet] + [(r, False) for r in examples.miss]
+    jobs = [(examples.request, r) for r, _ in labelled] + (list(replies) if accept == "consensus" else [])
+    results = runner.run([(d.code, request, reply) for d in runnable for request, reply in jobs])
+    verdicts: dict[str, list[bool | None]] = {}
     for k, draft in enumerate(runnable):
-        for (reply, should), result in zip(replies, results[k * len(replies):(k + 1) * len(replies)]):
+        mine = results[k * len(jobs):(k + 1) * len(jobs)]
+        for (_, should), result in zip(labelled, mine):
             if result.met is None:
                 draft.error = draft.error or result.error
             elif result.met == should:
                 draft.meet_hits += should
                 draft.miss_hits += not should
+        verdicts[draft.code] = [r.met for r in (mine[len(labelled):] or mine)]  # the person's, else the examples
+        if accept == "consensus" and not draft.error:
+            draft.error = next((r.error for r in mine if r.met is None), "")
+    if accept == "consensus":
+        return _consensus(tests, examples, verdicts), tests
     passing = [d for d in tests if passes(d, examples, accept)]
     best = max(passing, key=lambda d: d.score, default=None)  # max keeps the first of equals
     return (best.code if best else None), tests
+
+
+def _consensus(tests: Sequence[Draft], examples: Examples, verdicts: dict[str, list[bool | None]]) -> str | None:
+    ran = [d for d in tests if not d.error]
+    if not ran:
+        return None
+    columns = zip(*(verdicts[d.code] for d in ran))
+    majority = [sum(column) * 2 >= len(column) for column in columns]  # ties: met
+    candidates = [d for d in ran if passes(d, examples, "separates") and len(set(verdicts[d.code])) > 1]
+    if candidates:  # max keeps the first of equals
+        best = max(candidates, key=lambda d: (sum(v == m for v, m in zip(verdicts[d.code], majority)), d.score))
+        return best.code
+    return tests[0].code if not tests[0].error else None
+
+
+MAX_PERSON_REPLIES = 24
+
+
+def person_replies(turns: Sequence[Turn], user: str, limit: int = MAX_PERSON_REPLIES) -> list[tuple[str, str]]:
+    """The person's last ``limit`` answered turns as ``(request, reply)``: the request as a compiled check sees it
+    (the conversation's first message, OpenClaw's internal blocks left out), the reply the assistant's text."""
+    from clawgym.core.chat_protocol import conversation
+    from clawgym.personal.rubric import first_request
+
+    pairs = []
+    for turn in turns:
+        reply = str(turn.action.get("content") or "")
+        if str(turn.info.get("user") or "default") == user and reply.strip():
+            pairs.append((first_request(conversation(list(turn.context))), reply))
+    return pairs[-limit:]
 
 
 @dataclass
@@ -201,13 +254,14 @@ class WishCompiler:
     """Compiles wishes with a judge model (an in-process HF policy: ``.model``, ``.tokenizer``) and a runner.
 
     ``drafts``: how many drafts of the check to test (the first greedy, the rest sampled at ``temperature``);
-    ``accept``: the rule a draft's test must pass (:func:`passes`).
+    ``accept``: the rule that keeps a draft (:func:`choose`; the default, ``"consensus"``, is the one that agrees
+    best with the wish benchmark's dev labels for the 0.5B judge: ``benchmarks/wish_check_drafts.py``).
     Blocking and model-bound: call :meth:`compile` from a worker thread (see :class:`BackgroundCompiler`).
     """
 
     def __init__(self, policy: Any, runner: CheckRunner | None = None, drafts: int = 3, temperature: float = 0.7,
                  max_code_tokens: int = MAX_CODE_TOKENS, max_example_tokens: int = MAX_EXAMPLE_TOKENS,
-                 accept: str = "majority"):
+                 accept: str = "consensus"):
         self.policy, self.runner = policy, runner or CheckRunner()
         self.drafts, self.temperature = max(1, int(drafts)), float(temperature)
         self.max_code_tokens, self.max_example_tokens = max_code_tokens, max_example_tokens
@@ -215,9 +269,10 @@ class WishCompiler:
             raise ValueError(f"accept must be one of {ACCEPT}, got {accept!r}")
         self.accept = accept  # see passes()
 
-    def compile(self, wish: str, request: str = "") -> Compiled:
+    def compile(self, wish: str, request: str = "", replies: Sequence[tuple[str, str]] = ()) -> Compiled:
         """Compile ``wish``; ``request``: a message of the person's where it mattered (the examples answer it; the
-        model writes one when it is empty)."""
+        model writes one when it is empty); ``replies``: the person's earlier ``(request, reply)`` pairs, unlabelled
+        (the ``"consensus"`` rule tells drafts apart on them)."""
         from clawgym.inference.completion import greedy_completion, sampled_completions
 
         start = time.monotonic()
@@ -227,23 +282,36 @@ class WishCompiler:
         if self.drafts > 1:
             answers += sampled_completions(self.policy, code_prompt(wish), self.drafts - 1, self.max_code_tokens,
                                            self.temperature)
+        if not any(parse_code(a) for a in answers):  # nothing to test: no example replies to write
+            return self.from_answers(wish, answers, request, [], [], replies, start)
+        request = request or greedy_completion(self.policy, request_prompt(wish), 64).strip().strip('"')
+        meet, miss = (sampled_completions(self.policy, reply_prompt(request, wish, side), EXAMPLES_EACH,
+                                          self.max_example_tokens, self.temperature) for side in (True, False))
+        return self.from_answers(wish, answers, request, meet, miss, replies, start)
+
+    def from_answers(self, wish: str, answers: Sequence[str], request: str, meet: Sequence[str],
+                     miss: Sequence[str], replies: Sequence[tuple[str, str]] = (),
+                     start: float | None = None) -> Compiled:
+        """What :meth:`compile` decides from the model's answers to :func:`code_prompt` and the replies it wrote
+        to meet and to miss the wish (``benchmarks/wish_check_drafts.py`` keeps them and replays them here)."""
+        start = time.monotonic() if start is None else start
+        if not checkable(wish):
+            return Compiled(wish, None, "no reply can show this wish", 0.0)
         codes = [c for c in (parse_code(a) for a in answers) if c is not None]
         if not codes:
             cannot = sum(says_cannot(a) for a in answers)
             note = "the judge model says code cannot check it" if cannot else "the judge model wrote no check"
             return Compiled(wish, None, note, time.monotonic() - start)
-        request = request or greedy_completion(self.policy, request_prompt(wish), 64).strip().strip('"')
-        meet, miss = (sampled_completions(self.policy, reply_prompt(request, wish, side), EXAMPLES_EACH,
-                                          self.max_example_tokens, self.temperature) for side in (True, False))
         examples = examples_of(request, meet, miss)
         if examples is None:
             return Compiled(wish, None, "the judge model wrote no replies to test a check on", time.monotonic() - start)
-        return self.test(wish, codes, examples, start)
+        return self.test(wish, codes, examples, start, replies)
 
-    def test(self, wish: str, codes: Sequence[str], examples: Examples, start: float | None = None) -> Compiled:
+    def test(self, wish: str, codes: Sequence[str], examples: Examples, start: float | None = None,
+             replies: Sequence[tuple[str, str]] = ()) -> Compiled:
         """The chosen draft of ``codes`` on ``examples`` (no model needed: tests feed hand-written drafts)."""
         start = time.monotonic() if start is None else start
-        code, tests = choose(codes, examples, self.runner, self.accept)
+        code, tests = choose(codes, examples, self.runner, self.accept, replies)
         if code is None:
             best = max(tests, key=lambda d: (not d.error, d.score))
             why = best.error or (f"met {best.meet_hits}/{len(examples.meet)} replies written to meet it and missed "
@@ -258,10 +326,13 @@ class WishCompiler:
 
 class BackgroundCompiler:
     """Compiles each new wish on a thread of its own and hands the outcome on (``on_compiled``: the wish
-    memory's :meth:`~clawgym.personal.wish_memory.WishMemory.set_check`); a user's reply never waits for it."""
+    memory's :meth:`~clawgym.personal.wish_memory.WishMemory.set_check`); a user's reply never waits for it.
+    ``replies_of(user)``: the person's earlier ``(request, reply)`` pairs, read on that thread when a wish of theirs
+    is compiled."""
 
-    def __init__(self, compiler: WishCompiler, on_compiled: Callable[[str, str, Compiled], object]) -> None:
-        self.compiler, self.on_compiled = compiler, on_compiled
+    def __init__(self, compiler: WishCompiler, on_compiled: Callable[[str, str, Compiled], object],
+                 replies_of: Callable[[str], Sequence[tuple[str, str]]] | None = None) -> None:
+        self.compiler, self.on_compiled, self.replies_of = compiler, on_compiled, replies_of
         self.stats: dict[str, int] = {"compiled": 0, "refused": 0, "errors": 0}
         self._queue: queue.Queue[tuple[str, str, str, str] | None] = queue.Queue()
         self._queued: set[tuple[str, str]] = set()
@@ -289,7 +360,8 @@ class BackgroundCompiler:
                 return
             user, wish_id, text, request = job
             try:
-                outcome = self.compiler.compile(text, request)
+                replies = self.replies_of(user) if self.replies_of is not None else ()
+                outcome = self.compiler.compile(text, request, replies)
                 self.stats["compiled" if outcome.code else "refused"] += 1
                 self.on_compiled(user, wish_id, outcome)
             except Exception:  # a failed compile leaves the wish with the model's question

@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the builder imports torch, the judges, the app and the trai
     from clawgym.serve.dashboard import Dashboard
     from clawgym.serve.gateway import ChatGateway, PolicyResponder, Responder
     from clawgym.serve.sessions import RequestView
+    from clawgym.serve.turn_log import TurnLog
 
 
 @dataclass
@@ -105,7 +106,7 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     steps = out / "train_steps.jsonl"
     dashboard.rebuild(log.turns(), read_jsonl(steps) if steps.exists() else ())
     wishes = WishMemory(log, on_change=dashboard.observe_wishes)  # replays the log's wish events
-    compiler = _wish_compiler(config, stack, wishes) if serve.wish_checks else None
+    compiler = _wish_compiler(config, stack, wishes, log) if serve.wish_checks else None
     hooks = LearnerHooks(
         wishes_of=wishes.texts,  # the rubric (and the teacher of serve.teacher_wishes) reads what each user asked
         checks_of=wishes.checks if serve.wish_checks else None,  # and runs their compiled checks first
@@ -165,12 +166,13 @@ def build_serving(config: RunConfig, device: str = "cuda") -> Serving:
     return Serving(app, gateway, policy, learner, adapters, dashboard, wishes, compiler)
 
 
-def _wish_compiler(config: RunConfig, stack: Stack, wishes: WishMemory) -> BackgroundCompiler:
-    """``serve.wish_checks``: the judge model compiles each new wish on a thread of its own, and what a restart
-    left uncompiled is queued now. Needs an in-process model and bubblewrap (the install line, if missing)."""
+def _wish_compiler(config: RunConfig, stack: Stack, wishes: WishMemory, log: TurnLog) -> BackgroundCompiler:
+    """``serve.wish_checks``: the judge model compiles each new wish on a thread of its own (the person's replies
+    in ``log`` tell its drafts apart), and what a restart left uncompiled is queued now. Needs an in-process model
+    and bubblewrap (the install line, if missing)."""
     from clawgym.personal.check_runner import CheckRunner
     from clawgym.personal.learner import judge_model
-    from clawgym.personal.wish_checks import BackgroundCompiler, WishCompiler
+    from clawgym.personal.wish_checks import BackgroundCompiler, WishCompiler, person_replies
     from clawgym.sandbox import SandboxUnavailable
 
     model = judge_model(config, stack)
@@ -182,7 +184,8 @@ def _wish_compiler(config: RunConfig, stack: Stack, wishes: WishMemory) -> Backg
     except SandboxUnavailable as exc:
         raise ConfigError(f"serve.wish_checks runs each compiled check in a bubblewrap sandbox: {exc}") from None
     compiler = BackgroundCompiler(WishCompiler(model, runner), on_compiled=lambda user, wish_id, outcome: (
-        wishes.set_check(user, wish_id, outcome.wish, outcome.code, outcome.note)))
+        wishes.set_check(user, wish_id, outcome.wish, outcome.code, outcome.note)),
+        replies_of=lambda user: person_replies(log.turns(), user))
     for wish in wishes.uncompiled():
         compiler.submit(wish.user, wish.id, wish.text)
     return compiler
