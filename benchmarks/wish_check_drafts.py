@@ -10,12 +10,14 @@ examples, and each *selection rule* picks at most one draft per wish; the items'
 what a rule picked:
 
 - ``greedy``: the greedy draft, untested (refused only when it does not run);
-- ``examples``: the product's rule (:func:`~clawgym.personal.wish_checks.choose`, ``accept="majority"``): the
-  draft right on most meet- and most miss-examples; none passing, the wish stays with the model;
+- ``examples``: :func:`~clawgym.personal.wish_checks.choose` with ``accept="majority"``: the draft right on most
+  meet- and most miss-examples; none passing, the wish stays with the model;
 - ``vote``: the draft that agrees most with the majority verdict of all drafts that ran, over the wish's items
   (the person's own replies, unlabelled), among drafts that are not constant on them;
 - ``examples+vote``: among the drafts that pass the examples' ``separates`` test, the one that agrees most with
   the vote;
+- ``consensus``: the product's rule, :func:`~clawgym.personal.wish_checks.choose` itself with the wish's items
+  (unlabelled) as the person's replies: ``examples+vote``, else the greedy draft when it ran on all;
 - ``oracle``: the draft that agrees most with the labels: the bound on any rule, never a judge.
 
 For each rule: how many wishes got a check, the items those checks decided and how often they agree with the
@@ -27,6 +29,7 @@ reporting a rule chosen on dev, never for choosing one.
     .venv/bin/python benchmarks/wish_check_drafts.py                                  # 0.5B coder, dev, 6 drafts
     .venv/bin/python benchmarks/wish_check_drafts.py --judge-model qwen2.5-coder-1.5b
     .venv/bin/python benchmarks/wish_check_drafts.py --no-model                       # re-score the cache
+    .venv/bin/python benchmarks/wish_check_drafts.py --no-model --use-drafts 3        # the first 3 drafts only
 """
 
 from __future__ import annotations
@@ -44,12 +47,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from learning_from_conversation import git_commit, host  # noqa: E402
+from results_page import add_page_arguments, generated_by, write_page  # noqa: E402
 from wish_judge import ITEMS, file_digest, load_policy, read_items, shown  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "wish_check_drafts.jsonl"
+PAGE = ROOT / "docs" / "results" / "wish_check_drafts.md"
 CACHE_DIR = ROOT / "benchmarks" / "results" / "wish_check_drafts"
-RULES = ("greedy", "greedy+examples", "first sound", "examples", "vote", "examples+vote", "examples+vote|greedy",
-         "examples+vote|varied greedy", "consensus", "oracle")
+RULES = ("greedy", "examples", "vote", "examples+vote", "consensus", "oracle")
 
 
 # ------------------------------------------------------------------ the model's part (cached)
@@ -93,12 +97,6 @@ def agreement(a: Sequence[bool | None], b: Sequence[bool | None]) -> int:
     return sum(x is not None and x == y for x, y in zip(a, b))
 
 
-def not_inverted(test: Any, examples: Any) -> bool:
-    """The draft ran on every example and met no larger share of the miss-replies than of the meet-replies."""
-    met_miss = len(examples.miss) - test.miss_hits
-    return not test.error and test.meet_hits * len(examples.miss) >= met_miss * len(examples.meet)
-
-
 def pick(rule: str, runs: list[list[bool | None]], example_tests: list[Any], examples: Any,
          labels: Sequence[bool], greedy: bool) -> int | None:
     """The index of the draft ``rule`` picks, or None (the wish stays with the model). ``runs``: each draft's
@@ -109,10 +107,6 @@ def pick(rule: str, runs: list[list[bool | None]], example_tests: list[Any], exa
     ran = [k for k, run in enumerate(runs) if all(v is not None for v in run)]
     if rule == "greedy":
         return 0 if greedy and 0 in ran else None
-    if rule == "greedy+examples":
-        return 0 if greedy and 0 in ran and not_inverted(example_tests[0], examples) else None
-    if rule == "first sound":
-        return next((k for k in ran if not_inverted(example_tests[k], examples)), None)
     if rule == "oracle":
         return max(ran, key=lambda k: (agreement(runs[k], labels), -k), default=None)
     if rule == "examples":
@@ -123,17 +117,9 @@ def pick(rule: str, runs: list[list[bool | None]], example_tests: list[Any], exa
              for i in range(len(labels))]
     if rule == "vote":
         return max(varied, key=lambda k: (agreement(runs[k], votes), -k), default=None)
-    if rule.startswith("examples+vote"):
+    if rule == "examples+vote":
         passing = [k for k in varied if passes(example_tests[k], examples, "separates")]
-        best = max(passing, key=lambda k: (agreement(runs[k], votes), example_tests[k].score, -k), default=None)
-        if best is None and rule == "examples+vote|greedy":
-            return pick("greedy", runs, example_tests, examples, labels, greedy)
-        if best is None and rule == "examples+vote|varied greedy":  # not one verdict on every reply and example
-            k = pick("greedy", runs, example_tests, examples, labels, greedy)
-            said_both = k is not None and (len(set(runs[k])) > 1 or 0 < example_tests[k].meet_hits + len(
-                examples.miss) - example_tests[k].miss_hits < len(examples.meet) + len(examples.miss))
-            return k if said_both else None
-        return best
+        return max(passing, key=lambda k: (agreement(runs[k], votes), example_tests[k].score, -k), default=None)
     raise ValueError(f"unknown rule {rule!r}; one of {RULES}")
 
 
@@ -207,6 +193,54 @@ def report(row: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def read_rows(path: Path = RESULTS) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def cell(t: dict[str, int], n: int) -> str:
+    return f"{t['wishes']}, {t['decided'] / n:.0%}, {t['agree'] / t['decided']:.1%}" if t["decided"] else "0, –, –"
+
+
+def markdown(path: Path = RESULTS) -> str:
+    """The results page: generated from the rows of ``path``, never edited by hand."""
+    rows = read_rows(path)
+    hosts = collections.Counter(row["host"] for row in rows)
+    lines = [
+        "# Selecting a wish's check without labels", "",
+        generated_by("wish_check_drafts.py", shown(PAGE), shown(path)), "",
+        "For each wish of a split of the wish benchmark the judge model drafts `def met(request, reply) -> bool` "
+        "with the product's prompt (the first draft greedy, the rest sampled) and writes three replies told to "
+        "meet the wish and three told to miss it. Each *rule* keeps at most one draft per wish without the "
+        "labels; a cell is *wishes checked, share of the split's items their checks decide, agreement with the "
+        "labels there*. `greedy`: the greedy draft; `examples`: right on most meet- and most miss-replies; "
+        "`vote`: the draft closest to the drafts' majority verdict on the wish's items (unlabelled); "
+        "`examples+vote`: that, among drafts that tell the examples apart; `consensus`: the product's rule "
+        "(`clawgym.personal.wish_checks.choose`: `examples+vote`, else the greedy draft); `oracle`: the draft the "
+        "labels like best, a bound and never a judge. Items a rule leaves undecided go to the model's Yes/No "
+        "question in the product. The dev split chose the rule; test rows only report.", "",
+        "Hardware (each row's `host`): " + ("; ".join(f"{h} ({c} row{'s' * (c != 1)})" for h, c in sorted(
+            hosts.items())) or "no rows yet") + "; one job at a time.", "",
+        "| judge | split | drafts, T | wishes | items | " + " | ".join(RULES) + " | s / wish | commit | ran on |",
+        "|---|---|---|---:|---:|" + "---|" * len(RULES) + "---:|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['judge_model']} | {row['split']} | {row['drafts']}, {row['temperature']} "
+                     f"| {row['wishes']} | {row['n']} | "
+                     + " | ".join(cell(row["totals"][r], row["n"]) if r in row["totals"] else "–" for r in RULES)
+                     + f" | {row['s_per_wish']:.1f} | {row['commit']} | {row['host']} |")
+    for row in rows[-2:]:
+        lines += ["", f"Per wish, {row['judge_model']} on {row['split']} (commit {row['commit']}): agreement of "
+                  "each rule's check with the labels over the wish's items (– : no check).", "",
+                  "| wish | items | met | drafts that ran | " + " | ".join(RULES) + " |",
+                  "|---|---:|---:|---:|" + "---:|" * len(RULES)]
+        for w in row["per_wish"]:
+            lines.append(f"| {w['wish_id']} | {w['n']} | {w['met']} | {w['runnable']} | " + " | ".join(
+                "–" if not w["rules"].get(r) else f"{w['rules'][r]['agree'] / w['n']:.2f}" for r in RULES) + " |")
+    lines += ["", "    .venv/bin/python benchmarks/wish_check_drafts.py                  # 0.5B, dev: drafts cached",
+              "    .venv/bin/python benchmarks/wish_check_drafts.py --split test     # report only",
+              "    .venv/bin/python benchmarks/wish_check_drafts.py --no-model       # re-score the cache", ""]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=Path, default=ITEMS)
@@ -217,10 +251,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None,
                         help=f"the model's answers, one line a wish (default {shown(CACHE_DIR)}/MODEL-SPLIT.jsonl)")
     parser.add_argument("--no-model", action="store_true", help="score only the wishes already in --cache")
+    parser.add_argument("--use-drafts", type=int, default=None,
+                        help="score only the first N drafts of each wish's cached answers (fewer drafts, no model)")
     parser.add_argument("--max-wishes", type=int, default=None)
-    parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--seed", type=int, default=0)
+    add_page_arguments(parser, RESULTS, PAGE)
     args = parser.parse_args(argv)
+    if write_page(args, markdown):
+        return 0
     cache = args.cache or CACHE_DIR / f"{args.judge_model}-{args.split}-d{args.drafts}.jsonl"
 
     wall = time.perf_counter()
@@ -248,8 +286,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from clawgym.personal.check_runner import CheckRunner
 
     runner = CheckRunner()
-    scored = [score_wish(runner, cached[w], by_wish[w]) for w in wishes if w in cached]
-    row = {"judge_model": args.judge_model, "split": args.split, "drafts": args.drafts,
+    use = args.use_drafts or args.drafts
+    scored = [score_wish(runner, {**cached[w], "answers": cached[w]["answers"][:use]}, by_wish[w])
+              for w in wishes if w in cached]
+    row = {"judge_model": args.judge_model, "split": args.split, "drafts": use,
            "temperature": args.temperature, "items_file": shown(args.items), "items_sha": file_digest(args.items),
            "cache": shown(cache), "wishes": len(scored), "n": sum(w["n"] for w in scored),
            "s_per_wish": round(sum(w["seconds"] for w in scored) / max(1, len(scored)), 1),

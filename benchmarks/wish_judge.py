@@ -346,7 +346,7 @@ def main(argv: Sequence[str] | None = None, policy: Any = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--wish-checks", action="store_true",
                         help="compile each wish into a tested check first and judge with and without them")
-    parser.add_argument("--drafts", type=int, default=3, help="--wish-checks: drafts of each check to test")
+    parser.add_argument("--drafts", type=int, default=6, help="--wish-checks: drafts of each check to test")
     parser.add_argument("--drafts-cache", type=Path, default=None,
                         help="--wish-checks: the model's answers kept by benchmarks/wish_check_drafts.py")
     parser.add_argument("--accept", default="consensus", choices=("majority", "separates", "consensus"),

@@ -259,7 +259,7 @@ class WishCompiler:
     Blocking and model-bound: call :meth:`compile` from a worker thread (see :class:`BackgroundCompiler`).
     """
 
-    def __init__(self, policy: Any, runner: CheckRunner | None = None, drafts: int = 3, temperature: float = 0.7,
+    def __init__(self, policy: Any, runner: CheckRunner | None = None, drafts: int = 6, temperature: float = 0.7,
                  max_code_tokens: int = MAX_CODE_TOKENS, max_example_tokens: int = MAX_EXAMPLE_TOKENS,
                  accept: str = "consensus"):
         self.policy, self.runner = policy, runner or CheckRunner()
