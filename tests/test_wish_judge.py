@@ -145,19 +145,44 @@ def test_the_page_line_of_a_row(bench):
            "model_auc": 0.6512, "model_auc_n": 140, "s_per_decision": 0.4321, "reply_models": ["qwen2.5-coder-0.5b"],
            "items_sha": "abc123def456", "commit": "1234567", "host": "x86_64 2 cores"}
     assert bench.table_line(row) == (
-        "| qwen2.5-coder-0.5b | cues and facts | dev | 200 | 40.0% | 75.0% | 5.0% | 25.0%, 96.0% | – "
+        "| qwen2.5-coder-0.5b | cues and facts | dev | 200 | 40.0% | 75.0% | 5.0% | – | 25.0%, 96.0% | – "
         "| 70.0%, 72.9% | 0.65 (140) | 0.432 | qwen2.5-coder-0.5b (abc123def456) | 1234567 | x86_64 2 cores |")
     assert "| 200 (limit 200) |" in bench.table_line({**row, "limit": 200, "cues": False})
     assert "| model alone |" in bench.table_line({**row, "cues": False})
+    compiled = {**row, "cues": False, "wish_checks": {"accept": "consensus", "drafts": 6},
+                "by_source": {**row["by_source"], "compiled": {"n": 100, "met": 40, "agree": 90}}}
+    assert "| compiled checks (consensus, 6 drafts), model | dev |" in bench.table_line(compiled)
+    assert "| 5.0% | 50.0%, 90.0% | 25.0%, 96.0% |" in bench.table_line(compiled)
 
 
-def test_wish_checks_take_a_few_wishes_of_the_dev_split_only(bench, items_file):
+def test_wish_checks_take_a_few_wishes_spread_over_the_split(bench, items_file):
     dev = bench.read_items(items_file, "dev")
     two = bench.few_wishes(dev, 2, None)
     assert {i["wish_id"] for i in two} == {"summaries.max_40", "work_email.no_exclamation"}  # spread over the four
     assert len(bench.few_wishes(dev, 2, 1)) == 1
-    with pytest.raises(SystemExit):
-        bench.main(["--items", str(items_file), "--split", "test", "--wish-checks"])
+
+
+def test_cached_drafts_compile_without_the_model_and_only_the_first_drafts_count(bench):
+    pytest.importorskip("shutil").which("bwrap") or pytest.skip("bubblewrap not installed")
+    short = "```python\ndef met(request, reply):\n    return len(reply.split()) <= 3\n```"
+    always = "```python\ndef met(request, reply):\n    return True\n```"
+    cached = {"wish": "keep it short", "request": "q", "seconds": 40.0, "answers": [always, short],
+              "meet": ["Fine.", "Yes, at noon."],
+              "miss": ["A long reply that goes on and on.", "Another long one here."]}
+    replies = [("q", "Ok."), ("q", "This one is long, far longer than three words.")]
+    kept, figures = bench.compile_wishes(None, [("keep it short", "q", replies)], drafts=2, progress=None,
+                                         answers={"keep it short": cached})
+    assert kept == {"keep it short": bench_code(short)} and figures["outcomes"][0]["cached"]
+    assert figures["outcomes"][0]["seconds"] >= 40.0  # the model's time when it wrote them
+    kept, _ = bench.compile_wishes(None, [("keep it short", "q", replies)], drafts=1, progress=None,
+                                   answers={"keep it short": cached})
+    assert kept == {"keep it short": bench_code(always)}  # one draft: the greedy one, kept as the best guess
+
+
+def bench_code(answer: str) -> str:
+    from clawgym.personal.wish_checks import parse_code
+
+    return parse_code(answer)
 
 
 def test_a_cues_only_judge_with_compiled_checks_decides_by_them_first(bench, items_file):

@@ -201,7 +201,7 @@ def choose(drafts: Sequence[str], examples: Examples, runner: CheckRunner, accep
                 draft.miss_hits += not should
         verdicts[draft.code] = [r.met for r in (mine[len(labelled):] or mine)]  # the person's, else the examples
         if accept == "consensus" and not draft.error:
-            draft.error = next((r.error for r in mine if r.met is None), "")
+            draft.error = next((r.error or "no verdict" for r in mine if r.met is None), "")
     if accept == "consensus":
         return _consensus(tests, examples, verdicts), tests
     passing = [d for d in tests if passes(d, examples, accept)]
