@@ -410,20 +410,37 @@ async def run_cell(env: str, method: str, seed: int, budget: str, model: str, se
 
 
 # ---------------------------------------------------------------------------------------- the table
-def read_rows(path: Path, model: str, budget: str) -> list[dict]:
+UNKNOWN_KIND = "unrecorded"  # rows written before the CPU kind was recorded
+
+
+def kind_of(row: dict) -> str:
+    return row.get("cpu_kind") or UNKNOWN_KIND
+
+
+def read_rows(path: Path, model: str, budget: str, kind: str | None = None) -> list[dict]:
+    """The rows of one model and budget, and of one CPU kind when ``kind`` is given."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-    return [r for r in rows if r["model"] == model and r["budget"] == budget]
+    return [r for r in rows if r["model"] == model and r["budget"] == budget and kind in (None, kind_of(r))]
 
 
-def done_cells(path: Path, model: str, budget: str) -> set[tuple[str, str, int]]:
-    return {(r["env"], label(r), r["seed"]) for r in read_rows(path, model, budget)}
+def done_cells(path: Path, model: str, budget: str, kind: str) -> set[tuple[str, str, int]]:
+    """The cells run on this CPU kind: a cell is run again on another kind, never compared across kinds."""
+    return {(r["env"], label(r), r["seed"]) for r in read_rows(path, model, budget, kind)}
 
 
-def table(path: Path, model: str, budget: str) -> str:
-    rows = read_rows(path, model, budget)
+def kinds(path: Path, model: str, budget: str) -> list[str]:
+    return sorted({kind_of(r) for r in read_rows(path, model, budget)}, key=lambda k: (k == UNKNOWN_KIND, k))
+
+
+def table(path: Path, model: str, budget: str, kind: str | None = None) -> str:
+    """The mean over seeds of every method x env, of one CPU kind (``kind``; every kind apart if None)."""
+    if kind is None:
+        return "\n\n".join(table(path, model, budget, k) for k in kinds(path, model, budget)) or "(no rows)"
+    rows = read_rows(path, model, budget, kind)
     names = list(METHODS) + sorted({label(r) for r in rows} - set(METHODS))
     width = max(13, *(len(n) + 1 for n in names))
-    lines = [f"{model}, budget {budget}: held-out success after, mean ± std over seeds [n], after − before",
+    lines = [f"{model}, budget {budget}, CPU kind {kind}: held-out success after, mean ± std over seeds [n], "
+             "after − before",
              f"{'method':<{width}}" + "".join(f"{e:>24}" for e in ENVS)]
     for method in names:
         cells = [seed_cell([r for r in rows if label(r) == method and r["env"] == env and r["after"] is not None])
@@ -452,14 +469,15 @@ def warm_table(path: Path, model: str, budget: str) -> str:
         return ""
     lines = ["| env | method | seed | base | warm start (SFT) | after RL | RL's gain | RL steps "
              "| groups drawn / dropped (all equal) | cell wall | CPU |", "|---" * 11 + "|"]
-    for r in sorted(rows, key=lambda r: (ENVS.index(r["env"]), METHODS.index(r["method"]), label(r), r["seed"])):
+    for r in sorted(rows, key=lambda r: (kind_of(r), ENVS.index(r["env"]), METHODS.index(r["method"]),
+                                          label(r), r["seed"])):
         rl = "" if r["method"] == "sft" else f"{r['after'] - r['warm']:+.2f}"
         after = "" if r["method"] == "sft" else f"{r['after']:.2f}"  # sft: no RL ran
         groups = r.get("groups") or {}
         drawn = f"{groups.get('groups_played', 0)} / {groups.get('groups_dropped_zero_variance', 0)}" if rl else ""
         lines.append(f"| {r['env']} | {label(r)} | {r['seed']} | {r['before']:.2f} | {r['warm']:.2f} | "
                      f"{after} | {rl} | {r['steps']} | {drawn} | {r['wall_s'] / 60:.0f} min | "
-                     f"{r.get('cpu_kind', '?')} |")
+                     f"{kind_of(r)} |")
     lines += [f"\n{r['env']} x {label(r)} x seed {r['seed']}: {r['note']}" for r in rows if r.get("note")]
     return "\n".join(lines)
 
@@ -477,7 +495,9 @@ def markdown(path: Path, model: str, budget: str) -> str:
         "`base` is the held-out success of the untrained weights, `warm start` after the SFT stage, `after RL` at "
         "the end; RL's gain is after RL minus the warm start.", "",
         warm_table(path, model, budget) or "(no warm-started cell yet)", "",
-        "## Every cell", "", "```", table(path, model, budget), "```", "",
+        "## Every cell", "", "One table per CPU kind (`avx512+amx`: native bfloat16; `avx2`: the model computes in "
+        f"float32, fewer steps fit in a cell's cap; `{UNKNOWN_KIND}`: rows written before the kind was recorded).", "",
+        "```", table(path, model, budget), "```", "",
         "Commands:", "", "    .venv/bin/python benchmarks/agentic_learning.py --env toolcall --method sft_outcome "
         "--seed 0 --budget small", f"    .venv/bin/python benchmarks/agentic_learning.py --missing --budget {budget}",
         ""])
@@ -485,7 +505,7 @@ def markdown(path: Path, model: str, budget: str) -> str:
 
 def missing(path: Path, model: str, budget: str) -> list[str]:
     """The commands that would complete the table (3 seeds of every trained method, one of base)."""
-    have = done_cells(path, model, budget)
+    have = done_cells(path, model, budget, cpu_kind())
     flags = f" --budget {budget}" + ("" if model == default_model() else f" --model {model}")
     if path != RESULTS:
         flags += f" --results {path}"
@@ -526,8 +546,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (args.env and args.method):
             parser.error("give --env and --method (one cell per invocation), or --table / --missing")
         cell = label({"method": args.method, "sets": args.sets})
-        if (args.env, cell, args.seed) in done_cells(args.results, args.model, args.budget):
-            print(f"{args.env} x {cell} x seed {args.seed} ({args.model}, {args.budget}) is already in "
+        if (args.env, cell, args.seed) in done_cells(args.results, args.model, args.budget, cpu_kind()):
+            print(f"{args.env} x {cell} x seed {args.seed} ({args.model}, {args.budget}, {cpu_kind()}) is already in "
                   f"{args.results}; skipped")
         else:
             row = asyncio.run(run_cell(args.env, args.method, args.seed, args.budget, args.model,

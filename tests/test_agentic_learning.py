@@ -112,3 +112,21 @@ def test_bfcl_split_of_the_real_categories(al):
     assert not set(train) & set(held_out)
     categories = {i.rsplit("_", 1)[0].split("_")[0] for i in held_out[:16]}
     assert {"simple", "multiple", "parallel", "irrelevance", "live"} <= categories  # the first 16 cover every category
+
+
+def test_cpu_kinds_are_never_mixed_a_cell_runs_again_on_another_kind(al, tmp_path):
+    """A row counts as done only on its own CPU kind, and each kind gets its own table (means never mix)."""
+    results = tmp_path / "agentic_learning.jsonl"
+    base = {"env": "bfcl", "method": "outcome", "seed": 0, "model": "m", "budget": "small", "before": 0.4,
+            "steps": 8, "steps_budget": 8, "wall_s": 60.0, "device": "cpu", "host": "x86_64 2 cores", "knobs": {}}
+    rows = [dict(base, after=0.6, cpu_kind="avx512+amx"), dict(base, after=0.4, cpu_kind="avx2"),
+            dict(base, after=0.5, seed=1)]  # no kind recorded
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert al.done_cells(results, "m", "small", "avx2") == {("bfcl", "outcome", 0)}
+    assert al.done_cells(results, "m", "small", "avx512") == set()
+    assert al.kinds(results, "m", "small") == ["avx2", "avx512+amx", al.UNKNOWN_KIND]
+    amx, avx2 = al.table(results, "m", "small", "avx512+amx"), al.table(results, "m", "small", "avx2")
+    assert "0.60 ± 0.00 [1] +0.20" in amx and "0.40 ±" not in amx
+    assert "0.40 ± 0.00 [1] +0.00" in avx2 and "0.60 ±" not in avx2
+    every = al.table(results, "m", "small")
+    assert every.count("CPU kind") == 3 and f"CPU kind {al.UNKNOWN_KIND}" in every
