@@ -16,6 +16,7 @@ generated page (docs/results/bad_update.md) from the rows and runs nothing.
 
     .venv/bin/python benchmarks/bad_update.py --arm harmful --seed 0
     .venv/bin/python benchmarks/bad_update.py --arm shipped --seed 0
+    .venv/bin/python benchmarks/bad_update.py --arm shipped --seed 0 --set serve.gate.draft=false   # gate cost, no draft
     .venv/bin/python benchmarks/bad_update.py --markdown docs/results/bad_update.md
 """
 
@@ -42,11 +43,11 @@ HARMFUL_LR_FACTOR = 100.0
 METHOD = "hindsight_hybrid"  # the chat launcher's method
 
 
-def arm_sets(arm: str) -> list[str]:
+def arm_sets(arm: str, extra: tuple[str, ...] = ()) -> list[str]:
     sets = ["serve.gate.enabled=true"]
     if arm == "harmful":
         sets.append(f"trainer.lr={chat_config().trainer.lr * HARMFUL_LR_FACTOR:g}")
-    return sets
+    return sets + list(extra)
 
 
 def step_view(record: dict) -> dict:
@@ -55,17 +56,19 @@ def step_view(record: dict) -> dict:
             "candidate": gate.get("candidate"), "serving": gate.get("serving"), "reason": gate.get("reason"),
             "alarms": [a["signal"] for a in record.get("alarms", [])], "signals": record.get("signals", {}),
             "seconds": record.get("seconds"), "gate_seconds": gate.get("seconds"),
+            "gate_decode_seconds": gate.get("decode_seconds"), "drafted": gate.get("drafted"),
             "policy_version": record.get("policy_version")}
 
 
-async def run(arm: str, seed: int, persona: str, steps: int, eval_tasks: int, max_minutes: float) -> dict:
+async def run(arm: str, seed: int, persona: str, steps: int, eval_tasks: int, max_minutes: float,
+              extra: tuple[str, ...] = ()) -> dict:
     from clawgym.envs.openclaw_chat.simulator import ScriptedUser
     from clawgym.serve import rehearsal
 
     out = Path("runs/bad_update") / f"{persona}-{arm}-{seed}"
     if out.exists():
         shutil.rmtree(out)
-    sets = tuple(arm_sets(arm))
+    sets = tuple(arm_sets(arm, extra))
     config = config_for(METHOD, seed, steps, out, temperature=0.7, sets=sets)
     started = time.perf_counter()
     result = await rehearsal.rehearse(config, persona=persona, steps=steps, eval_tasks=eval_tasks,
@@ -86,8 +89,14 @@ async def run(arm: str, seed: int, persona: str, steps: int, eval_tasks: int, ma
             "gate_s_mean": round(sum(gate_s) / len(gate_s), 2) if gate_s else None,
             "step_s_mean": round(sum(step_s) / len(step_s), 2) if step_s else None,
             "gate_share": round(sum(gate_s) / sum(step_s), 3) if gate_s and step_s else None,
+            "gate_draft": config.serve.gate.draft,
+            "drafted_mean": _mean([v["drafted"] for v in views if v["drafted"] is not None]),
             "step_records": views, "conversations": result.conversations, "turns": result.turns,
             "wall_s": round(time.perf_counter() - started, 1), "host": host(), "commit": git_commit()}
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 3) if values else None
 
 
 def markdown(path: Path = RESULTS) -> str:
@@ -98,11 +107,13 @@ def markdown(path: Path = RESULTS) -> str:
              f"({METHOD}, the scripted person naming every unmet wish, the publish gate on) through the deployed",
              f"gateway; `harmful` trains at {HARMFUL_LR_FACTOR:g}x the shipped learning rate. *before* / *after*: the",
              "persona's hidden checks on held-out tasks, greedy, on the weights serving at the start and the end.",
-             "*gate*: the gate's wall time as a share of the steps' wall time.", "",
+             "*gate*: the gate's wall time as a share of the steps' wall time; *drafted*: the share of the new "
+             "weights' replayed reply tokens taken from the serving weights' replies without a decoding step "
+             "(`serve.gate.draft`, clawgym/inference/draft_replay.py; `off`: every token decoded).", "",
              "    .venv/bin/python benchmarks/bad_update.py --arm harmful --seed 0", "",
              "| arm | persona | seed | lr | steps | published | refused | alarms | paused at the end "
-             "| serving at the end | before → after | gate s / step s (share) | wall | CPU | commit |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| serving at the end | before → after | gate s / step s (share) | drafted | wall | CPU | commit |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         alarms = ", ".join(f"{k} x{v}" for k, v in sorted(r["alarms"].items())) or "none"
         share = (f"{r['gate_s_mean']} / {r['step_s_mean']} ({r['gate_share']:.0%})"
@@ -110,6 +121,7 @@ def markdown(path: Path = RESULTS) -> str:
         lines.append(f"| {r['arm']} | {r['persona']} | {r['seed']} | {r['lr']:g} | {r['steps']}/{r['steps_budget']} "
                      f"| {r['published']} | {r['refused']} | {alarms} | {'yes' if r['paused'] else 'no'} "
                      f"| v{r['served_version_end']} | {r['before']:.2f} → {r['after']:.2f} | {share} "
+                     f"| {drafted(r)} "
                      f"| {r['wall_s'] / 60:.0f} min | {r['host']} | {r['commit']} |")
     lines += ["", "Each step of each row (the gate's scores: new weights / serving weights):", ""]
     for r in rows:
@@ -123,6 +135,11 @@ def markdown(path: Path = RESULTS) -> str:
     return "\n".join(lines) + "\n"
 
 
+def drafted(row: dict) -> str:
+    """The drafted share, ``off`` when every token was decoded (also the rows from before the gate drafted)."""
+    return f"{row['drafted_mean']:.0%}" if row.get("gate_draft") and row.get("drafted_mean") is not None else "off"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--arm", choices=ARMS)
@@ -131,6 +148,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--eval-tasks", type=int, default=8)
     parser.add_argument("--max-minutes", type=float, default=30.0)
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override on top of the arm's (repeatable), e.g. serve.gate.draft=false")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--markdown", type=Path, help="write the generated results page and stop")
     args = parser.parse_args()
@@ -139,7 +158,8 @@ def main() -> int:
         return 0
     if not args.arm:
         parser.error("--arm is needed (or --markdown)")
-    row = asyncio.run(run(args.arm, args.seed, args.persona, args.steps, args.eval_tasks, args.max_minutes))
+    row = asyncio.run(run(args.arm, args.seed, args.persona, args.steps, args.eval_tasks, args.max_minutes,
+                          tuple(args.sets)))
     args.results.parent.mkdir(parents=True, exist_ok=True)
     with args.results.open("a") as f:
         f.write(json.dumps(row) + "\n")

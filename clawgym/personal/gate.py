@@ -81,6 +81,8 @@ class HeldBack:
 class Reply:
     text: str
     tokens: int
+    ids: tuple[int, ...] = ()  # the reply's token ids: the next weights' draft (clawgym.inference.draft_replay)
+    drafted: int = 0  # of its tokens, those taken from the serving weights' reply without a decoding step
 
 
 @dataclass
@@ -109,6 +111,7 @@ class GateVerdict:
     seconds: float = 0.0  # the whole verdict: loading the weights, decoding both replies, scoring them
     decode_seconds: float = 0.0
     score_seconds: float = 0.0
+    drafted: float = 0.0  # the share of the candidate's reply tokens taken from the serving weights' replies
 
     def to_json(self) -> JSONObject:
         return asdict(self)
@@ -148,8 +151,12 @@ class PublishGate:
             return GateVerdict(True, "no_held_back", margin=self.settings.margin)
         await self.candidate.update_weights(weights, version=version)
         decoding = time.perf_counter()
-        new, old = await asyncio.gather(self._replies(self.candidate, turns),
-                                        self._serving_replies(turns, served_version))
+        if self._drafts():  # the serving weights' replies first: they are the candidate's drafts
+            old = await self._serving_replies(turns, served_version)
+            new = await self._drafted_replies(turns, old)
+        else:
+            new, old = await asyncio.gather(self._replies(self.candidate, turns),
+                                            self._serving_replies(turns, served_version))
         self._pending = {t.turn_id: r for t, r in zip(turns, new)}
         new_yardsticks = [t for t in turns if t.turn_id not in self._initial]
         for turn, reply in zip(turns, old):
@@ -158,6 +165,7 @@ class PublishGate:
             self._save_initial()
         scoring = time.perf_counter()
         verdict = await asyncio.to_thread(self._score, turns, new, old)
+        verdict.drafted = round(sum(r.drafted for r in new) / max(1, sum(r.tokens for r in new)), 3)
         verdict.initial_tokens = _mean([self._initial[t.turn_id][0] for t in turns])
         verdict.repetition = round(max(repetition_within(r.text) - (self._initial[t.turn_id][1] or 0.0)
                                        for t, r in zip(turns, new)), 3)
@@ -188,7 +196,23 @@ class PublishGate:
     async def _replies(self, policy: Policy, turns: Sequence[Turn]) -> list[Reply]:
         """Greedy replies, each at most as long as the person's request allowed (and ``max_tokens``)."""
         generations = await asyncio.gather(*(policy.generate_ids(list(t.prompt_ids), self._sampling(t)) for t in turns))
-        return [Reply(g.text, len(g.response_ids)) for g in generations]
+        return [Reply(g.text, len(g.response_ids), tuple(g.response_ids)) for g in generations]
+
+    def _drafts(self) -> bool:
+        """Whether the candidate replays from the serving weights' replies (``draft``; an in-process HF model)."""
+        from clawgym.inference.hf import HFPolicy
+
+        return self.settings.draft and isinstance(self.candidate, HFPolicy)
+
+    async def _drafted_replies(self, turns: Sequence[Turn], drafts: Sequence[Reply]) -> list[Reply]:
+        """The candidate's greedy replies, each checked against the serving weights' reply to the same request
+        first: the same replies as :meth:`_replies`, with the tokens both weights choose alike not decoded."""
+        from clawgym.inference.draft_replay import replay_many
+
+        replayed = await replay_many(self.candidate, [(list(t.prompt_ids), list(d.ids), self._sampling(t))
+                                                      for t, d in zip(turns, drafts)])
+        return [Reply(r.generation.text, len(r.generation.response_ids), tuple(r.generation.response_ids), r.accepted)
+                for r in replayed]
 
     def _sampling(self, turn: Turn) -> SamplingParams:
         asked = (turn.info.get("sampling") or {}).get("max_tokens") or self.settings.max_tokens

@@ -26,6 +26,9 @@ class GateSection(Section):
     requests: int = Field(4, ge=1)
     margin: float = Field(0.0, ge=0.0)
     max_tokens: int = Field(256, ge=1)  # the replayed replies' length limit (the gate's cost)
+    # replay the new weights from the serving weights' reply to the same request (clawgym.inference.draft_replay):
+    # the same greedy replies, the tokens both weights choose alike checked in one pass instead of decoded
+    draft: bool = True
 
 
 class AlarmSection(Section):
