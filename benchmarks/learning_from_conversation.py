@@ -53,10 +53,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from clawgym.envs.openclaw_chat import people  # noqa: E402
+
 METHODS = ("base", "prompting", "oracle_grpo", "binary", "opd", "hybrid", "opd_topk", "hindsight", "hindsight_hybrid")
 UNTRAINED = ("base", "prompting")  # greedy scoring of untrained weights: one seed is the whole cell
 SEEDS = (0, 1, 2)  # of every trained cell
-PERSONAS = ("student", "teacher", "ta")
+PERSONAS = ("student", "teacher", "ta")  # the homework personas: the method table's first columns
+PEOPLE = tuple(people.PEOPLE)  # the six people beyond homework: a column each once they have rows
+EVERYONE = PERSONAS + PEOPLE
 JUDGE_FOR = {"binary": ("grpo", "prob"), "opd": ("opd", "probhint"), "hybrid": ("hybrid", "prob,probhint"),
              "opd_topk": ("opd_topk", "probhint"),  # top-K distillation of the hinted teacher at every position
              "hindsight": ("grpo", "prob"),  # each turn a group of 4 replies scored by the rubric judge on the wishes
@@ -117,7 +121,7 @@ async def run_one(persona: str, method: str, seed: int, steps: int, eval_tasks: 
                   temperature: float = 1.0, sets: tuple[str, ...] = (), model: str | None = None,
                   user_model: str | None = None, user_voice: str = "first", curve_every: int = 0) -> dict:
     from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT
-    from clawgym.envs.openclaw_chat.personas import PERSONAS as P
+    from clawgym.envs.openclaw_chat.people import EVERYONE as P
     from clawgym.serve import rehearsal
 
     out = run_dir(model or "default", persona, current_label(method, temperature, sets, user_model, user_voice), seed)
@@ -376,10 +380,11 @@ def table(path: Path, model: str) -> str:
     first = grid()
     names = first + sorted({label(r) for r in rows} - set(first))
     width = max(12, *(len(n) + 1 for n in names))
-    lines = [f"{model}:", f"{'method':<{width}}" + "".join(f"{p:>24}" for p in PERSONAS)
+    columns = PERSONAS + tuple(p for p in PEOPLE if any(r["persona"] == p for r in rows))
+    lines = [f"{model}:", f"{'method':<{width}}" + "".join(f"{p:>24}" for p in columns)
              + "   (held-out score after, mean ± std over seeds [n], after − before)"]
     for method in names:
-        cells = [seed_cell([r for r in rows if label(r) == method and r["persona"] == persona]) for persona in PERSONAS]
+        cells = [seed_cell([r for r in rows if label(r) == method and r["persona"] == persona]) for persona in columns]
         lines.append(f"{method:<{width}}" + "".join(cells))
     transcribed = [r for r in rows if r.get("transcribed")]
     if transcribed:
@@ -411,7 +416,7 @@ def rows_table(rows: list[dict]) -> str:
     lines = ["| method | persona | seed | before → after | steps | minutes | ran on | checks (held-out pass rate) |",
              "|---|---|---:|---|---:|---:|---|---|"]
     order = {name: i for i, name in enumerate(grid())}
-    for r in sorted(rows, key=lambda r: (order.get(label(r), len(order)), label(r), PERSONAS.index(r["persona"]),
+    for r in sorted(rows, key=lambda r: (order.get(label(r), len(order)), label(r), EVERYONE.index(r["persona"]),
                                          r["seed"])):
         steps = "" if r["method"] in UNTRAINED else f"{r['steps']} of {r['steps_budget']}" if r["steps"] is not None \
             else "not kept"
@@ -481,7 +486,7 @@ def missing(path: Path, model: str) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--persona", choices=PERSONAS)
+    parser.add_argument("--persona", choices=EVERYONE)
     parser.add_argument("--method", choices=METHODS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=16)

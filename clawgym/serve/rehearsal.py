@@ -25,7 +25,8 @@ from typing import Any
 from clawgym.core.policy import SamplingParams
 from clawgym.core.tasks import Task
 from clawgym.envs.openclaw_chat.env import SYSTEM_PROMPT
-from clawgym.envs.openclaw_chat.personas import PERSONAS, Persona, bundled_tasks
+from clawgym.envs.openclaw_chat.people import EVERYONE, PEOPLE, people_tasks
+from clawgym.envs.openclaw_chat.personas import Persona, bundled_tasks
 from clawgym.envs.openclaw_chat.simulator import ScriptedUser
 from clawgym.rl.launch import RunConfig
 
@@ -55,9 +56,11 @@ class RehearsalResult:
 
 
 def persona_tasks(persona: str, split: str) -> list[Task]:
-    if persona not in PERSONAS:
-        raise ValueError(f"unknown persona {persona!r}; known: {sorted(PERSONAS)}")
-    return [t for t in bundled_tasks() if t.data["persona"] == persona and t.split == split]
+    """A persona's tasks of one split: the homework personas' or one of the six people's."""
+    if persona not in EVERYONE:
+        raise ValueError(f"unknown persona {persona!r}; known: {sorted(EVERYONE)}")
+    tasks = people_tasks() if persona in PEOPLE else bundled_tasks()
+    return [t for t in tasks if t.data["persona"] == persona and t.split == split]
 
 
 def opening(persona: Persona, task: Task, system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, Any]]:
@@ -71,7 +74,7 @@ async def score_checks(policy: Any, tasks: list[Task], *, max_tokens: int = 96,
     sampling = SamplingParams(temperature=0.0, max_tokens=max_tokens)
 
     async def one(task: Task) -> tuple[float, dict[str, bool]]:
-        persona = PERSONAS[task.data["persona"]]
+        persona = EVERYONE[task.data["persona"]]
         generation = await policy.generate(opening(persona, task, system_prompt), None, sampling)
         return persona.score(generation.text, task)
 
@@ -149,7 +152,7 @@ async def rehearse(config: RunConfig, *, persona: str, steps: int, users: int = 
             while trainer.steps < steps and not capped and not trainer.publisher.paused:  # an alarm ends it
                 # awaited first: `counts["turns"] += await ...` reads the count before the wait, and the
                 # users' conversations overlap, so one user's increment overwrote another's
-                answered = await chat(client, serving.gateway.model_name, PERSONAS[persona], next(training),
+                answered = await chat(client, serving.gateway.model_name, EVERYONE[persona], next(training),
                                       max_turns=max_turns, max_tokens=max_tokens, simulator=simulator)
                 counts["turns"] += answered
                 counts["conversations"] += 1

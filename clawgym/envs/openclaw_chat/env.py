@@ -17,7 +17,9 @@ from typing import Any
 from clawgym.core.env import AgentEnv
 from clawgym.core.messages import Message, user
 from clawgym.core.tasks import Task, TaskSet
-from clawgym.envs.openclaw_chat.personas import PERSONAS, bundled_tasks, oracle_reply
+from clawgym.envs.openclaw_chat import people
+from clawgym.envs.openclaw_chat.people import EVERYONE, PEOPLE, people_tasks
+from clawgym.envs.openclaw_chat.personas import bundled_tasks, oracle_reply
 from clawgym.envs.openclaw_chat.simulator import PolicyUser, ScriptedUser, UserSimulator
 
 SYSTEM_PROMPT = ("You are a personal assistant running inside OpenClaw. Help the user with what they ask, "
@@ -45,11 +47,18 @@ class OpenClawChatEnv(AgentEnv):
         super().__init__(tasks, **kwargs)
 
     def load_tasks(self, source: Any) -> TaskSet:
-        tasks = TaskSet(bundled_tasks(), name="openclaw_chat") if source is None else TaskSet.load(source)
+        """The homework personas' tasks by default; the six people of :mod:`~clawgym.envs.openclaw_chat.people`
+        are chosen by name (``personas=cook,traveller``)."""
         if self.personas:
-            unknown = set(self.personas) - set(PERSONAS)
+            unknown = set(self.personas) - set(EVERYONE)
             if unknown:
-                raise ValueError(f"unknown personas {sorted(unknown)}; known: {sorted(PERSONAS)}")
+                raise ValueError(f"unknown personas {sorted(unknown)}; known: {sorted(EVERYONE)}")
+        if source is None:
+            wants_people = bool(self.personas) and bool(set(self.personas) & set(PEOPLE))
+            tasks = TaskSet(bundled_tasks() + (people_tasks() if wants_people else []), name="openclaw_chat")
+        else:
+            tasks = TaskSet.load(source)
+        if self.personas:
             tasks = TaskSet([t for t in tasks if t.data.get("persona") in self.personas], name=tasks.name)
         return tasks
 
@@ -57,7 +66,7 @@ class OpenClawChatEnv(AgentEnv):
         return SYSTEM_PROMPT
 
     def task_prompt(self, task: Task) -> str:
-        return PERSONAS[task.data["persona"]].opener(task)
+        return EVERYONE[task.data["persona"]].opener(task)
 
     def setup(self, task: Task) -> list[Message]:
         self._last_score = 0.0
@@ -69,7 +78,7 @@ class OpenClawChatEnv(AgentEnv):
         from clawgym.core.messages import text_of
 
         reply = text_of(message)
-        persona = PERSONAS[self.task.data["persona"]]
+        persona = EVERYONE[self.task.data["persona"]]
         self._last_score, self.last_preferences = persona.score(reply, self.task)
         answer, satisfied = self.simulator.reply(persona, self.task, self.messages, reply)
         return [user(answer)], satisfied, reply
@@ -81,4 +90,6 @@ class OpenClawChatEnv(AgentEnv):
 
     def oracle_action(self) -> str:
         assert self.task is not None
+        if self.task.data["persona"] in PEOPLE:
+            return people.oracle_reply(self.task)
         return oracle_reply(self.task)
