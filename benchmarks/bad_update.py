@@ -16,7 +16,7 @@ generated page (docs/results/bad_update.md) from the rows and runs nothing.
 
     .venv/bin/python benchmarks/bad_update.py --arm harmful --seed 0
     .venv/bin/python benchmarks/bad_update.py --arm shipped --seed 0
-    .venv/bin/python benchmarks/bad_update.py --arm shipped --seed 0 --set serve.gate.draft=false   # gate cost, no draft
+    .venv/bin/python benchmarks/bad_update.py --arm shipped --seed 0 --set serve.gate.draft=false  # decode every token
     .venv/bin/python benchmarks/bad_update.py --markdown docs/results/bad_update.md
 """
 
