@@ -450,6 +450,8 @@ def table(path: Path, model: str, budget: str, kind: str | None = None) -> str:
         if r["method"] not in UNTRAINED and r["steps"] < r["steps_budget"]:
             lines.append(f"({r['env']} x {label(r)} x seed {r['seed']}: {r['steps']} of {r['steps_budget']} steps "
                          f"within the {r['knobs'].get('loop.max_minutes')}-minute cap)")
+    lines += [f"({r['env']} x {label(r)} x seed {r['seed']}: {r['note']})" for r in rows
+              if r.get("note") and r["method"] not in WARM_STARTED]  # the warm table prints the others' notes
     refused = [r for r in rows if r.get("refused")]
     if refused:
         keys = sorted({k for r in refused for k in r["refused"]})
