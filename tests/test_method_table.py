@@ -1,4 +1,4 @@
-"""The method table of benchmarks/learning_from_conversation.py is built over many sittings from a results
+"""The method table of benchmarks/learning_from_conversation.py is built over many runs from a results
 file; these check that it aggregates what it says (mean ± std over seeds, every row named by what it ran with,
 ablations as rows of their own), lists exactly the cells still to run, moves the rows a change makes stale
 to the archive, and that the committed results page is the one the committed rows generate."""
@@ -119,7 +119,7 @@ def test_transcribed_rows_without_a_step_count_are_tabled_and_labelled(lfc, laun
 
 
 def test_the_committed_results_hold_current_rows_that_carry_what_they_ran_with(lfc):
-    """The default results file lives in the repository (a sitting's machine does not outlive it); every row in it
+    """The default results file lives in the repository (a run's machine does not outlive it); every row in it
     names its model and what the table keys on (the OPD weight and answered siblings it trained with, the
     versions of the recipe and judges it ran with, all current), and the rows that a change to the checks, the
     recipe or a judge made stale are in the archive, each saying why, and never in the table."""
