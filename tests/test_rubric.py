@@ -233,3 +233,19 @@ def test_label_margins_compute_the_last_positions_logits_only_and_the_same_margi
 
     grouped = grouped_label_margins(tiny_qwen, [prompts], ("Yes", "No"), min_shared=1)[0]
     assert margins == pytest.approx(grouped, abs=1e-3)  # the hidden-state path agrees
+
+
+def test_serve_rubric_cues_false_leaves_the_compiled_checks_and_the_models_question_alone(tiny_qwen):
+    """The ablation the wish benchmark measures, in the server: no hand-written cues and no request facts."""
+    from clawgym import launchers
+    from clawgym.personal.learner import LearnerHooks, _rubric
+    from clawgym.rl.launch import load_config
+
+    wishes = {"ann": ["no numbered or bulleted lists"]}.get
+    chat, hooks = launchers.resolve("chat"), LearnerHooks(wishes_of=wishes)
+    shipped = _rubric(load_config(chat), tiny_qwen, hooks)
+    bare = _rubric(load_config(chat, ["serve.rubric_cues=false"]), tiny_qwen, hooks)
+    assert shipped.cues and shipped.facts is not None
+    assert not bare.cues and bare.facts is None
+    assert [c.source for c in shipped.score("ann", CONTEXT, LISTED)[1]] == ["cues"]
+    assert [c.source for c in bare.score("ann", CONTEXT, LISTED)[1]] in (["model"], ["unsure"])

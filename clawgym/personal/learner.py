@@ -193,8 +193,9 @@ def _rubric(config: RunConfig, judge_policy: Policy, hooks: LearnerHooks) -> Rub
     if not hasattr(judge_policy, "model"):
         raise ConfigError("serve.hindsight_k and serve.gate: the rubric judge reads label probabilities from a "
                           f"local hf model, and the judge {config.judge.model!r} is not one")
+    cues = config.serve.rubric_cues
     return RubricJudge(judge_policy, hooks.wishes_of, refusals_fail=config.serve.hindsight_refusals_fail,
-                       checks_of=hooks.checks_of)
+                       checks_of=hooks.checks_of, cues=cues, read_facts=cues)
 
 
 def judge_model(config: RunConfig, stack: Stack) -> Any:

@@ -101,6 +101,10 @@ class ServeSection(Section):
     # each new wish is compiled once, in the background, into a tested Python check the rubric judge runs in a
     # bubblewrap sandbox before its cues and its model question (clawgym.personal.wish_checks)
     wish_checks: bool = False
+    # the rubric's hand-written cues and request facts (clawgym.personal.rubric_cues, request_facts) decide what they
+    # can before the model's question; false leaves the compiled checks and the question alone (no code written for
+    # any particular wish)
+    rubric_cues: bool = True
     gate: GateSection = Field(default_factory=GateSection)
     alarms: AlarmSection = Field(default_factory=AlarmSection)
     keep_versions: int = Field(8, ge=1)  # published weights kept for rollback (shared adapters)
