@@ -1,19 +1,40 @@
-"""A short greedy completion from a policy's HF model, outside the serving engine.
+"""Completions of a chat prompt for judges that need text rather than a label's probability (the rubric
+judge's solver writes ``answer = 29 + 7 * 4``; a wish's check is drafted as code).
 
-For judges that need a few tokens of text rather than a label's probability (the rubric judge's
-solver writes ``answer = 29 + 7 * 4``). Like :mod:`clawgym.inference.scoring` it only reads
-``policy.model`` / ``policy.tokenizer`` and holds the policy's weight lock, if any, so a weight swap
-never lands in the middle of it; call it from a worker thread, never the event loop.
+On an :class:`~clawgym.inference.hf.HFPolicy` they go through its own engine, batched with the requests it
+serves: ``model.generate`` under the weights lock would stop every served reply for as long as a draft takes
+(tens of seconds on a CPU). Any other model with ``.model`` / ``.tokenizer`` (a trainer's base weights, a
+multi-adapter engine's base) is read directly under its weights lock, if any, so a weight swap never lands in
+the middle of it. Blocking: call them from a worker thread, never the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
 import torch
 
 from clawgym.core.messages import Message
+from clawgym.core.policy import SamplingParams
+
+TOP_P = 0.95  # of the sampled completions
+
+
+def _engine(policy: Any) -> Any:
+    """The serving engine to complete on, or None (a multi-adapter engine decodes each request with an adapter)."""
+    from clawgym.inference.hf import HFPolicy
+
+    return policy if type(policy) is HFPolicy else None
+
+
+def _on_engine(engine: Any, messages: list[Message], samplings: list[SamplingParams]) -> list[str]:
+    async def complete() -> list[str]:
+        done = await asyncio.gather(*(engine.generate(messages, sampling=s) for s in samplings))
+        return [generation.text for generation in done]
+
+    return asyncio.run(complete())  # this thread's own loop; the engine's thread hands the results to it
 
 
 def _chat_prompt(policy: Any, messages: list[Message]) -> tuple[Any, Any, "torch.Tensor", int, Any]:
@@ -31,6 +52,8 @@ def _chat_prompt(policy: Any, messages: list[Message]) -> tuple[Any, Any, "torch
 
 def greedy_completion(policy: Any, messages: list[Message], max_new_tokens: int) -> str:
     """The model's greedy continuation of a chat prompt, up to ``max_new_tokens`` tokens (special tokens dropped)."""
+    if (engine := _engine(policy)) is not None:
+        return _on_engine(engine, messages, [SamplingParams(temperature=0.0, max_tokens=max_new_tokens)])[0]
     model, tokenizer, ids, pad, lock = _chat_prompt(policy, messages)
     with lock, torch.no_grad():
         out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
@@ -41,11 +64,14 @@ def greedy_completion(policy: Any, messages: list[Message], max_new_tokens: int)
 def sampled_completions(policy: Any, messages: list[Message], n: int, max_new_tokens: int,
                         temperature: float = 0.7) -> list[str]:
     """``n`` sampled continuations of a chat prompt (several drafts to choose from; see greedy_completion)."""
-    model, tokenizer, ids, pad, lock = _chat_prompt(policy, messages)
     if n <= 0:
         return []
+    if (engine := _engine(policy)) is not None:
+        sampling = SamplingParams(temperature=temperature, top_p=TOP_P, max_tokens=max_new_tokens)
+        return _on_engine(engine, messages, [sampling] * n)
+    model, tokenizer, ids, pad, lock = _chat_prompt(policy, messages)
     with lock, torch.no_grad():
         out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                             do_sample=True, temperature=temperature, top_p=0.95, top_k=None,
+                             do_sample=True, temperature=temperature, top_p=TOP_P, top_k=None,
                              num_return_sequences=n, pad_token_id=pad)
     return [tokenizer.decode(row[ids.shape[1]:], skip_special_tokens=True) for row in out]
