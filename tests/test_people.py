@@ -86,11 +86,14 @@ def test_a_reply_that_breaks_one_wish_fails_that_check_alone():
 
     study = first("researcher")
     good = oracle_reply(study)
-    assert failing("researcher", good.replace(f"In {study.data['year']}, r", "R")) == ["keeps_year"]
+    assert failing("researcher", good.replace(f"{study.data['year']}: r", "R")) == ["keeps_year", "starts_with_year"]
+    assert failing("researcher", good.replace(f"{study.data['year']}: r", "R") + f" ({study.data['year']})") == [
+        "starts_with_year"]
     assert failing("researcher", good.replace(f"with {study.data['participants']} participants ", "")) == [
         "sample_size"]
     assert failing("researcher", good + " We think it matters.") == ["third_person"]
-    assert failing("researcher", good + " It" + " also" * 50 + " matters.") == ["under_50_words"]
+    assert failing("researcher", "Summary. " + good) == ["starts_with_year"]
+    assert not failing("researcher", f"**{good}**")
 
 
 def test_numbers_from_the_request_count_as_written_and_not_inside_longer_numbers():

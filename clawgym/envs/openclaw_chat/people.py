@@ -242,6 +242,10 @@ def _sample_size(reply: str, task: Task) -> bool:
     return _mentions_number(reply, task.data["participants"])
 
 
+def _starts_with_year(reply: str, task: Task) -> bool:
+    return re.match(rf"[\W_]*{task.data['year']}\s*:", reply) is not None  # "2019: ...", also in bold or a quote
+
+
 # ------------------------------------------------------------------ the six
 PEOPLE: dict[str, Persona] = {
     "office_manager": Persona(
@@ -335,14 +339,14 @@ PEOPLE: dict[str, Persona] = {
         name="researcher",
         description=("You are a researcher who asks for summaries of study abstracts for your notes. You want the "
                      "year of the study and the number of participants kept, the summary in the third person (no "
-                     "I, we or you), and under 50 words."),
+                     "I, we or you), and starting with the year and a colon, like '2019: ...'."),
         opener=lambda t: f"Summarise this for my notes: {_paragraph(t.data)}",
         preferences=[
             Preference("keeps_year", _keeps_year, "Keep the year of the study in the summary."),
             Preference("sample_size", _sample_size, "Say how many participants there were."),
             Preference("third_person", _third_person,
                        "Write it in the third person, no 'I', 'we' or 'you'."),
-            Preference("under_50_words", lambda r, t: _words(r) < 50, "Keep it under 50 words."),
+            Preference("starts_with_year", _starts_with_year, "Start with the year and a colon, like '2019: ...'."),
         ],
         thanks="Perfect for my notes.",
         done_token="NOTES_DONE",
@@ -392,5 +396,5 @@ def oracle_reply(task: Task) -> str:
     if name == "reviewer":
         return (f"Request changes. In {d['function']}, line {d['bug_line']} gives the wrong result for ordinary "
                 "input; the rest reads well.")
-    return (f"In {d['year']}, researchers at {d['institute']} studied {d['topic']} with {d['participants']} "
+    return (f"{d['year']}: researchers at {d['institute']} studied {d['topic']} with {d['participants']} "
             f"participants and found that {d['finding']}.")
