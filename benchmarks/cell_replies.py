@@ -23,12 +23,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from learning_from_conversation import MAX_TOKENS, METHODS, METRICS, PERSONAS, config_for  # noqa: E402
+from learning_from_conversation import EVERYONE, MAX_TOKENS, METHODS, METRICS, config_for  # noqa: E402
 
 
 async def replies(policy, persona: str, tag: str) -> list[dict]:
     from clawgym.core.policy import SamplingParams
-    from clawgym.envs.openclaw_chat.personas import PERSONAS as P
+    from clawgym.envs.openclaw_chat.people import EVERYONE as P
     from clawgym.serve import rehearsal
 
     tasks = rehearsal.persona_tasks(persona, "test")
@@ -44,7 +44,7 @@ async def replies(policy, persona: str, tag: str) -> list[dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--method", choices=METHODS, required=True)
-    parser.add_argument("--persona", choices=PERSONAS, required=True)
+    parser.add_argument("--persona", choices=EVERYONE, required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--checkpoint", type=Path, required=True)
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
