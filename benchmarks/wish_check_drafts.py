@@ -59,21 +59,11 @@ RULES = ("greedy", "examples", "vote", "examples+vote", "consensus", "oracle")
 # ------------------------------------------------------------------ the model's part (cached)
 def draft_wish(policy: Any, wish: str, request: str, drafts: int, temperature: float) -> dict[str, Any]:
     """The model's answers to the check prompt and its example replies for one wish, as the product asks."""
-    from clawgym.inference.completion import greedy_completion, sampled_completions
-    from clawgym.personal.wish_checks import (
-        EXAMPLES_EACH,
-        MAX_CODE_TOKENS,
-        MAX_EXAMPLE_TOKENS,
-        code_prompt,
-        reply_prompt,
-    )
+    from clawgym.personal.wish_checks import draft
 
     started = time.perf_counter()
-    answers = [greedy_completion(policy, code_prompt(wish), MAX_CODE_TOKENS)]
-    if drafts > 1:
-        answers += sampled_completions(policy, code_prompt(wish), drafts - 1, MAX_CODE_TOKENS, temperature)
-    meet, miss = (sampled_completions(policy, reply_prompt(request, wish, side), EXAMPLES_EACH, MAX_EXAMPLE_TOKENS,
-                                      temperature) for side in (True, False))
+    drafted = draft(policy, wish, request, drafts, temperature)
+    answers, meet, miss = drafted.answers, drafted.meet, drafted.miss
     return {"wish": wish, "request": request, "answers": answers, "meet": meet, "miss": miss,
             "seconds": round(time.perf_counter() - started, 1)}
 

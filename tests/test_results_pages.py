@@ -68,7 +68,7 @@ def test_the_bad_update_page_is_generated_from_the_committed_rows():
 # The judges of the next message and of wishes: a row's line on the page, and the committed page is the rows'
 # (until a benchmark's first row lands, neither its results file nor its page exists).
 JUDGE_PAGES = ("benchmarks/judge_quality.py", "benchmarks/rubric_judge.py", "benchmarks/hint_teacher.py",
-               "benchmarks/wish_judge.py", "benchmarks/wish_check_drafts.py")
+               "benchmarks/wish_judge.py", "benchmarks/wish_check_drafts.py", "benchmarks/wish_compile_speed.py")
 
 
 @pytest.mark.parametrize("script", JUDGE_PAGES)
@@ -174,3 +174,13 @@ def test_a_wish_check_drafts_row_is_a_line_of_rule_cells_and_a_table_per_wish(tm
     assert "Hardware (each row's `host`): x86_64 2 cores (1 row)" in page
     assert "| qwen2.5-coder-0.5b | dev | 6, 0.7 | 2 | 40 | 0, –, – |" in page and "| 2, 75%, 90.0% |" in page
     assert "| cook.no_oven | 20 | 9 | 5 | – | – | – | – | 0.90 | – |" in page
+
+
+def test_a_wish_compile_speed_row_is_a_line_of_both_arms(tmp_path):
+    bench = load_script("benchmarks/wish_compile_speed.py")
+    arms = {"batched": {"seconds": [40.0, 50.0], "replies": 9, "reply_p50_s": 3.1},
+            "sequential": {"seconds": [130.0, 140.0], "replies": 30, "reply_p50_s": 2.9}}
+    row = {"model": "m", "drafts": 6, "load": 1, "arms": arms, "host": "x86_64 2 cores, avx2", "commit": "abc",
+           "wall_s": 360.0}
+    page = page_of(bench, tmp_path, row)
+    assert "| m | 2 | 6 | 1 | 45 | 135 | 3.0x | 3.1 / 2.9 | x86_64 2 cores, avx2 | abc |" in page

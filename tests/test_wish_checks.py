@@ -17,7 +17,15 @@ from clawgym.inference.server import BackgroundServer
 from clawgym.personal import wish_checks
 from clawgym.personal.check_runner import CheckRunner, SandboxFailed, refusal
 from clawgym.personal.rubric import RubricJudge
-from clawgym.personal.wish_checks import BackgroundCompiler, Examples, WishCompiler, choose, examples_of, parse_code
+from clawgym.personal.wish_checks import (
+    EXAMPLES_EACH,
+    BackgroundCompiler,
+    Examples,
+    WishCompiler,
+    choose,
+    examples_of,
+    parse_code,
+)
 from clawgym.personal.wish_memory import WishMemory
 from clawgym.serve.app import build_gateway_app
 from clawgym.serve.dashboard import Dashboard
@@ -224,29 +232,36 @@ def test_the_background_compiler_reads_the_persons_replies_when_it_compiles_thei
 def test_compiling_asks_for_drafts_and_examples_and_keeps_the_draft_that_passes(runner, monkeypatch):
     from clawgym.inference import completion
 
-    asked = []
+    asked, batches = [], []
     answers = {"code": f"```python\n{SHORT}```", "drafts": ["CANNOT CHECK", "def met(a, b):\n  x"]}
 
-    def greedy(policy, messages, max_new_tokens):
-        asked.append(messages[-1]["content"])
-        return answers["code"] if "def met" in messages[-1]["content"] else "How do I boil an egg?"
+    def completions(policy, jobs):
+        batches.append(len(jobs))
+        texts, drafts, examples = [], iter(answers["drafts"]), {True: iter(EXAMPLES.meet), False: iter(EXAMPLES.miss)}
+        for messages, sampling in jobs:
+            asked.append(messages[-1]["content"])
+            if "def met" in messages[-1]["content"]:
+                texts.append(answers["code"] if sampling.temperature == 0 else next(drafts, "CANNOT CHECK"))
+            elif messages[0]["role"] == "system" and messages[0]["content"].startswith("You are a helpful"):
+                assert messages[-1]["content"] == EXAMPLES.request  # the replies answer the person's request
+                texts.append(next(examples["Do exactly as they asked" in messages[0]["content"]], ""))
+            else:
+                texts.append("How do I boil an egg?")
+        return texts
 
-    def sampled(policy, messages, n, max_new_tokens, temperature=0.7):
-        if "def met" in messages[-1]["content"]:
-            return answers["drafts"][:n]
-        assert messages[-1]["content"] == EXAMPLES.request  # the replies answer the person's request
-        return EXAMPLES.meet if "Do exactly as they asked" in messages[0]["content"] else EXAMPLES.miss
-
-    monkeypatch.setattr(completion, "greedy_completion", greedy)
-    monkeypatch.setattr(completion, "sampled_completions", sampled)
+    monkeypatch.setattr(completion, "completions", completions)
     outcome = WishCompiler(object(), runner, drafts=3).compile("keep it very short", EXAMPLES.request)
     assert outcome.code == SHORT and len(outcome.drafts) == 2  # "CANNOT CHECK" is no draft ...
     assert "NameError" in outcome.drafts[1].error  # ... and one that crashes on the examples is not kept
+    assert batches == [3 + 2 * EXAMPLES_EACH]  # the drafts and the example replies: one batch
+    batches.clear()
     assert WishCompiler(object(), runner).compile("keep it very short").code == SHORT  # the model wrote the request
-    assert any("Write one short message" in a for a in asked)
+    assert any("Write one short message" in a for a in asked) and batches == [6 + 1, 2 * EXAMPLES_EACH]
     answers.update(code="CANNOT CHECK", drafts=["CANNOT CHECK"])
+    batches.clear()
     cannot = WishCompiler(object(), runner, drafts=2).compile("be kinder")
     assert cannot.code is None and "cannot check" in cannot.note
+    assert batches == [2 + 1]  # no code to test: no example replies written
     assert WishCompiler(object(), runner).compile("answer faster").note == "no reply can show this wish"
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -29,9 +29,9 @@ def _engine(policy: Any) -> Any:
     return policy if type(policy) is HFPolicy else None
 
 
-def _on_engine(engine: Any, messages: list[Message], samplings: list[SamplingParams]) -> list[str]:
+def _on_engine(engine: Any, jobs: Sequence[tuple[list[Message], SamplingParams]]) -> list[str]:
     async def complete() -> list[str]:
-        done = await asyncio.gather(*(engine.generate(messages, sampling=s) for s in samplings))
+        done = await asyncio.gather(*(engine.generate(messages, sampling=s) for messages, s in jobs))
         return [generation.text for generation in done]
 
     return asyncio.run(complete())  # this thread's own loop; the engine's thread hands the results to it
@@ -50,28 +50,51 @@ def _chat_prompt(policy: Any, messages: list[Message]) -> tuple[Any, Any, "torch
     return model, tokenizer, ids, pad, lock
 
 
+def greedy(max_new_tokens: int) -> SamplingParams:
+    return SamplingParams(temperature=0.0, max_tokens=max_new_tokens)
+
+
+def sampled(max_new_tokens: int, temperature: float = 0.7) -> SamplingParams:
+    return SamplingParams(temperature=temperature, top_p=TOP_P, max_tokens=max_new_tokens)
+
+
+def completions(policy: Any, jobs: Sequence[tuple[list[Message], SamplingParams]]) -> list[str]:
+    """Each ``(messages, sampling)`` job's completion, in order (``temperature`` 0: greedy; special tokens dropped).
+
+    On the engine every job decodes in one batch, so a judge that needs a dozen texts waits for the longest one
+    rather than for their sum (decoding on a CPU is latency-bound: a batch of 12 costs little more than one).
+    Directly, runs of the same prompt and sampling are one ``generate`` each."""
+    if (engine := _engine(policy)) is not None:
+        return _on_engine(engine, jobs)
+    texts: list[str] = []
+    start = 0
+    while start < len(jobs):
+        end = start + 1
+        while end < len(jobs) and jobs[end][0] is jobs[start][0] and jobs[end][1] == jobs[start][1]:
+            end += 1
+        texts += _direct(policy, jobs[start][0], jobs[start][1], end - start)
+        start = end
+    return texts
+
+
+def _direct(policy: Any, messages: list[Message], sampling: SamplingParams, n: int) -> list[str]:
+    model, tokenizer, ids, pad, lock = _chat_prompt(policy, messages)
+    if sampling.temperature <= 0:
+        options: dict[str, Any] = {"do_sample": False, "temperature": None, "top_p": None}
+    else:
+        options = {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p}
+    with lock, torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=sampling.max_tokens,
+                             top_k=None, num_return_sequences=n, pad_token_id=pad, **options)
+    return [tokenizer.decode(row[ids.shape[1]:], skip_special_tokens=True) for row in out]
+
+
 def greedy_completion(policy: Any, messages: list[Message], max_new_tokens: int) -> str:
     """The model's greedy continuation of a chat prompt, up to ``max_new_tokens`` tokens (special tokens dropped)."""
-    if (engine := _engine(policy)) is not None:
-        return _on_engine(engine, messages, [SamplingParams(temperature=0.0, max_tokens=max_new_tokens)])[0]
-    model, tokenizer, ids, pad, lock = _chat_prompt(policy, messages)
-    with lock, torch.no_grad():
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                             do_sample=False, temperature=None, top_p=None, top_k=None, pad_token_id=pad)
-    return tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+    return completions(policy, [(messages, greedy(max_new_tokens))])[0]
 
 
 def sampled_completions(policy: Any, messages: list[Message], n: int, max_new_tokens: int,
                         temperature: float = 0.7) -> list[str]:
-    """``n`` sampled continuations of a chat prompt (several drafts to choose from; see greedy_completion)."""
-    if n <= 0:
-        return []
-    if (engine := _engine(policy)) is not None:
-        sampling = SamplingParams(temperature=temperature, top_p=TOP_P, max_tokens=max_new_tokens)
-        return _on_engine(engine, messages, [sampling] * n)
-    model, tokenizer, ids, pad, lock = _chat_prompt(policy, messages)
-    with lock, torch.no_grad():
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                             do_sample=True, temperature=temperature, top_p=TOP_P, top_k=None,
-                             num_return_sequences=n, pad_token_id=pad)
-    return [tokenizer.decode(row[ids.shape[1]:], skip_special_tokens=True) for row in out]
+    """``n`` sampled continuations of a chat prompt (several drafts to choose from; see :func:`completions`)."""
+    return completions(policy, [(messages, sampled(max_new_tokens, temperature))] * max(0, n))

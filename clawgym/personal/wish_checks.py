@@ -7,7 +7,8 @@ can often write as code, and code gives the same answer every time. So when a wi
 1. the judge model writes a few short replies to the person's own request (the one the wish was a correction
    of; or one it writes), some told to **meet** the wish and some told to **miss** it (:func:`reply_prompt`);
 2. it drafts ``def met(request: str, reply: str) -> bool`` a few times (the first greedy, the rest sampled),
-   or answers ``CANNOT CHECK`` when no code can tell (:func:`code_prompt`, read by :func:`parse_code`);
+   or answers ``CANNOT CHECK`` when no code can tell (:func:`code_prompt`, read by :func:`parse_code`); the
+   drafts and the replies decode in one batch (:func:`draft`);
 3. every draft runs on every example and on the person's earlier replies in one sandboxed batch
    (:class:`~clawgym.personal.check_runner.CheckRunner`) and :func:`choose` keeps one: by default
    (``"consensus"``) the draft that tells the meet- from the miss-replies apart and agrees best with the other
@@ -240,6 +241,45 @@ def person_replies(turns: Sequence[Turn], user: str, limit: int = MAX_PERSON_REP
 
 
 @dataclass
+class Drafted:
+    """The judge model's part of compiling a wish: its answers to :func:`code_prompt` (the first greedy) and the
+    replies it wrote to the request to meet and to miss the wish."""
+
+    answers: list[str]
+    request: str
+    meet: list[str]
+    miss: list[str]
+
+
+def draft(policy: Any, wish: str, request: str = "", drafts: int = 6, temperature: float = 0.7,
+          max_code_tokens: int = MAX_CODE_TOKENS, max_example_tokens: int = MAX_EXAMPLE_TOKENS) -> Drafted:
+    """Everything the model writes for one wish, in as few batches as the order allows: with the person's
+    ``request`` known, the drafts and the example replies decode together (one batch: the wait is the longest
+    draft's, not the sum of five calls); without it, the drafts and a request the model writes come first, and
+    the examples (only when some draft holds code to test) in a second batch."""
+    from clawgym.inference.completion import completions, greedy, sampled
+
+    code, drafts = code_prompt(wish), max(1, drafts)
+    jobs = [(code, greedy(max_code_tokens))] + [(code, sampled(max_code_tokens, temperature))] * (drafts - 1)
+
+    def example_jobs(request: str) -> list[tuple[list[Message], Any]]:
+        return [job for side in (True, False)
+                for job in [(reply_prompt(request, wish, side), sampled(max_example_tokens, temperature))]
+                * EXAMPLES_EACH]
+
+    if request:
+        texts = completions(policy, jobs + example_jobs(request))
+        examples = texts[drafts:]
+    else:
+        texts = completions(policy, jobs + [(request_prompt(wish), greedy(64))])
+        request = texts[drafts].strip().strip('"')
+        wrote_code = any(parse_code(answer) for answer in texts[:drafts])
+        examples = completions(policy, example_jobs(request)) if wrote_code else []
+    meet, miss = examples[:EXAMPLES_EACH], examples[EXAMPLES_EACH:]
+    return Drafted(texts[:drafts], request, meet, miss)
+
+
+@dataclass
 class Compiled:
     """What compiling one wish gave: the code, or None (refused) with the reason; ``note`` is shown with it."""
 
@@ -273,21 +313,12 @@ class WishCompiler:
         """Compile ``wish``; ``request``: a message of the person's where it mattered (the examples answer it; the
         model writes one when it is empty); ``replies``: the person's earlier ``(request, reply)`` pairs, unlabelled
         (the ``"consensus"`` rule tells drafts apart on them)."""
-        from clawgym.inference.completion import greedy_completion, sampled_completions
-
         start = time.monotonic()
         if not checkable(wish):
             return Compiled(wish, None, "no reply can show this wish", 0.0)
-        answers = [greedy_completion(self.policy, code_prompt(wish), self.max_code_tokens)]
-        if self.drafts > 1:
-            answers += sampled_completions(self.policy, code_prompt(wish), self.drafts - 1, self.max_code_tokens,
-                                           self.temperature)
-        if not any(parse_code(a) for a in answers):  # nothing to test: no example replies to write
-            return self.from_answers(wish, answers, request, [], [], replies, start)
-        request = request or greedy_completion(self.policy, request_prompt(wish), 64).strip().strip('"')
-        meet, miss = (sampled_completions(self.policy, reply_prompt(request, wish, side), EXAMPLES_EACH,
-                                          self.max_example_tokens, self.temperature) for side in (True, False))
-        return self.from_answers(wish, answers, request, meet, miss, replies, start)
+        drafted = draft(self.policy, wish, request, self.drafts, self.temperature, self.max_code_tokens,
+                        self.max_example_tokens)
+        return self.from_answers(wish, drafted.answers, drafted.request, drafted.meet, drafted.miss, replies, start)
 
     def from_answers(self, wish: str, answers: Sequence[str], request: str, meet: Sequence[str],
                      miss: Sequence[str], replies: Sequence[tuple[str, str]] = (),
