@@ -97,6 +97,22 @@ def test_oracle_scores_one_and_info_reports_each_check(env):
     assert info["success"] is True
 
 
+def test_an_oracle_that_looks_first_lists_the_work_dir_then_solves():
+    for looks, calls in ((False, 1), (True, 2)):
+        with make(oracle_looks_first=looks) as environment:
+            environment.reset(seed=3, options={"task_id": "files-find-needle"})
+            observations, reward, done = [], 0.0, False
+            while not done:
+                action = environment.unwrapped.oracle_action()
+                observation, reward, terminated, truncated, info = environment.step(action)
+                observations.append(observation)
+                done = terminated or truncated
+            assert reward == 1.0 and info["tool_calls"] == calls
+            if looks:  # the look saw the haystack's files before the solution ran
+                assert "haystack" in observations[0][0]["content"] and observations[0][0]["content"].startswith(
+                    "exit code: 0")
+
+
 def test_partial_work_gets_zero_reward_but_a_pass_fraction():
     for partial, expected in ((False, 0.0), (True, pytest.approx(1 / 3))):
         with make(partial_credit=partial) as environment:

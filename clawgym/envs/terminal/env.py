@@ -47,6 +47,9 @@ the output. There is no network access. Work only inside {workdir}.
 When the task is done, {finish}."""
 
 ORACLE_CALL_ID = "oracle"  # the id of the oracle's solution call, so it knows its own result
+ORACLE_LOOK_ID = "oracle_look"  # the id of its first look at the work dir (``oracle_looks_first``)
+# what a shell user types first in an unknown directory: the files there and a few levels below, with sizes
+LOOK_COMMAND = "ls -la && find . -mindepth 2 -maxdepth 3 -not -path './.git/*' | sort | head -40"
 
 # Identity and pager settings every episode's shell gets, so `git commit` and `git log` just work.
 DEFAULT_ENV = {
@@ -92,6 +95,7 @@ class TerminalEnv(AgentEnv):
         max_output_chars: int = 10_000,
         submit_tool: bool = True,
         partial_credit: bool = False,
+        oracle_looks_first: bool = False,
         **episode: Unpack[EpisodeOptions],
     ) -> None:
         if command_timeout_s <= 0 or check_timeout_s <= 0:
@@ -108,6 +112,7 @@ class TerminalEnv(AgentEnv):
         self.max_output_chars = int(max_output_chars)
         self.submit_tool = submit_tool
         self.partial_credit = partial_credit
+        self.oracle_looks_first = oracle_looks_first
         self.sandbox: Any = None
         self.hidden: dict[str, str] = {}
         self.setup_files: dict[str, str] = {}
@@ -160,7 +165,10 @@ class TerminalEnv(AgentEnv):
         return reward, {"success": report.all_passed, "tests": report.to_info()}
 
     def oracle_action(self) -> Any:
-        """The task's solution script in one bash call, then its output as the final answer.
+        """The task's solution script in one bash call, then its output as the final answer; with
+        ``oracle_looks_first``, a look at the work dir (:data:`LOOK_COMMAND`) before it, as at the start of
+        an episode nothing has been run yet (the warm start's demonstrations then show a call whose result
+        is read before acting, not only one command and the answer).
 
         It works from any point of an episode: unless the last step was its own solution run, it runs the
         solution (again) from the work dir on the state the episode is in, so ``clawgym play`` can hand
@@ -168,6 +176,10 @@ class TerminalEnv(AgentEnv):
         """
         assert self.task is not None
         last = self.messages[-1]
+        if self.oracle_looks_first and not any(m.get("role") == "tool" for m in self.messages):
+            command = f"cd {shlex.quote(self._workdir(self.task))}\n{LOOK_COMMAND}"
+            return {"role": "assistant", "content": None, "tool_calls": [{"id": ORACLE_LOOK_ID, "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": command})}}]}
         if last.get("role") != "tool" or last.get("tool_call_id") != ORACLE_CALL_ID:
             command = f"cd {shlex.quote(self._workdir(self.task))}\n{self.task.data['solution']}"
             return {"role": "assistant", "content": None, "tool_calls": [{"id": ORACLE_CALL_ID, "type": "function",
