@@ -117,6 +117,53 @@ def test_the_repetition_signal_is_the_rise_over_the_first_weights_reply_and_surv
     assert read.initial_tokens == 4 and read.repetition == read.candidate_repetition  # no yardstick: the share itself
 
 
+class Sampling(Scripted):
+    """Records the sampling of every replay. With ``shrinks``, a temperature above 0 cuts the reply to its first
+    word: the code reviewer's collapse, whose served (sampled) replies fell to one word while greedy replays
+    kept half their length."""
+
+    def __init__(self, reply, shrinks=False):
+        super().__init__(reply, fixed=True)
+        self.shrinks, self.asked = shrinks, []
+
+    async def generate_ids(self, prompt_ids, sampling):
+        self.asked.append(sampling)
+        text = self.reply.split()[0] if self.shrinks and sampling.temperature > 0 else self.reply
+        ids = list(range(100, 100 + len(text.split())))
+        return Generation(text=text, message={"role": "assistant", "content": text}, prompt_ids=list(prompt_ids),
+                          response_ids=ids, response_logprobs=[-0.1] * len(ids))
+
+
+def test_a_sampled_gate_replays_each_request_at_its_own_temperature_and_sees_a_collapse_greedy_replays_miss():
+    reply = "a reply of thirteen words that keeps on going well past the point"
+
+    def gate_of(**settings):
+        g = PublishGate(GateSection(enabled=True, every=1, **settings), RubricJudge(None, cues=True),
+                        lambda user: [WISH], candidate=Sampling(reply, shrinks=True), served=Sampling(reply))
+        g.held.hold(turn(0))
+        g.held.hold(turn(4, prompt=(7, 8)))
+        return g
+
+    def length_alarms(verdict):
+        return alarms.check(AlarmSection(), {"length_ratio": verdict.candidate_tokens / verdict.initial_tokens})
+
+    greedy = gate_of()
+    verdict = asyncio.run(greedy.judge({}, 0, 1))
+    assert {s.temperature for s in greedy.candidate.asked + greedy.served.asked} == {0.0}
+    assert verdict.candidate_tokens == verdict.initial_tokens == 13 and not length_alarms(verdict)
+
+    sampled = gate_of(sampled=True)
+    verdict = asyncio.run(sampled.judge({}, 0, 1))
+    asked = sampled.candidate.asked + sampled.served.asked
+    assert {(s.temperature, s.top_p) for s in asked} == {(1.0, 1.0)}  # the held-back turns' own sampling
+    assert [s.seed for s in sampled.candidate.asked] == [s.seed for s in sampled.served.asked]  # one draw for both
+    assert len({s.seed for s in sampled.candidate.asked}) == 2
+    asyncio.run(sampled.judge({}, 0, 2))
+    assert [s.seed for s in sampled.candidate.asked[2:]] == [s.seed for s in sampled.candidate.asked[:2]]
+    assert (verdict.candidate_tokens, verdict.initial_tokens) == (1, 13)
+    assert [a.signal for a in length_alarms(verdict)] == ["length_ratio"]
+
+
 def test_with_nothing_to_measure_the_gate_publishes_and_says_why():
     g = gate()
     assert asyncio.run(g.judge({"reply": "x"}, 0, 1)).reason == "no_held_back"

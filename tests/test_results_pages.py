@@ -68,7 +68,8 @@ def test_the_bad_update_page_is_generated_from_the_committed_rows():
 # The judges of the next message and of wishes: a row's line on the page, and the committed page is the rows'
 # (until a benchmark's first row lands, neither its results file nor its page exists).
 JUDGE_PAGES = ("benchmarks/judge_quality.py", "benchmarks/rubric_judge.py", "benchmarks/hint_teacher.py",
-               "benchmarks/wish_judge.py", "benchmarks/wish_check_drafts.py", "benchmarks/wish_compile_speed.py")
+               "benchmarks/wish_judge.py", "benchmarks/wish_check_drafts.py", "benchmarks/wish_compile_speed.py",
+               "benchmarks/answer_check.py")
 
 
 @pytest.mark.parametrize("script", JUDGE_PAGES)

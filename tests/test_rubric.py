@@ -5,6 +5,7 @@ wish nobody can check, an empty reply) give no reward to train on rather than no
 from __future__ import annotations
 
 import pytest
+import torch
 
 from clawgym.inference.hf import HFPolicy
 from clawgym.inference.scoring import label_margins
@@ -249,3 +250,51 @@ def test_serve_rubric_cues_false_leaves_the_compiled_checks_and_the_models_quest
     assert not bare.cues and bare.facts is None
     assert [c.source for c in shipped.score("ann", CONTEXT, LISTED)[1]] == ["cues"]
     assert [c.source for c in bare.score("ann", CONTEXT, LISTED)[1]] in (["model"], ["unsure"])
+
+
+def test_with_answers_request_a_reply_the_model_says_answers_nothing_meets_no_wish(tiny_qwen):
+    """Against form-only reward hacking: "no lists" is met by a one-word reply unless the reply must also answer."""
+    from clawgym import launchers
+    from clawgym.personal.learner import LearnerHooks, _rubric
+    from clawgym.personal.rubric import first_request, request_information
+    from clawgym.rl.launch import load_config
+
+    wishes = {"ann": ["no numbered or bulleted lists", "explain the method", "remind me tomorrow"]}
+    plain = RubricJudge(tiny_qwen, wishes.get)
+    expected = [(c.met, c.source) for c in plain.score("ann", CONTEXT, "Approve")[1]]
+    assert expected[0] == (True, "cues")  # the cue alone says one word meets "no lists"
+
+    unanswered = RubricJudge(tiny_qwen, wishes.get, answers_request=True, answer_threshold=1e9)
+    reward, checks = unanswered.score("ann", CONTEXT, "Approve")
+    assert reward == 0.0 and [(c.met, c.source) for c in checks] == [(False, "unanswered"), (False, "unanswered"),
+                                                                      (None, "uncheckable")]
+    assert unanswered.stats["unanswered"] == 1 and checks[0].margin is not None
+    answered = RubricJudge(tiny_qwen, wishes.get, answers_request=True, answer_threshold=-1e9)
+    assert [(c.met, c.source) for c in answered.score("ann", CONTEXT, "Approve")[1]] == expected
+    answered.score("ann", CONTEXT, "Approve")
+    assert answered.stats["information_pairs"] == 1  # one reading a reply, then the cache
+    assert answered.score("ann", CONTEXT, "")[0] == 0.0 and answered.stats["information_pairs"] == 1  # none if empty
+    info = request_information(tiny_qwen, [(first_request(CONTEXT), "Approve")])[0]
+    assert checks[0].margin == pytest.approx(info, abs=1e-3)
+    with pytest.raises(ValueError, match="answers_request"):
+        RubricJudge(None, wishes.get, answers_request=True)
+
+    chat, hooks = launchers.resolve("chat"), LearnerHooks(wishes_of=wishes.get)
+    assert _rubric(load_config(chat, ["serve.hindsight_answers_request=true"]), tiny_qwen, hooks).answers_request
+
+
+def test_reply_logprobs_sum_the_log_probabilities_of_the_replys_own_tokens(tiny_qwen):
+    from clawgym.inference.scoring import reply_logprobs
+
+    tokenizer, model = tiny_qwen.tokenizer, tiny_qwen.model
+    messages = [{"role": "user", "content": "What is the capital of Peru?"}]
+    prompt = tokenizer.encode(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True),
+                              add_special_tokens=False)
+    answer = tokenizer.encode("Lima, on the coast.", add_special_tokens=False)
+    with torch.no_grad():
+        logp = torch.log_softmax(model(input_ids=torch.tensor([prompt + answer])).logits[0].float(), dim=-1)
+    expected = sum(float(logp[len(prompt) - 1 + i, token]) for i, token in enumerate(answer))
+    got = reply_logprobs(tiny_qwen, [(messages, "Lima, on the coast."), (messages, "")])
+    assert got[0] == pytest.approx(expected, abs=1e-3) and got[0] < 0 and got[1] == 0.0
+    assert reply_logprobs(tiny_qwen, [(messages, "Lima, on the coast.")], max_reply_tokens=1)[0] == pytest.approx(
+        float(logp[len(prompt) - 1, answer[0]]), abs=1e-3)

@@ -112,3 +112,27 @@ def grouped_label_margins(policy: Any, groups: Sequence[Sequence[list[Message]]]
             last = hidden[torch.arange(len(rest)), torch.tensor([len(r) - 1 for r in rest])].float()
             results.append((last @ direction.to(last.device) + offset).tolist())
     return results
+
+
+def reply_logprobs(policy: Any, pairs: Sequence[tuple[list[Message], str]], max_reply_tokens: int = 256) -> list[float]:
+    """``log p(reply | prompt)`` summed over the reply's tokens (at most ``max_reply_tokens``), the reply read as
+    the assistant's answer to each chat prompt; one forward pass a pair."""
+    model, tokenizer = getattr(policy, "model", None), getattr(policy, "tokenizer", None)
+    if model is None or tokenizer is None:
+        raise TypeError(f"policy {getattr(policy, 'name', policy)!r} has no HF model/tokenizer to score replies with")
+    device = next(model.parameters()).device
+    lock = getattr(policy, "_weights_lock", None) or contextlib.nullcontext()
+    totals: list[float] = []
+    for messages, reply in pairs:
+        prompt = tokenizer.encode(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True),
+                                  add_special_tokens=False)
+        answer = tokenizer.encode(reply, add_special_tokens=False)[:max_reply_tokens]
+        if not answer:
+            totals.append(0.0)
+            continue
+        ids = torch.tensor([prompt + answer], device=device)
+        with lock, torch.no_grad():  # the logits that predict the reply's tokens only
+            logits = model(input_ids=ids, logits_to_keep=len(answer) + 1).logits[0, :-1, :].float()
+        logp = torch.log_softmax(logits, dim=-1)
+        totals.append(float(logp.gather(-1, torch.tensor(answer, device=device)[:, None]).sum()))
+    return totals

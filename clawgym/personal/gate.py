@@ -2,11 +2,12 @@
 
 Before the personal trainer publishes a step, the new weights answer a held-back slice of the people's
 own earlier requests: each person's 1st, ``every + 1``-th, ``2 * every + 1``-th, ... judged turn, up to
-``requests`` of them, which training never sees (:class:`HeldBack`). Each is replayed greedily from the
-turn's own prompt token ids, so the prompt is exactly what the served model read (OpenClaw's tools and
-system prompt included), at most as long as the request allowed (and ``max_tokens``). The rubric judge
-that scores the hindsight groups (:class:`~clawgym.personal.rubric.RubricJudge`) scores every reply
-against the person's *current* wishes; the weights that serve now answer the same requests (decoded once
+``requests`` of them, which training never sees (:class:`HeldBack`). Each is replayed from the turn's own
+prompt token ids, so the prompt is exactly what the served model read (OpenClaw's tools and system prompt
+included), at most as long as the request allowed (and ``max_tokens``): greedily, or with ``sampled`` at the
+request's own temperature under a seed of the turn's, the same for both weights, as the person is served.
+The rubric judge that scores the hindsight groups (:class:`~clawgym.personal.rubric.RubricJudge`) scores every
+reply against the person's *current* wishes; the weights that serve now answer the same requests (decoded once
 per served version and kept). A person's score is the mean over their held-back requests the judge could
 decide for both weights; the gate's score is the mean over people (each person counts the same). The step
 publishes when the new score is at least the serving one minus ``margin``; otherwise the old weights keep
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -194,7 +196,7 @@ class PublishGate:
 
     # ------------------------------------------------------------------ replies and scores
     async def _replies(self, policy: Policy, turns: Sequence[Turn]) -> list[Reply]:
-        """Greedy replies, each at most as long as the person's request allowed (and ``max_tokens``)."""
+        """Replies as :meth:`_sampling` says, each at most as long as the request allowed (and ``max_tokens``)."""
         generations = await asyncio.gather(*(policy.generate_ids(list(t.prompt_ids), self._sampling(t)) for t in turns))
         return [Reply(g.text, len(g.response_ids), tuple(g.response_ids)) for g in generations]
 
@@ -202,7 +204,7 @@ class PublishGate:
         """Whether the candidate replays from the serving weights' replies (``draft``; an in-process HF model)."""
         from clawgym.inference.hf import HFPolicy
 
-        return self.settings.draft and isinstance(self.candidate, HFPolicy)
+        return self.settings.draft and not self.settings.sampled and isinstance(self.candidate, HFPolicy)
 
     async def _drafted_replies(self, turns: Sequence[Turn], drafts: Sequence[Reply]) -> list[Reply]:
         """The candidate's greedy replies, each checked against the serving weights' reply to the same request
@@ -215,8 +217,14 @@ class PublishGate:
                 for r in replayed]
 
     def _sampling(self, turn: Turn) -> SamplingParams:
-        asked = (turn.info.get("sampling") or {}).get("max_tokens") or self.settings.max_tokens
-        return SamplingParams(temperature=0.0, max_tokens=min(int(asked), self.settings.max_tokens))
+        """Greedy, or with ``sampled`` the request's own temperature and top-p under a seed of the turn's own."""
+        asked = turn.info.get("sampling") or {}
+        max_tokens = min(int(asked.get("max_tokens") or self.settings.max_tokens), self.settings.max_tokens)
+        if not self.settings.sampled:
+            return SamplingParams(temperature=0.0, max_tokens=max_tokens)
+        seed = int.from_bytes(hashlib.sha256(turn.turn_id.encode()).digest()[:8], "big") >> 1
+        return SamplingParams(temperature=float(asked.get("temperature", 1.0)), top_p=float(asked.get("top_p", 1.0)),
+                              max_tokens=max_tokens, seed=seed)
 
     async def _serving_replies(self, turns: Sequence[Turn], served_version: int) -> list[Reply]:
         """The serving weights' replies: kept from the candidate they were published as, else decoded now."""

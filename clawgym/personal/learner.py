@@ -195,7 +195,8 @@ def _rubric(config: RunConfig, judge_policy: Policy, hooks: LearnerHooks) -> Rub
                           f"local hf model, and the judge {config.judge.model!r} is not one")
     cues = config.serve.rubric_cues
     return RubricJudge(judge_policy, hooks.wishes_of, refusals_fail=config.serve.hindsight_refusals_fail,
-                       checks_of=hooks.checks_of, cues=cues, read_facts=cues)
+                       answers_request=config.serve.hindsight_answers_request, checks_of=hooks.checks_of, cues=cues,
+                       read_facts=cues)
 
 
 def judge_model(config: RunConfig, stack: Stack) -> Any:

@@ -27,9 +27,15 @@ threshold is *unsure* (``met=None``) and leaves the wish out, as does a wish no 
 ("answer faster", "email me the summary": :func:`~clawgym.personal.rubric_cues.checkable`); a reply
 with no decided wish (the person has no wishes yet, or none the judge can check) gets reward None,
 and a trainer must not train on it. With ``refusals_fail`` a reply that declines the request outright
-(:func:`~clawgym.personal.rubric_cues.refuses`) meets no wish, like an empty one. ``context_messages`` is
-the conversation the reply answers; the question shows the model its first user message (the task) and its
-last one (often a correction), each clipped.
+(:func:`~clawgym.personal.rubric_cues.refuses`) meets no wish, like an empty one; with ``answers_request`` so
+does a reply the task hardly bears on (:func:`request_information`: how much more likely the judge model finds the
+reply after the conversation's first request than after :data:`NEUTRAL_REQUEST`, in nats, at most
+``answer_threshold``; not the latest message, since a correction that names the form wanted, "start with
+Approve", makes a bare "Approve" likely), so that
+wishes about form alone ("no code blocks", "keep it short") cannot be met by saying nothing of substance: a
+collapse to one-word replies, or a reply that would fit any request, earns nothing.
+``context_messages`` is the conversation the reply answers; the question shows the model its first user message
+(the task) and its last one (often a correction), each clipped.
 """
 
 from __future__ import annotations
@@ -60,6 +66,10 @@ FEW_SHOT: tuple[tuple[str, str, str, str], ...] = (  # (request, reply, wish, la
      "Could you send someone this week? Thanks, Priya", "end with my name", "Yes"),
     ("What is recursion?", "Recursion is when a function calls itself.", "give an example", "No"),
 )
+# with ``answers_request``: the request a reply's likelihood is compared against (what a reply to nobody in
+# particular would follow), and the information below which a reply does not answer (benchmarks/answer_check.py)
+NEUTRAL_REQUEST = ""
+ANSWER_THRESHOLD = 19.0  # nats: chosen on the dev split of benchmarks/answer_check.py (95 % of answers above it)
 THRESHOLD = 0.0  # log p(Yes) - log p(No) above it: met
 BAND = 0.0  # |margin - threshold| below it: unsure (left out of the reward)
 STYLES = ("question", "wish")  # ask "Does the reply <wish>?" or show the wish and ask whether it is met
@@ -73,7 +83,7 @@ class WishCheck:
 
     wish: str
     met: bool | None
-    source: str  # "compiled", "cues", "facts", "model", "unsure", "uncheckable"
+    source: str  # "compiled", "cues", "facts", "model", "unsure", "uncheckable", "unanswered"
     margin: float | None = None  # the model's log p(Yes) - log p(No); None when the cues decided
 
     def to_dict(self) -> dict[str, Any]:
@@ -122,6 +132,17 @@ def _question(request: str, reply: str, wish: str, style: str) -> str:
             f"{ask} Answer Yes or No.")
 
 
+def request_information(policy: Any, pairs: Sequence[tuple[str, str]]) -> list[float]:
+    """Per ``(request, reply)``: ``log p(reply | request) - log p(reply | NEUTRAL_REQUEST)`` under ``policy``'s model
+    (nats; the pointwise mutual information of request and reply). An answer to the request is far likelier after
+    it; a fragment ("Sure!", "Approve"), or a reply to another request, is about as likely, or less, without it."""
+    from clawgym.inference.scoring import reply_logprobs
+
+    given = reply_logprobs(policy, [([{"role": "user", "content": request}], reply) for request, reply in pairs])
+    alone = reply_logprobs(policy, [([{"role": "user", "content": NEUTRAL_REQUEST}], reply) for _, reply in pairs])
+    return [a - b for a, b in zip(given, alone)]
+
+
 def prompt_for(request: str, reply: str, wish: str, few_shot: bool = True, style: str = "wish") -> list[Message]:
     """The chat prompt whose next token is read: the few-shot examples, then the question."""
     if style not in STYLES:
@@ -164,10 +185,14 @@ class RubricJudge:
     refusals_fail: bool = False
     checks_of: Callable[[str], Mapping[str, str]] | None = None
     runner: Any = None
+    answers_request: bool = False
+    answer_threshold: float = ANSWER_THRESHOLD
 
     def __post_init__(self, read_facts: bool) -> None:
         if self.policy is None and not self.cues:
             raise ValueError("a rubric judge without a model needs cues=True")
+        if self.policy is None and self.answers_request:
+            raise ValueError("answers_request reads the judge model's likelihoods: it needs a policy")
         if self.band < 0:
             raise ValueError("band must be >= 0")
         if self.style not in STYLES:
@@ -200,6 +225,7 @@ class RubricJudge:
         compiled = self._compiled(jobs, users)
         results: list[list[WishCheck | None]] = []
         pending: list[tuple[int, int, str, list[Message]]] = []  # (job, wish index, cache key, prompt)
+        asked: list[tuple[int, str, str]] = []  # (job, request, reply): does the reply answer the request?
         for j, (wishes, context, reply) in enumerate(jobs):
             row: list[WishCheck | None] = []
             reply = reply or ""
@@ -243,9 +269,18 @@ class RubricJudge:
                     pending.append((j, w, self._key(request, reply, wish),
                                     prompt_for(request, reply, wish, self.few_shot, self.style)))
             results.append(row)
+            if self.answers_request and reply.strip() and not refused and any(checkable(w) for w in wishes):
+                asked.append((j, task, reply))  # the task, not a correction that names the form wanted
         margins = self._margins([(j, key, prompt) for j, _, key, prompt in pending])
         for (j, w, _, _), margin in zip(pending, margins):
             results[j][w] = self._decide(jobs[j][0][w], margin)
+        unanswered = {j: round(info, 3) for (j, _, _), info in zip(asked, self._information(asked))
+                      if info <= self.answer_threshold}
+        for j, margin in unanswered.items():  # answering nothing does none of what the person wished
+            self.stats["unanswered"] += 1
+            results[j] = [check if check is not None and check.source == "uncheckable"
+                          else WishCheck(jobs[j][0][w], False, "unanswered", margin)
+                          for w, check in enumerate(results[j])]
         for j, row in enumerate(results):  # no model: what the cues left open is unsure
             for w, check in enumerate(row):
                 if check is None:
@@ -302,6 +337,22 @@ class RubricJudge:
         return WishCheck(wish, margin > self.threshold, "model", round(margin, 4))
 
     # ------------------------------------------------------------------ the model
+    def _information(self, asked: Sequence[tuple[int, str, str]]) -> list[float]:
+        """:func:`request_information` of each ``(job, request, reply)``, cached like the margins."""
+        keys = [self._key(request, reply, "answers_request") for _, request, reply in asked]
+        with self._lock:
+            known = {key: self._cache[key] for key in keys if key in self._cache}
+        todo = {key: (request, reply) for key, (_, request, reply) in zip(keys, asked) if key not in known}
+        if todo:
+            values = request_information(self.policy, list(todo.values()))
+            self.stats["information_pairs"] += len(todo)
+            with self._lock:
+                for key, value in zip(todo, values):
+                    self._cache[key] = known[key] = value
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return [known[key] for key in keys]
+
     def _key(self, request: str, reply: str, wish: str) -> str:
         payload = [getattr(self.policy, "name", ""), int(getattr(self.policy, "version", 0) or 0), self.few_shot,
                    self.style, request, reply, wish]

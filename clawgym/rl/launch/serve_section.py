@@ -19,7 +19,8 @@ Adapters = Literal["shared", "per_user"]  # one set of weights for everyone | on
 class GateSection(Section):
     """The publish gate (:mod:`clawgym.personal.gate`): a step's weights serve only when, on a held-back slice
     of the people's own requests (every ``every``-th judged turn of each person, up to ``requests``, never
-    trained on), the rubric judge scores their greedy replies at least the serving weights' minus ``margin``."""
+    trained on), the rubric judge scores their replies (greedy, or ``sampled`` as served) at least the serving
+    weights' minus ``margin``."""
 
     enabled: bool = False
     every: int = Field(4, ge=1)
@@ -29,6 +30,10 @@ class GateSection(Section):
     # replay the new weights from the serving weights' reply to the same request (clawgym.inference.draft_replay):
     # the same greedy replies, the tokens both weights choose alike checked in one pass instead of decoded
     draft: bool = True
+    # replay each request at its own temperature and top-p, seeded by the turn (both weights draw the same random
+    # numbers), as the person is served: a collapse that shows only in sampled replies (the code reviewer's served
+    # replies fell to one word while the greedy replays kept half their length) reaches the alarms; no drafts then
+    sampled: bool = False
 
 
 class AlarmSection(Section):
@@ -96,6 +101,9 @@ class ServeSection(Section):
     hindsight_plain: int = 0
     # the rubric meets no wish with a reply that declines the request ("I'm sorry, but I can't assist with that.")
     hindsight_refusals_fail: bool = False
+    # the rubric meets no wish with a reply its judge model says does not answer the request (one more question a
+    # reply, clawgym.personal.rubric.ANSWERS): wishes about form alone are not met by a one-word reply
+    hindsight_answers_request: bool = False
     # the OPD teacher reads every remembered wish of the user (clawgym.personal.wish_memory), not only the turn's hint
     teacher_wishes: bool = False
     # each new wish is compiled once, in the background, into a tested Python check the rubric judge runs in a
