@@ -133,6 +133,32 @@ def test_the_persons_verdict_counts_in_their_replys_reward():
     assert [s.reward for s in samples] == [1.0, 0.0, 0.0]
 
 
+class AnswersNothing(RubricJudge):
+    """The cues' rubric, except that ``fragment`` answers nothing (as ``answers_request`` would find it)."""
+
+    def __init__(self, fragment, wishes):
+        super().__init__(None, wishes_of=lambda user: list(wishes))
+        self.fragment = fragment
+
+    def check_many(self, jobs, users=None):
+        checks = super().check_many(jobs, users)
+        return [[WishCheck(c.wish, False, "unanswered", 3.0) for c in row] if reply == self.fragment else row
+                for row, (_, _, reply) in zip(checks, jobs)]
+
+
+def test_a_reply_that_answers_nothing_earns_nothing_the_persons_verdict_included():
+    """The verdict judge can misread a correction as praise; a one-word reply must not win its group by it."""
+    siblings = ["a reply of far too many words", "also many words in this one"]
+    rubric = AnswersNothing("Approve", [SHORT_WISH])
+    groups_ = HindsightGroups(ScriptedSiblings(siblings), rubric, HindsightSettings(k=3), temperature=0.7)
+    samples, why = asyncio.run(groups_.build(judged_turn(reply="Approve", verdict=1.0), verdict=1.0))
+    assert samples is None and why == "zero_advantage_group"  # 0 for all three: nothing to learn
+    groups_ = HindsightGroups(ScriptedSiblings(["four words is fine", "a reply of far too many words"]), rubric,
+                              HindsightSettings(k=3), temperature=0.7)
+    samples, _ = asyncio.run(groups_.build(judged_turn(reply="Approve", verdict=1.0), verdict=1.0))
+    assert [s.reward for s in samples] == [0.0, 1.0, 0.0]  # without the rule the fragment would score 0.5
+
+
 @pytest.mark.parametrize("case, reason", [
     ("no_wishes", "no_wishes"),  # a person who never corrected anything: nothing to score against
     ("uncheckable", "unscorable"),  # a wish no reply can show

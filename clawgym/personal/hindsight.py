@@ -206,6 +206,10 @@ class HindsightGroups:
             return None, "unscorable"
         if self.on_scored is not None:
             self.on_scored(user_of(turn), rubric[0])
+        # a reply that answers nothing (the rubric's ``answers_request``) earns nothing, the person's verdict
+        # included: the message after it is a correction the verdict judge misread far more often than praise
+        if any(c.source == "unanswered" for c in checks[0]):
+            verdict = None
         rewards: list[float | None] = [real_reward(rubric[0], verdict, self.settings.verdict_weight)]
         members = [(rewards[0], _real_sample(turn))]
         for i, (generation, reward) in enumerate(zip(siblings, rubric[1:])):
