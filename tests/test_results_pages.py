@@ -185,3 +185,22 @@ def test_a_wish_compile_speed_row_is_a_line_of_both_arms(tmp_path):
            "wall_s": 360.0}
     page = page_of(bench, tmp_path, row)
     assert "| m | 2 | 6 | 1 | 45 | 135 | 3.0x | 3.1 / 2.9 | x86_64 2 cores, avx2 | abc |" in page
+
+
+def test_answer_check_items_label_by_construction_and_split_by_request():
+    bench = load_script("benchmarks/answer_check.py")
+    rows = [{"kind": kind, "request": f"{kind} request {i}", "reply": f"a long {kind} reply {j} to {i} here"}
+            for kind in ("email", "recipe") for i in range(3) for j in range(3)]
+    items = bench.build_items(rows, per_request=2)
+    assert len(items) == 6 * 2 * 3 and {it["kind"] for it in items} == {"answers", "fragment", "off-topic"}
+    for it in items:
+        assert it["split"] == bench.split_of(it["request"]) and it["answers"] == (it["kind"] == "answers")
+        if it["kind"] == "fragment":
+            assert it["reply"] in ("a", "a long email", "a long recipe")
+        if it["kind"] == "off-topic":  # another kind of person's reply
+            assert it["request"].split()[0] not in it["reply"]
+    margins = [10.0 if it["answers"] else -1.0 for it in items]
+    assert bench.choose_threshold(items, margins, 0.0) < 10.0
+    assert bench.rates(items, margins, bench.choose_threshold(items, margins, 0.0))["agreement"] == 1.0
+    assert bench.rates(items, margins, 20.0) == {"answers_yes": 0.0, "fragment_yes": 0.0, "off-topic_yes": 0.0,
+                                                  "agreement": round(2 / 3, 3)}
