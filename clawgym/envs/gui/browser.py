@@ -205,7 +205,8 @@ class Browser:
 
     def _wipe(self, origins: set[str]) -> bool:
         """Clear everything the last episode could leave in this page; False (new context) if that fails."""
-        for attempt in range(3):
+        attempts = 5  # a loaded machine can take a while to finish a process swap: back off 0.1, 0.2, 0.4, 0.8 s
+        for attempt in range(attempts):
             try:
                 with self.guard():
                     self._session_script = wipe_page(self.page, self._cdp, origins,
@@ -213,10 +214,10 @@ class Browser:
                 return True
             except Exception as exc:  # a cross-process navigation detaches the CDP session: attach anew
                 detached = "Not attached" in str(exc) or "Script not found" in str(exc)
-                if attempt < 2 and not self.broken and (detached or "Timeout" in type(exc).__name__):
+                if attempt < attempts - 1 and not self.broken and (detached or "Timeout" in type(exc).__name__):
                     if detached:  # (the old session's new-document script went with it)
                         with self.guard():
-                            self.page.wait_for_timeout(100 * (attempt + 1))  # let the process swap finish
+                            self.page.wait_for_timeout(100 * 2 ** attempt)  # let the process swap finish
                             self._cdp, self._session_script = self.context.new_cdp_session(self.page), None
                     continue  # a timeout (a loaded machine) is tried again as it is
                 self.not_reused_because = f"wiping the warm page failed: {exc}"
